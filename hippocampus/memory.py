@@ -1,0 +1,268 @@
+"""Memory: the public facade. It validates, orchestrates and records history;
+storage, embeddings, retrieval and the processors each live in their own module."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Iterator, Sequence
+
+from pydantic import ValidationError
+
+from . import validation as V
+from .config import MemoryConfig
+from .embeddings import Embedder, make_embedder
+from .errors import ConfigError, NotFound
+from .llm import ChatModel
+from .models import (
+    AddResult,
+    HistoryAction,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    SearchHit,
+    SearchResult,
+    now_ts,
+    ts_to_iso,
+)
+from .retrieval import Retriever
+from .store import MEMORY_FIELDS, MilvusStore
+from .store import filters as F
+
+log = logging.getLogger(__name__)
+
+
+def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryConfig:
+    """Settings with keyword overrides on top; any invalid value becomes a ConfigError."""
+    try:
+        if config is None:
+            return MemoryConfig(**overrides)
+        return MemoryConfig(**{**config.model_dump(exclude_unset=True), **overrides}) if overrides else config
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+class Memory:
+    """Long-term memory for one agent deployment, many users.
+
+    >>> with Memory(milvus_uri="./demo.db") as memory:
+    ...     memory.add("I moved to Berlin in May", user_id="alice", infer=False)
+    ...     memory.search("where does alice live?", user_id="alice")
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        llm: ChatModel | None = None,
+        **overrides: Any,
+    ):
+        self.config = load_config(config, **overrides)
+        self.embedder = embedder or make_embedder(self.config)
+        self._llm = llm
+        self.store = MilvusStore(
+            uri=self.config.milvus_uri,
+            dim=self.embedder.dim,
+            embedding_model=self.embedder.model_name,
+            collection=self.config.collection_name,
+            token=self.config.milvus_token.get_secret_value() if self.config.milvus_token else None,
+        )
+        self.retriever = Retriever(self.store, self.embedder)
+        self._write_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Release the store (and milvus-lite's directory lock)."""
+        self.store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writing
+    def add(
+        self,
+        messages: str | list[dict[str, str]],
+        user_id: str,
+        chat_id: str = "default",
+        who: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        infer: bool = False,
+        ts: Any = None,
+        memory_type: MemoryType | str = MemoryType.EPISODIC,
+    ) -> AddResult:
+        """Remember a turn. With `infer=False` the text is stored as-is as one memory."""
+        user_id = V.check_id("user_id", user_id)
+        chat_id = V.check_id("chat_id", chat_id)
+        who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
+        metadata = V.check_metadata(metadata)
+        event_ts = V.check_ts(ts) or now_ts()
+        mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
+        text, _turns = V.messages_to_text(messages)
+        if infer:
+            raise ConfigError("infer=True needs the cognitive processors, which are not part of this build yet")
+        if mtype is MemoryType.EPISODIC:
+            meta = {"context": "", "thing": text, "time": ts_to_iso(event_ts), "chatid": chat_id, "who": who, **metadata}
+        else:
+            meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(event_ts), **metadata}
+        record = self._new_row(user_id, mtype, event_ts, chat_id, who, text, meta)
+        ids = self._insert([record], actor="api")
+        return AddResult(ids=ids, stored=True, reason="stored without inference (infer=False)")
+
+    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
+        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays."""
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        text = V.check_text(text)
+        extra = V.check_metadata(metadata)
+        old = self.get(memory_id, user_id=user_id)
+        new_meta = {**old.metadata, **extra, "updated_at": now_ts()}
+        if old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata and "thing" not in extra:
+            new_meta["thing"] = text
+        return self._rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api")
+
+    def delete(self, memory_id: int, user_id: str) -> None:
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        old = self.get(memory_id, user_id=user_id)
+        with self._write_lock:
+            self.store.delete(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)))
+            self._history(old, HistoryAction.DELETED, old_text=old.text, actor="api")
+
+    def reset(self, user_id: str) -> int:
+        """Erase every memory of this user and its history, for good; returns how many memories went."""
+        user_id = V.check_id("user_id", user_id)
+        scope = F.eq("user_id", user_id)
+        with self._write_lock:
+            count = self.store.count(scope)
+            self.store.delete(scope)
+            self.store.delete_history(scope)
+        return count
+
+    # ------------------------------------------------------------------ reading
+    def search(
+        self,
+        query: str,
+        user_id: str,
+        limit: int | None = None,
+        memory_type: MemoryType | str | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> SearchResult:
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first.
+
+        `limit` caps both lists at once; `memory_type` restricts to one kind;
+        `filters` matches metadata keys exactly.
+        """
+        query = V.check_text(query, "query")
+        user_id = V.check_id("user_id", user_id)
+        mtype = V.check_memory_type(memory_type)
+        limit = V.check_limit(limit) if limit is not None else None
+        metadata = V.check_metadata(filters)
+        k_epi = self.config.k_episodic if limit is None else limit
+        k_sem = self.config.k_semantic if limit is None else limit
+        vector = self.embedder.encode([query], role="query")[0]
+        result = SearchResult()
+        if mtype in (None, MemoryType.EPISODIC):
+            result.episodic = self.retriever.search(query, user_id, k_epi, MemoryType.EPISODIC, metadata, vector)
+        if mtype in (None, MemoryType.SEMANTIC):
+            result.semantic = self.retriever.search(query, user_id, k_sem, MemoryType.SEMANTIC, metadata, vector)
+        return result
+
+    def get(self, memory_id: int, user_id: str) -> MemoryRecord:
+        """One memory of this user; another user's memory is NotFound, exactly like a missing one."""
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        rows = self.store.query(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)), limit=1)
+        if not rows:
+            raise NotFound(f"memory {memory_id} not found for this user")
+        return MemoryRecord.from_row(rows[0])
+
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
+        """Every memory of this user, oldest event first; paged internally, never capped."""
+        return sorted(self.iter_all(user_id, memory_type), key=lambda r: (r.ts, r.id))
+
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
+        user_id = V.check_id("user_id", user_id)
+        mtype = V.check_memory_type(memory_type)
+        scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None)
+        for page in self.store.iterate(scope, MEMORY_FIELDS):
+            for row in page:
+                yield MemoryRecord.from_row(row)
+
+    def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
+        """Every change to this memory, oldest first; kept after the memory is deleted or merged."""
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        rows = self.store.history(F.and_(F.eq("memory_id", memory_id), F.eq("user_id", user_id)))
+        return [HistoryEvent.model_validate(r) for r in rows]
+
+    def stats(self, user_id: str | None = None) -> dict[str, Any]:
+        scope = F.eq("user_id", V.check_id("user_id", user_id)) if user_id is not None else ""
+        out: dict[str, Any] = {"total": self.store.count(scope)}
+        for mtype in MemoryType:
+            out[mtype.value] = self.store.count(F.and_(scope, F.eq("memory_type", mtype.value)))
+        out["store"] = self.config.milvus_uri
+        out["embedder"] = self.embedder.model_name
+        return out
+
+    # ------------------------------------------------------------------ internals
+    def _new_row(
+        self, user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        now = now_ts()
+        return {
+            "user_id": user_id,
+            "memory_type": mtype.value,
+            "ts": int(ts),
+            "chat_id": chat_id,
+            "who": who,
+            "text": text,
+            "hit_count": 0,
+            "metadata": {**meta, "created_at": meta.get("created_at", now), "updated_at": now},
+        }
+
+    def _insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED) -> list[int]:
+        """Embed and insert rows, then record their creation."""
+        vectors = self.embedder.encode([r["text"] for r in rows], role="passage")
+        for row, vec in zip(rows, vectors):
+            row["vector"] = vec.tolist()
+        with self._write_lock:
+            ids = self.store.insert(rows)
+            self.store.add_history(
+                [
+                    HistoryEvent(memory_id=i, user_id=r["user_id"], action=action, new_text=r["text"], actor=actor).model_dump(mode="json")
+                    for i, r in zip(ids, rows)
+                ]
+            )
+        return ids
+
+    def _rewrite(
+        self, old: MemoryRecord, text: str, metadata: dict[str, Any], action: HistoryAction, actor: str, **fields: Any
+    ) -> MemoryRecord:
+        """Upsert a memory in place (same id), re-embedding when the text changed."""
+        vector = self.embedder.encode([text], role="passage")[0].tolist() if text != old.text else self.store.vectors([old.id])[old.id]
+        row = {
+            "id": old.id,
+            "user_id": old.user_id,
+            "memory_type": old.memory_type.value,
+            "ts": old.ts,
+            "chat_id": old.chat_id,
+            "who": old.who,
+            "text": text,
+            "hit_count": old.hit_count,
+            "metadata": metadata,
+            "vector": vector,
+            **fields,
+        }
+        with self._write_lock:
+            self.store.upsert([row])
+            self._history(old, action, old_text=old.text, new_text=text, actor=actor)
+        return MemoryRecord.from_row(row)
+
+    def _history(self, record: MemoryRecord, action: HistoryAction, actor: str, **kw: Any) -> None:
+        event = HistoryEvent(memory_id=record.id, user_id=record.user_id, action=action, actor=actor, **kw)
+        self.store.add_history([event.model_dump(mode="json")])

@@ -1,0 +1,5 @@
+"""Retrieval: dense, BM25 and hybrid search over the store, then ranking."""
+
+from .search import Retriever
+
+__all__ = ["Retriever"]

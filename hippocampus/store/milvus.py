@@ -1,0 +1,374 @@
+"""MilvusStore: one collection for every memory, a second for their history.
+
+The same code runs on milvus-lite (a local path, the default) and on a Milvus
+server or cluster (an http:// URI). Filters come only from `filters.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus.exceptions import MilvusException
+
+from ..errors import SchemaMismatchError, StoreError, StoreLockedError
+from . import filters as F
+
+log = logging.getLogger(__name__)
+
+
+class _DropNoise(logging.Filter):
+    """milvus-lite has no MVCC timestamps; pymilvus warns about it on every paged query."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "mvccTs" not in record.getMessage()
+
+
+logging.getLogger("pymilvus").addFilter(_DropNoise())
+for _h in logging.getLogger("pymilvus").handlers:
+    _h.addFilter(_DropNoise())
+try:  # milvus-lite's jieba analyzer announces its dictionary on stderr
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+except ImportError:  # pragma: no cover
+    pass
+
+SCHEMA_VERSION = "1"
+TEXT_MAX_BYTES = 65535
+ID_MAX_LEN = 128
+WHO_MAX_LEN = 64
+MEMORY_FIELDS = ["id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata"]
+_PAGE = 1000
+_PROP_MODEL = "hippocampus.embedding_model"
+_PROP_VERSION = "hippocampus.schema_version"
+
+
+class MilvusStore:
+    """Thin, typed access to the memories collection; knows nothing of processors."""
+
+    def __init__(self, uri: str, dim: int, embedding_model: str, collection: str = "memories", token: str | None = None):
+        self.uri = uri
+        self.dim = dim
+        self.embedding_model = embedding_model
+        self.collection = collection
+        self.history_collection = f"{collection}_history"
+        self._lock = threading.RLock()  # milvus-lite's in-process engine is not re-entrant
+        self._client = self._connect(uri, token)
+        try:
+            self._ensure_memories()
+            self._ensure_history()
+        except Exception:
+            self.close()
+            raise
+
+    # ---------------------------------------------------------------- lifecycle
+    @staticmethod
+    def _connect(uri: str, token: str | None) -> MilvusClient:
+        if "://" not in uri:
+            path = Path(uri).expanduser().absolute()
+            if path.suffix != ".db":
+                raise StoreError(f"a milvus-lite path must end in .db, got {uri!r}", uri=uri)
+            if path.exists() and not path.is_dir():
+                raise StoreError(
+                    f"{path} exists and is not a milvus-lite store directory; choose another milvus_uri", uri=uri
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            uri = str(path)
+        try:
+            client = MilvusClient(uri=uri, token=token or "")
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            if "://" not in uri and _lite_locked_elsewhere(uri):
+                raise StoreLockedError(
+                    f"the milvus-lite store at {uri} is locked by another process (DataDirLockedError). "
+                    "milvus-lite allows one process per path: share it through `hippocampus serve`, "
+                    "or point milvus_uri at a Milvus server (http://...).",
+                    uri=uri,
+                    original_error=exc,
+                ) from exc
+            raise StoreError(f"cannot open Milvus at {uri}: {text}", uri=uri, original_error=exc) from exc
+        if "://" not in uri:
+            with _LITE_LOCK:
+                _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
+        return client
+
+    def close(self) -> None:
+        """Release the client and, for milvus-lite, the directory lock."""
+        client, self._client = getattr(self, "_client", None), None
+        if client is None:
+            return
+        try:
+            client.close()
+        except Exception:  # pragma: no cover - best effort
+            log.debug("close failed", exc_info=True)
+        if "://" not in self.uri:
+            _release_lite(str(Path(self.uri).expanduser().absolute()))
+
+    @property
+    def client(self) -> MilvusClient:
+        if self._client is None:
+            raise StoreError("the store is closed", uri=self.uri)
+        return self._client
+
+    def _ensure_memories(self) -> None:
+        c = self.client
+        if c.has_collection(self.collection):
+            self._check_existing()
+            c.load_collection(self.collection)
+            return
+        schema = c.create_schema(auto_id=True, enable_dynamic_field=True)
+        schema.add_field("id", DataType.INT64, is_primary=True)
+        schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
+        schema.add_field("memory_type", DataType.VARCHAR, max_length=32)
+        schema.add_field("ts", DataType.INT64)
+        schema.add_field("chat_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
+        schema.add_field("who", DataType.VARCHAR, max_length=WHO_MAX_LEN)
+        schema.add_field(
+            "text",
+            DataType.VARCHAR,
+            max_length=TEXT_MAX_BYTES,
+            enable_analyzer=True,
+            analyzer_params={"tokenizer": "jieba"},  # Chinese words + English tokens
+        )
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_field("hit_count", DataType.INT64)
+        schema.add_field("metadata", DataType.JSON)
+        schema.add_function(
+            Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
+        )
+        index = c.prepare_index_params()
+        index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        c.create_collection(
+            self.collection,
+            schema=schema,
+            index_params=index,
+            properties={_PROP_MODEL: self.embedding_model, _PROP_VERSION: SCHEMA_VERSION},
+        )
+
+    def _check_existing(self) -> None:
+        info = self.client.describe_collection(self.collection)
+        fields = {f["name"]: f for f in info.get("fields", [])}
+        vec = fields.get("vector")
+        props = info.get("properties") or {}
+        if vec is None or "sparse" not in fields or props.get(_PROP_VERSION) != SCHEMA_VERSION:
+            raise SchemaMismatchError(
+                f"collection {self.collection!r} at {self.uri} was not created by this version of hippocampus "
+                f"(schema version {props.get(_PROP_VERSION)!r}, expected {SCHEMA_VERSION!r})",
+                uri=self.uri,
+            )
+        dim = int((vec.get("params") or {}).get("dim", -1))
+        model = props.get(_PROP_MODEL)
+        if dim != self.dim or model != self.embedding_model:
+            raise SchemaMismatchError(
+                f"collection {self.collection!r} at {self.uri} holds {dim}-d vectors from {model!r}, "
+                f"but the configured embedder is {self.embedding_model!r} ({self.dim}-d). "
+                "Mixing them would make similarities meaningless: use another collection_name or milvus_uri, "
+                "or re-embed the store.",
+                uri=self.uri,
+            )
+
+    def _ensure_history(self) -> None:
+        c = self.client
+        if c.has_collection(self.history_collection):
+            c.load_collection(self.history_collection)
+            return
+        schema = c.create_schema(auto_id=True, enable_dynamic_field=False)
+        schema.add_field("id", DataType.INT64, is_primary=True)
+        schema.add_field("memory_id", DataType.INT64)
+        schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
+        schema.add_field("action", DataType.VARCHAR, max_length=32)
+        schema.add_field("at", DataType.INT64)
+        schema.add_field("event", DataType.JSON)
+        schema.add_field("_v", DataType.FLOAT_VECTOR, dim=2)  # Milvus requires a vector field
+        index = c.prepare_index_params()
+        index.add_index("_v", index_type="AUTOINDEX", metric_type="L2")
+        c.create_collection(self.history_collection, schema=schema, index_params=index)
+
+    # ---------------------------------------------------------------- memories
+    def insert(self, rows: Sequence[dict[str, Any]]) -> list[int]:
+        if not rows:
+            return []
+        with self._lock:
+            res = self._call("insert", self.collection, data=list(rows))
+        return [int(i) for i in res["ids"]]
+
+    def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Rewrite rows in place; ids stay the same."""
+        if rows:
+            with self._lock:
+                self._call("upsert", self.collection, data=list(rows))
+
+    def delete(self, filter_expr: str) -> int:
+        if not filter_expr:
+            raise StoreError("refusing to delete without a filter")
+        with self._lock:
+            res = self._call("delete", self.collection, filter=filter_expr)
+        if isinstance(res, dict):
+            return int(res.get("delete_count", 0))
+        return len(res)
+
+    def query(self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, limit: int | None = None) -> list[dict[str, Any]]:
+        """Rows matching the filter; all of them when limit is None (paged, never capped)."""
+        if limit is not None:
+            with self._lock:
+                return list(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit))
+        return [row for page in self.iterate(filter_expr, fields) for row in page]
+
+    def iterate(self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, batch: int = _PAGE) -> Iterator[list[dict[str, Any]]]:
+        """Pages of rows matching the filter, for memory-bounded scans."""
+        with self._lock:
+            it = self._call(
+                "query_iterator", self.collection, batch_size=batch, filter=filter_expr, output_fields=list(fields)
+            )
+        try:
+            while True:
+                with self._lock:
+                    page = it.next()
+                if not page:
+                    return
+                yield list(page)
+        finally:
+            it.close()
+
+    def count(self, filter_expr: str = "") -> int:
+        with self._lock:
+            res = self._call("query", self.collection, filter=filter_expr, output_fields=["count(*)"])
+        return int(res[0]["count(*)"])
+
+    def search_dense(
+        self, vectors: Sequence[Sequence[float]], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS
+    ) -> list[list[dict[str, Any]]]:
+        """Nearest neighbours by cosine similarity; each hit carries `distance` (= similarity)."""
+        with self._lock:
+            res = self._call(
+                "search",
+                self.collection,
+                data=[list(map(float, v)) for v in vectors],
+                anns_field="vector",
+                filter=filter_expr,
+                limit=limit,
+                output_fields=list(fields),
+                search_params={"metric_type": "COSINE"},
+            )
+        return [[_flatten(hit) for hit in hits] for hits in res]
+
+    def search_bm25(
+        self, queries: Sequence[str], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS
+    ) -> list[list[dict[str, Any]]]:
+        """Full-text BM25 over `text`; Milvus returns scores as negative distances, so never threshold them."""
+        with self._lock:
+            res = self._call(
+                "search",
+                self.collection,
+                data=list(queries),
+                anns_field="sparse",
+                filter=filter_expr,
+                limit=limit,
+                output_fields=list(fields),
+                search_params={"metric_type": "BM25"},
+            )
+        return [[_flatten(hit) for hit in hits] for hits in res]
+
+    def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
+        if not ids:
+            return {}
+        rows = self.query(F.in_("id", ids), fields=["id", "vector"], limit=len(ids))
+        return {int(r["id"]): list(r["vector"]) for r in rows}
+
+    # ---------------------------------------------------------------- history
+    def add_history(self, events: Sequence[dict[str, Any]]) -> None:
+        if not events:
+            return
+        rows = [
+            {"memory_id": int(e["memory_id"]), "user_id": e["user_id"], "action": e["action"], "at": int(e["at"]), "event": e, "_v": [0.0, 0.0]}
+            for e in events
+        ]
+        with self._lock:
+            self._call("insert", self.history_collection, data=rows)
+
+    def history(self, filter_expr: str) -> list[dict[str, Any]]:
+        with self._lock:
+            it = self._call("query_iterator", self.history_collection, batch_size=_PAGE, filter=filter_expr, output_fields=["id", "event"])
+        out: list[dict[str, Any]] = []
+        try:
+            while True:
+                with self._lock:
+                    page = it.next()
+                if not page:
+                    break
+                out.extend(page)
+        finally:
+            it.close()
+        out.sort(key=lambda r: (r["event"].get("at", 0), r["id"]))
+        return [r["event"] for r in out]
+
+    def delete_history(self, filter_expr: str) -> int:
+        with self._lock:
+            res = self._call("delete", self.history_collection, filter=filter_expr)
+        return int(res.get("delete_count", 0)) if isinstance(res, dict) else len(res)
+
+    # ---------------------------------------------------------------- helpers
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return getattr(self.client, method)(*args, **kwargs)
+        except MilvusException as exc:
+            raise StoreError(f"Milvus {method} failed: {exc}", uri=self.uri, original_error=exc) from exc
+
+    def __enter__(self) -> "MilvusStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _flatten(hit: Any) -> dict[str, Any]:
+    entity = dict(hit.get("entity") or {})
+    entity.setdefault("id", hit.get("id"))
+    entity["_distance"] = float(hit.get("distance", 0.0))
+    return entity
+
+
+_LITE_LOCK = threading.Lock()
+_LITE_USERS: dict[str, int] = {}  # path -> open stores in this process
+
+
+def _release_lite(path: str) -> None:
+    """milvus-lite keeps its directory lock after client.close(); release it when the last user closes."""
+    with _LITE_LOCK:
+        users = _LITE_USERS.get(path, 0) - 1
+        if users > 0:
+            _LITE_USERS[path] = users
+            return
+        _LITE_USERS.pop(path, None)
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(path)
+    except Exception:  # pragma: no cover - best effort
+        log.debug("milvus-lite release failed", exc_info=True)
+
+
+def _lite_locked_elsewhere(path: str) -> bool:
+    """True when another process holds milvus-lite's advisory lock on the directory."""
+    import fcntl
+    import os
+
+    lock_file = os.path.join(path, "LOCK")
+    if not os.path.exists(lock_file):
+        return False
+    fd = os.open(lock_file, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

@@ -1,0 +1,123 @@
+"""Checks on caller input, run before anything is written; each failure is an InvalidInput."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import InvalidInput
+from .models import MemoryType
+
+ID_MAX_CHARS = 128  # the schema's VARCHAR(128); Milvus counts bytes, so we check bytes too
+WHO_MAX = 64
+TEXT_MAX_BYTES = 65535
+LIMIT_MAX = 1000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_id(name: str, value: Any, max_bytes: int = ID_MAX_CHARS) -> str:
+    """user_id / chat_id / who: non-empty strings without control characters."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{name} must not be empty or whitespace")
+    if _CONTROL.search(value) or any(unicodedata.category(c) == "Cs" for c in value):
+        raise InvalidInput(f"{name} must not contain control characters: {value!r}")
+    if len(value.encode("utf-8")) > max_bytes:
+        raise InvalidInput(f"{name} is longer than {max_bytes} UTF-8 bytes")
+    return value
+
+
+def check_memory_id(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        else:
+            raise InvalidInput(f"memory_id must be an integer, got {value!r}")
+    if not (0 <= value < 2**63):
+        raise InvalidInput(f"memory_id out of range: {value}")
+    return int(value)
+
+
+def check_text(value: Any, name: str = "text") -> str:
+    """Memory text: non-empty, at most 65,535 UTF-8 bytes (the schema's limit); longer text is refused, not cut."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{name} must not be empty or whitespace")
+    if any(unicodedata.category(c) == "Cs" for c in value):
+        raise InvalidInput(f"{name} contains unpaired surrogates (not valid UTF-8)")
+    size = len(value.encode("utf-8"))
+    if size > TEXT_MAX_BYTES:
+        raise InvalidInput(f"{name} is {size} UTF-8 bytes; the limit is {TEXT_MAX_BYTES}. Split it into several memories.")
+    return value
+
+
+def check_limit(value: Any, name: str = "limit") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be an integer, got {value!r}")
+    if not (0 <= value <= LIMIT_MAX):
+        raise InvalidInput(f"{name} must be between 0 and {LIMIT_MAX}, got {value}")
+    return value
+
+
+def check_memory_type(value: Any) -> MemoryType | None:
+    if value is None:
+        return None
+    try:
+        return MemoryType(value)
+    except ValueError:
+        raise InvalidInput(f"unknown memory_type {value!r}; use 'episodic' or 'semantic'") from None
+
+
+def check_metadata(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadata must be JSON-serialisable: {exc}") from exc
+    if len(encoded.encode("utf-8")) > 65536:
+        raise InvalidInput("metadata is larger than 64 KiB")
+    return json.loads(encoded)
+
+
+def check_ts(value: Any) -> int | None:
+    """Event time: None (now), epoch seconds, or a datetime (naive means UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return int(value.timestamp())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput(f"ts must be epoch seconds or a datetime, got {type(value).__name__}")
+    if not (0 <= value < 2**40):
+        raise InvalidInput(f"ts out of range: {value}")
+    return int(value)
+
+
+def messages_to_text(messages: Any) -> tuple[str, list[dict[str, str]]]:
+    """Accept a string or OpenAI-style [{"role", "content"}]; return (text, turns)."""
+    if isinstance(messages, str):
+        check_text(messages)
+        return messages, [{"role": "user", "content": messages}]
+    if not isinstance(messages, list) or not messages:
+        raise InvalidInput("messages must be a non-empty string or a non-empty list of {'role', 'content'} dicts")
+    turns = []
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("content"), str) or not isinstance(m.get("role", "user"), str):
+            raise InvalidInput(f"each message must be a dict with string 'role' and 'content', got {m!r}")
+        turns.append({"role": m.get("role", "user"), "content": m["content"]})
+    if not any(t["content"].strip() for t in turns):
+        raise InvalidInput("messages contain no text")
+    if len(turns) == 1:
+        text = turns[0]["content"]
+    else:
+        text = "\n".join(f"{t['role']}: {t['content']}" for t in turns if t["content"].strip())
+    return check_text(text), turns

@@ -1,0 +1,1 @@
+"""Prompt templates, one YAML file per processor (loaded with importlib.resources)."""

@@ -1,0 +1,47 @@
+"""Shared fixtures: real milvus-lite stores in temporary directories, the real offline embedder."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from hippocampus import Memory
+from hippocampus.embeddings import OfflineEmbedder
+
+settings.register_profile(
+    "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Tests never read a developer's config.yaml or ~/.hippocampus.
+os.environ.pop("HIPPOCAMPUS_CONFIG", None)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> OfflineEmbedder:
+    return OfflineEmbedder()
+
+
+@pytest.fixture(scope="session")
+def shared_db(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("store") / "memories.db"
+
+
+@pytest.fixture
+def memory(shared_db: Path, embedder: OfflineEmbedder):
+    """A Memory on a session-wide milvus-lite store with a fresh collection per test (fast and isolated)."""
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"t_{uuid.uuid4().hex[:12]}", embedder=embedder)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def fresh_path(tmp_path: Path) -> str:
+    return str(tmp_path / "memories.db")
