@@ -198,6 +198,8 @@ class Memory:
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
         rows = self.store.history(F.and_(F.eq("memory_id", memory_id), F.eq("user_id", user_id)))
+        if not rows:  # never existed for this user, or another user's id: the same answer as get()
+            raise NotFound(f"no history for memory {memory_id} for this user")
         return [HistoryEvent.model_validate(r) for r in rows]
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from .errors import InvalidInput
 from .models import MemoryType
 
 ID_MAX_CHARS = 128  # the schema's VARCHAR(128); Milvus counts bytes, so we check bytes too
-WHO_MAX = 64
+WHO_MAX = 128  # who defaults to user_id, so it holds any valid user_id
 TEXT_MAX_BYTES = 65535
 LIMIT_MAX = 1000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -24,7 +24,8 @@ def check_id(name: str, value: Any, max_bytes: int = ID_MAX_CHARS) -> str:
         raise InvalidInput(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise InvalidInput(f"{name} must not be empty or whitespace")
-    if _CONTROL.search(value) or any(unicodedata.category(c) == "Cs" for c in value):
+    # Cc covers C0, DEL and the C1 range (U+0080..U+009F); Cs are lone surrogates (not UTF-8).
+    if _CONTROL.search(value) or any(unicodedata.category(c) in ("Cc", "Cs") for c in value):
         raise InvalidInput(f"{name} must not contain control characters: {value!r}")
     if len(value.encode("utf-8")) > max_bytes:
         raise InvalidInput(f"{name} is longer than {max_bytes} UTF-8 bytes")

@@ -27,6 +27,15 @@ class _DropNoise(logging.Filter):
         return "mvccTs" not in record.getMessage()
 
 
+class _DropUnimplemented(logging.Filter):
+    """milvus-lite's in-process gRPC server lacks AllocTimestamp; pymilvus' iterators ask for it and fall
+    back to a client-side timestamp, but grpc logs a full traceback each time."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Method not implemented" not in record.getMessage()
+
+
+logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
 logging.getLogger("pymilvus").addFilter(_DropNoise())
 for _h in logging.getLogger("pymilvus").handlers:
     _h.addFilter(_DropNoise())
@@ -40,7 +49,7 @@ except ImportError:  # pragma: no cover
 SCHEMA_VERSION = "1"
 TEXT_MAX_BYTES = 65535
 ID_MAX_LEN = 128
-WHO_MAX_LEN = 64
+WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 MEMORY_FIELDS = ["id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata"]
 _PAGE = 1000
 _PROP_MODEL = "hippocampus.embedding_model"

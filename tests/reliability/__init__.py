@@ -1,0 +1,1 @@
+"""Reliability and security suite (issue 5): isolation, faults, crashes, concurrency, bad input, prompt safety."""
