@@ -139,11 +139,19 @@ def test_offline_separator_adds_distinguishing_context_once():
     a = {"text": "我姐姐住在上海", "time": "2026-03-03T10:00:00+00:00", "chat_id": "c1"}
     b = {"text": "我姐姐住在北京", "time": "2026-03-04T10:00:00+00:00", "chat_id": "c2"}
     out = offline.separate({"memory_a": a, "memory_b": b})
-    assert out["text_a"].startswith(a["text"]) and "2026-03-03" in out["text_a"] and "c1" in out["text_a"]
-    assert out["text_b"].startswith(b["text"]) and "2026-03-04" in out["text_b"]
-    assert "上海" in out["context_a"] and "北京" in out["context_b"]
+    assert out["text_a"] == a["text"] + " [2026-03-03]" and out["text_b"] == b["text"] + " [2026-03-04]"
+    assert "上海" in out["context_a"] and "北京" in out["context_b"] and "c2" in out["context_a"]
     again = offline.separate({"memory_a": {**a, "text": out["text_a"]}, "memory_b": {**b, "text": out["text_b"]}})
     assert again["text_a"] == out["text_a"] and again["text_b"] == out["text_b"]
+    assert "2026" not in again["context_a"].split("only here:")[-1]  # tags are not "differences"
+
+
+def test_offline_separator_keeps_same_day_texts():
+    a = {"text": "I went to the dentist for a cleaning", "time": "2026-03-03T10:00:00+00:00", "chat_id": "c1"}
+    b = {"text": "I went to the dentist to get a filling", "time": "2026-03-03T16:00:00+00:00", "chat_id": "c2"}
+    out = offline.separate({"memory_a": a, "memory_b": b})
+    assert (out["text_a"], out["text_b"]) == (a["text"], b["text"])
+    assert "cleaning" in out["context_a"] and "filling" in out["context_b"]
 
 
 # ---------------------------------------------------------------- schedule

@@ -189,32 +189,40 @@ def merge(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _label(m: dict[str, Any]) -> str:
-    day = _day(m.get("time")) or "undated"
-    return f"[{day} · {m.get('chat_id') or m.get('chatid') or 'chat?'}]"
+_DAY_TAG = re.compile(r"\s*\[\d{4}-\d{2}-\d{2}\]")
 
 
-def _distinguish(text: str, label: str) -> str:
-    text = str(text or "").strip()
-    return text if label in text else f"{text} {label}"
+def _strip_tags(text: str) -> str:
+    return _DAY_TAG.sub("", str(text or "")).strip()
+
+
+def _where(m: dict[str, Any]) -> str:
+    return f"{_day(m.get('time')) or 'an undated episode'} in chat {m.get('chat_id') or m.get('chatid') or '?'}"
 
 
 @rule("separator")
 def separate(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Each record keeps its text; when the days differ, its own date is added to the text
+    (once), so the two no longer read alike. The distinguishing details go to `context`.
+    Same-day pairs keep their text: a shared date tag would only make them closer."""
     a, b = dict(inputs.get("memory_a") or {}), dict(inputs.get("memory_b") or {})
-    la, lb = _label(a), _label(b)
-    only_a, only_b = differing_segments(str(a.get("text", "")), str(b.get("text", "")))
+    ta, tb = str(a.get("text", "")).strip(), str(b.get("text", "")).strip()
+    day_a, day_b = _day(a.get("time")), _day(b.get("time"))
+    only_a, only_b = differing_segments(_strip_tags(ta), _strip_tags(tb))
 
-    def context(own: dict[str, Any], mine: list[str], label_other: str) -> str:
-        note = f"not the episode of {label_other}"
+    def tagged(text: str, day: str) -> str:
+        return text if not day or day_a == day_b or f"[{day}]" in text else f"{text} [{day}]"
+
+    def context(own: dict[str, Any], mine: list[str], other: dict[str, Any]) -> str:
+        note = f"not the episode of {_where(other)}"
         if mine:
             note += f"; only here: {', '.join(mine[:4])}"
         return _join(own.get("context"), note)
 
     return {
-        "text_a": _distinguish(str(a.get("text", "")), la),
-        "text_b": _distinguish(str(b.get("text", "")), lb),
-        "context_a": context(a, only_a, lb),
-        "context_b": context(b, only_b, la),
-        "reason": f"distinct episodes: {la} vs {lb}",
+        "text_a": tagged(ta, day_a),
+        "text_b": tagged(tb, day_b),
+        "context_a": context(a, only_a, b),
+        "context_b": context(b, only_b, a),
+        "reason": f"distinct episodes: {_where(a)} vs {_where(b)}",
     }
