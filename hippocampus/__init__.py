@@ -9,6 +9,7 @@ from .errors import (
     LLMError,
     NotFound,
     SchemaMismatchError,
+    StoreCorruptedError,
     StoreError,
     StoreLockedError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "SchemaMismatchError",
+    "StoreCorruptedError",
     "EmbeddingError",
     "LLMError",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 import yaml
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -61,6 +62,14 @@ class _YamlSource(PydanticBaseSettingsSource):
         return {k: v for k, v in data.items() if v is not None}
 
 
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+
+
+def is_loopback(url: str) -> bool:
+    """A local endpoint (Ollama, llama.cpp, a test stub) may go without an API key."""
+    return (urlparse(url).hostname or "").lower() in _LOOPBACK
+
+
 def _config_path() -> Path | None:
     explicit = os.environ.get("HIPPOCAMPUS_CONFIG")
     if explicit:
@@ -95,6 +104,8 @@ class MemoryConfig(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=1, le=10)
     llm_retry_base_delay_s: float = Field(default=1.0, ge=0)
+    # how chat_json asks for JSON: json_schema (OpenAI, vLLM, Ollama), json_object_schema (llama-cpp-python), json_object, none
+    llm_response_format: Literal["json_schema", "json_object_schema", "json_object", "none"] = "json_schema"
     prompts_dir: Path | None = None  # overrides files in the packaged prompts/
 
     # --- retrieval ---
@@ -127,8 +138,18 @@ class MemoryConfig(BaseSettings):
         value = value.strip()
         if not value:
             raise ValueError("milvus_uri is empty")
-        if "://" in value and not value.startswith(("http://", "https://", "tcp://", "unix://")):
-            raise ValueError(f"unsupported milvus_uri scheme: {value!r} (use a local path or http(s)://)")
+        if "://" in value:
+            if not value.startswith(("http://", "https://", "tcp://", "unix://")):
+                raise ValueError(f"unsupported milvus_uri scheme: {value!r} (use a local path or http(s)://)")
+            parsed = urlparse(value)
+            if parsed.scheme != "unix" and not parsed.hostname:
+                raise ValueError(f"milvus_uri {value!r} names no host (e.g. http://127.0.0.1:19530)")
+            try:
+                parsed.port  # noqa: B018 - raises on a non-numeric port
+            except ValueError as exc:
+                raise ValueError(f"milvus_uri {value!r}: {exc}") from None
+        elif not value.endswith(".db"):
+            raise ValueError(f"a local milvus_uri must be a path ending in .db (milvus-lite's rule), got {value!r}")
         return value
 
     @model_validator(mode="after")
@@ -139,6 +160,16 @@ class MemoryConfig(BaseSettings):
             self.embedding_api_key = SecretStr(os.environ["OPENAI_API_KEY"])
         if self.llm_provider == "openai" and not self.llm_base_url:
             raise ValueError("llm_provider=openai needs llm_base_url (any OpenAI-compatible endpoint)")
+        # A remote provider without a key would only fail at the first call, mid-add: refuse it now.
+        for which, provider, url, key in (
+            ("llm", self.llm_provider, self.llm_base_url, self.llm_api_key),
+            ("embedding", self.embedding_provider, self.embedding_base_url, self.embedding_api_key),
+        ):
+            if provider == "openai" and url and not is_loopback(url) and not (key and key.get_secret_value()):
+                raise ValueError(
+                    f"the {which} endpoint {url} is remote but no API key is set: "
+                    f"export HIPPOCAMPUS_{which.upper()}_API_KEY (or OPENAI_API_KEY)"
+                )
         if self.embedding_provider == "openai":
             if not self.embedding_base_url:
                 raise ValueError("embedding_provider=openai needs embedding_base_url")

@@ -6,7 +6,10 @@ HippocampusError
  +-- NotFound             no such memory for this user (also: another user's memory)
  +-- StoreError           Milvus failures
  |    +-- StoreLockedError     a milvus-lite path already opened by another process
- |    +-- SchemaMismatchError  store created with another embedder/dimension/schema
+ |    +-- SchemaMismatchError  store created with another embedder/dimension/schema, or not a
+ |    |                        store of this format (e.g. a plain file); vectors of the wrong dimension
+ |    +-- StoreCorruptedError  a store whose files are damaged or unreadable, or a non-empty
+ |                             directory that is not a milvus-lite store
  +-- EmbeddingError       the embedder failed after retries
  +-- LLMError             the LLM failed after retries, or never returned valid JSON
 """
@@ -43,6 +46,10 @@ class StoreLockedError(StoreError):
 
 
 class SchemaMismatchError(StoreError):
+    pass
+
+
+class StoreCorruptedError(StoreError):
     pass
 
 

@@ -7,6 +7,7 @@ server or cluster (an http:// URI). Filters come only from `filters.py`.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -14,7 +15,7 @@ from typing import Any, Iterator, Sequence
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
-from ..errors import SchemaMismatchError, StoreError, StoreLockedError
+from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
 from . import filters as F
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 MEMORY_FIELDS = ["id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata"]
 _PAGE = 1000
+_LITE_MARKERS = ("collections", "databases", "LOCK", ".database-staging")  # what milvus-lite creates first
 _PROP_MODEL = "hippocampus.embedding_model"
 _PROP_VERSION = "hippocampus.schema_version"
 
@@ -70,6 +72,16 @@ class MilvusStore:
         try:
             self._ensure_memories()
             self._ensure_history()
+        except MilvusException as exc:
+            self.close()
+            if "://" in uri:
+                raise StoreError(f"cannot open the collections at {uri}: {exc}", uri=uri, original_error=exc) from exc
+            raise StoreCorruptedError(
+                f"the milvus-lite store at {uri} is damaged or unreadable ({exc}); "
+                "restore it from a backup or choose another milvus_uri",
+                uri=uri,
+                original_error=exc,
+            ) from exc
         except Exception:
             self.close()
             raise
@@ -82,8 +94,15 @@ class MilvusStore:
             if path.suffix != ".db":
                 raise StoreError(f"a milvus-lite path must end in .db, got {uri!r}", uri=uri)
             if path.exists() and not path.is_dir():
-                raise StoreError(
-                    f"{path} exists and is not a milvus-lite store directory; choose another milvus_uri", uri=uri
+                raise SchemaMismatchError(
+                    f"{path} exists and is not a milvus-lite store directory (a file, perhaps a milvus-lite 2.x "
+                    "store); choose another milvus_uri",
+                    uri=uri,
+                )
+            if path.is_dir() and any(path.iterdir()) and not any((path / m).exists() for m in _LITE_MARKERS):
+                raise StoreCorruptedError(
+                    f"{path} is a non-empty directory but not a milvus-lite store; choose another milvus_uri",
+                    uri=uri,
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
             uri = str(path)
@@ -96,6 +115,12 @@ class MilvusStore:
                     f"the milvus-lite store at {uri} is locked by another process (DataDirLockedError). "
                     "milvus-lite allows one process per path: share it through `hippocampus serve`, "
                     "or point milvus_uri at a Milvus server (http://...).",
+                    uri=uri,
+                    original_error=exc,
+                ) from exc
+            if "://" not in uri and Path(uri).is_dir():
+                raise StoreCorruptedError(
+                    f"cannot open the milvus-lite store at {uri} ({text}): it is damaged or not readable by this user",
                     uri=uri,
                     original_error=exc,
                 ) from exc
@@ -153,7 +178,7 @@ class MilvusStore:
         index = c.prepare_index_params()
         index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        c.create_collection(
+        self._create_collection(
             self.collection,
             schema=schema,
             index_params=index,
@@ -197,12 +222,49 @@ class MilvusStore:
         schema.add_field("_v", DataType.FLOAT_VECTOR, dim=2)  # Milvus requires a vector field
         index = c.prepare_index_params()
         index.add_index("_v", index_type="AUTOINDEX", metric_type="L2")
-        c.create_collection(self.history_collection, schema=schema, index_params=index)
+        self._create_collection(self.history_collection, schema=schema, index_params=index)
+
+    def _create_collection(self, name: str, **kwargs: Any) -> None:
+        """Create a collection; on milvus-lite, first clear what a process killed mid-creation left behind."""
+        try:
+            self.client.create_collection(name, **kwargs)
+        except MilvusException:
+            if not self._remove_half_created(name):
+                raise
+            self.client.create_collection(name, **kwargs)
+
+    def _remove_half_created(self, name: str) -> bool:
+        """milvus-lite makes the collection directory, then writes schema.json (tmp + rename). A SIGKILL
+        in between leaves a directory without schema.json that milvus-lite neither lists nor can
+        re-create. Such a directory holds no data; remove it so that the store opens again."""
+        if "://" in self.uri:
+            return False
+        col_dir = Path(self.uri).expanduser().absolute() / "collections" / name
+        if not col_dir.is_dir() or (col_dir / "schema.json").exists():
+            return False
+        leftovers = [p for p in col_dir.rglob("*") if p.is_file() and not p.name.endswith(".tmp")]
+        if leftovers:
+            return False
+        log.warning("removing %s, left half-created by an interrupted process", col_dir)
+        shutil.rmtree(col_dir)
+        return True
 
     # ---------------------------------------------------------------- memories
+    def _check_vectors(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Refuse a whole batch whose vectors do not fit the collection, before anything is written."""
+        for row in rows:
+            vec = row.get("vector")
+            if vec is not None and len(vec) != self.dim:
+                raise SchemaMismatchError(
+                    f"a {len(vec)}-d vector cannot go into {self.collection!r}, which holds {self.dim}-d vectors "
+                    f"from {self.embedding_model!r}",
+                    uri=self.uri,
+                )
+
     def insert(self, rows: Sequence[dict[str, Any]]) -> list[int]:
         if not rows:
             return []
+        self._check_vectors(rows)
         with self._lock:
             res = self._call("insert", self.collection, data=list(rows))
         return [int(i) for i in res["ids"]]
@@ -210,6 +272,7 @@ class MilvusStore:
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
         """Rewrite rows in place; ids stay the same."""
         if rows:
+            self._check_vectors(rows)
             with self._lock:
                 self._call("upsert", self.collection, data=list(rows))
 
