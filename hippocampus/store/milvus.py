@@ -15,7 +15,7 @@ from typing import Any, Iterator, Sequence
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
-from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
+from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
 from . import filters as F
 
 log = logging.getLogger(__name__)
@@ -270,11 +270,23 @@ class MilvusStore:
         return [int(i) for i in res["ids"]]
 
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Rewrite rows in place; ids stay the same."""
-        if rows:
-            self._check_vectors(rows)
-            with self._lock:
-                self._call("upsert", self.collection, data=list(rows))
+        """Rewrite existing rows in place; ids stay the same.
+
+        A row whose id no longer exists (deleted or reset meanwhile) or belongs to another user is
+        refused with NotFound and nothing is written: an update racing a delete must not bring an
+        erased memory back. The check and the write happen under one lock.
+        """
+        if not rows:
+            return
+        self._check_vectors(rows)
+        ids = [int(r["id"]) for r in rows]
+        with self._lock:
+            found = self._call("query", self.collection, filter=F.in_("id", ids), output_fields=["id", "user_id"], limit=len(ids))
+            owner = {int(r["id"]): r["user_id"] for r in found}
+            gone = [i for i, r in zip(ids, rows) if owner.get(i) != r.get("user_id")]
+            if gone:
+                raise NotFound(f"memories {gone} no longer exist for their user; nothing was rewritten")
+            self._call("upsert", self.collection, data=list(rows))
 
     def delete(self, filter_expr: str) -> int:
         if not filter_expr:
