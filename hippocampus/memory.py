@@ -130,7 +130,8 @@ class Memory:
         user_id = V.check_id("user_id", user_id)
         old = self.get(memory_id, user_id=user_id)
         with self._write_lock:
-            self.store.delete(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)))
+            if not self.store.delete(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id))):
+                raise NotFound(f"memory {memory_id} not found for this user")  # a racing delete won
             self._history(old, HistoryAction.DELETED, old_text=old.text, actor="api")
 
     def reset(self, user_id: str) -> int:

@@ -111,7 +111,7 @@ def test_memory_is_a_context_manager_and_reopens(fresh_path: str, embedder):
 def test_updates_racing_delete_and_reset_never_bring_a_memory_back(memory: Memory):
     """An update reads the memory, then rewrites it; a delete or reset in between used to be undone
     by the rewrite (found here: 22 of 30 trials resurrected the deleted memory). The store now
-    refuses to rewrite a row that no longer exists."""
+    refuses to rewrite a row that no longer exists; of two racing deletes only one records it."""
     from hippocampus import NotFound
 
     def race(target: Callable[[], object], updates: list[Callable[[], object]]) -> None:
@@ -132,8 +132,9 @@ def test_updates_racing_delete_and_reset_never_bring_a_memory_back(memory: Memor
 
     for trial in range(15):
         mid = memory.add(f"trial {trial}", user_id="racer").ids[0]
-        race(lambda: memory.delete(mid, user_id="racer"),
-             [lambda i=i: memory.update(mid, f"edit {i}", user_id="racer") for i in range(3)])
+        race(lambda: memory.delete(mid, user_id="racer"),  # two deleters and three editors
+             [lambda: memory.delete(mid, user_id="racer")]
+             + [lambda i=i: memory.update(mid, f"edit {i}", user_id="racer") for i in range(3)])
         with pytest.raises(NotFound):
             memory.get(mid, user_id="racer")
         actions = [e.action for e in memory.history(mid, user_id="racer")]
