@@ -16,7 +16,9 @@ from .json_parse import extract_json
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
-ResponseFormat = Literal["json_schema", "json_object", "none"]
+# json_schema: OpenAI, vLLM, Ollama; json_object_schema: llama-cpp-python's server, which rejects
+# json_schema but enforces a schema given inside json_object; json_object / none: plain endpoints.
+ResponseFormat = Literal["json_schema", "json_object_schema", "json_object", "none"]
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
@@ -97,6 +99,8 @@ class LLMClient:
     def _format(self, schema: type[BaseModel]) -> dict[str, Any] | None:
         if self.response_format == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+        if self.response_format == "json_object_schema":
+            return {"type": "json_object", "schema": schema.model_json_schema()}
         if self.response_format == "json_object":
             return {"type": "json_object"}
         return None
