@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from pathlib import Path
 from typing import Callable
 
 import pytest
