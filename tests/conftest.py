@@ -45,3 +45,12 @@ def memory(shared_db: Path, embedder: OfflineEmbedder):
 @pytest.fixture
 def fresh_path(tmp_path: Path) -> str:
     return str(tmp_path / "memories.db")
+
+
+@pytest.fixture
+def openai_stub():
+    """A local OpenAI-compatible server on 127.0.0.1 (see tests/openai_stub.py)."""
+    from tests.openai_stub import OpenAIStub
+
+    with OpenAIStub() as stub:
+        yield stub

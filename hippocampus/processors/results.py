@@ -1,0 +1,79 @@
+"""The validated results of the five processors: what a model's JSON must look like.
+
+Short, explicit keys, so that small local models can fill them; every optional field
+has a safe default, so a model that omits it still validates. These models are also
+the JSON schemas that LLMClient sends as `response_format`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field, field_validator
+
+
+def _iso_or_empty(value: object) -> str:
+    """ISO 8601 or "": a model's "unknown", "N/A" or "昨天" becomes "" (the caller keeps the turn's time)."""
+    if value is None:
+        return ""
+    text = str(value).strip()
+    if not text:
+        return ""
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return text
+
+
+class WriteDecision(BaseModel):
+    """EpisodicWriteDecider: is this turn worth remembering as an episode, and what is it about."""
+
+    write_episodic: bool = Field(description="true only for personal information or events worth remembering")
+    context: str = Field(default="", description="background or scene, one short phrase")
+    thing: str = Field(default="", description="what happened or what the person said about themselves")
+    time: str = Field(default="", description="when it happened, ISO 8601, or empty")
+    who: str = Field(default="", description="whose memory this is (the speaker), or empty")
+    reason: str = Field(default="", description="one short sentence")
+
+    _time = field_validator("time", mode="before")(lambda cls, v: _iso_or_empty(v))
+
+
+class ReconsolidationResult(BaseModel):
+    """EpisodicReconsolidator: does the current conversation add to or correct a recalled memory."""
+
+    changed: bool = Field(description="true when the conversation adds to or corrects the memory")
+    text: str = Field(default="", description="the whole updated memory text")
+    context: str = Field(default="", description="updated background, or empty to keep it")
+    thing: str = Field(default="", description="updated event, or empty to keep it")
+    update_desc: str = Field(default="", description="what changed, one short sentence")
+
+
+class SemanticFact(BaseModel):
+    fact: str = Field(description="one stable fact about the person, a short sentence")
+
+
+class SemanticExtraction(BaseModel):
+    """SemanticWriter: stable facts in an episode that the person's memory does not hold yet."""
+
+    facts: list[SemanticFact] = Field(default_factory=list)
+
+
+class MergeResult(BaseModel):
+    """EpisodicMerger: are two similar episodes the same event, and if so, the merged text."""
+
+    same_event: bool = Field(description="true only when both memories describe the same real event")
+    text: str = Field(default="", description="merged memory text when same_event, else empty")
+    context: str = Field(default="", description="merged background when same_event, else empty")
+    thing: str = Field(default="", description="merged event when same_event, else empty")
+    reason: str = Field(default="", description="one short sentence")
+
+
+class SeparationResult(BaseModel):
+    """EpisodicSeparator: two look-alike but different episodes rewritten so they stay apart."""
+
+    text_a: str = Field(description="memory A rewritten with what distinguishes it")
+    text_b: str = Field(description="memory B rewritten with what distinguishes it")
+    context_a: str = Field(default="", description="memory A's distinguishing context")
+    context_b: str = Field(default="", description="memory B's distinguishing context")
+    reason: str = Field(default="", description="one short sentence")
