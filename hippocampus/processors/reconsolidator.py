@@ -1,0 +1,85 @@
+"""EpisodicReconsolidator: a recalled memory that the answer used is updated by what the
+conversation adds to or corrects in it (seed 002, Properties 8 and 9).
+
+Pure: `reconsolidate` asks the model; `apply_reconsolidation` computes the new text and
+metadata. It keeps metadata.time, chatid and who as they were (the record's chat_id and
+who columns are never rewritten by the facade) and appends one {time, desc} entry to
+metadata.updates.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..models import MemoryRecord
+from .base import Processor
+from .results import ReconsolidationResult
+
+log = logging.getLogger(__name__)
+PRESERVED = ("time", "chatid", "who")
+
+
+def recalled_view(record: MemoryRecord) -> dict[str, Any]:
+    """What the reconsolidation prompt shows of the recalled memory."""
+    meta = record.metadata
+    return {
+        "text": record.text,
+        "context": str(meta.get("context") or ""),
+        "thing": str(meta.get("thing") or ""),
+        "time": record.time_iso,
+        "updates": [u.get("desc", "") for u in meta.get("updates") or [] if isinstance(u, dict)][-3:],
+    }
+
+
+class EpisodicReconsolidator(Processor[ReconsolidationResult]):
+    prompt_name = "reconsolidator"
+    result_model = ReconsolidationResult
+
+    def reconsolidate(self, old_memory: MemoryRecord, current_context: str, now_iso: str = "") -> ReconsolidationResult:
+        """One model call. Raises LLMError when the model fails; the caller leaves the memory unchanged."""
+        result: ReconsolidationResult = self.ask(now=now_iso, memory=recalled_view(old_memory), conversation=current_context)
+        if result.changed and not is_effective(old_memory, result):
+            log.info("reconsolidator said 'changed' for memory %s but gave nothing new; kept as is", old_memory.id)
+            return result.model_copy(update={"changed": False})
+        return result
+
+
+def is_effective(old: MemoryRecord, result: ReconsolidationResult) -> bool:
+    """Does the result say anything new (text, context, thing or a description)?"""
+    return bool(
+        (result.text.strip() and result.text.strip() != old.text)
+        or (result.context.strip() and result.context.strip() != str(old.metadata.get("context") or ""))
+        or (result.thing.strip() and result.thing.strip() != str(old.metadata.get("thing") or ""))
+        or result.update_desc.strip()
+    )
+
+
+def apply_reconsolidation(
+    old: MemoryRecord, result: ReconsolidationResult, now_iso: str, current_context: str = ""
+) -> tuple[str, dict[str, Any]]:
+    """(new text, new metadata) for a `changed` result.
+
+    metadata.time, chatid and who keep their old values (or stay absent), whatever the
+    model wrote; metadata.updates grows by exactly one {time, desc}.
+    """
+    meta = dict(old.metadata)
+    text = result.text.strip() or old.text
+    if result.context.strip():
+        meta["context"] = result.context.strip()
+    if result.thing.strip():
+        meta["thing"] = result.thing.strip()
+    desc = result.update_desc.strip() or _default_desc(current_context)
+    updates = [u for u in (meta.get("updates") or []) if isinstance(u, dict)]
+    meta["updates"] = [*updates, {"time": now_iso, "desc": desc}]
+    for key in PRESERVED:
+        if key in old.metadata:
+            meta[key] = old.metadata[key]
+        else:
+            meta.pop(key, None)
+    return text, meta
+
+
+def _default_desc(current_context: str) -> str:
+    context = " ".join(current_context.split())
+    return f"updated from conversation: {context[:200]}" if context else "updated from conversation"
