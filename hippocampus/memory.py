@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from . import validation as V
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
-from .errors import ConfigError, NotFound
+from .errors import ConfigError, LLMError, NotFound
 from .llm import ChatModel
 from .models import (
     AddResult,
@@ -95,16 +95,18 @@ class Memory:
         ts: Any = None,
         memory_type: MemoryType | str = MemoryType.EPISODIC,
     ) -> AddResult:
-        """Remember a turn. With `infer=False` the text is stored as-is as one memory."""
+        """Remember a turn. With `infer=False` the text is stored as-is as one memory; with
+        `infer=True` the WriteDecider (one LLM call) decides whether and what to store, and
+        if the LLM fails the turn is kept raw, marked `pending_decision` for consolidation."""
         user_id = V.check_id("user_id", user_id)
         chat_id = V.check_id("chat_id", chat_id)
         who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
         metadata = V.check_metadata(metadata)
         event_ts = V.check_ts(ts) or now_ts()
         mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
-        text, _turns = V.messages_to_text(messages)
-        if infer:
-            raise ConfigError("infer=True needs the cognitive processors, which are not part of this build yet")
+        text, turns = V.messages_to_text(messages)
+        if infer and mtype is MemoryType.EPISODIC:
+            return self._add_inferred(user_id, chat_id, who, metadata, event_ts, text, turns)
         if mtype is MemoryType.EPISODIC:
             meta = {"context": "", "thing": text, "time": ts_to_iso(event_ts), "chatid": chat_id, "who": who, **metadata}
         else:
@@ -211,6 +213,60 @@ class Memory:
         out["store"] = self.config.milvus_uri
         out["embedder"] = self.embedder.model_name
         return out
+
+    # ------------------------------------------------------------------ online flow
+    @property
+    def llm(self) -> ChatModel:
+        """The configured ChatModel, created on first use (the rules provider when offline)."""
+        if self._llm is None:
+            from .llm.factory import make_llm
+
+            self._llm = make_llm(self.config)
+        return self._llm
+
+    def _add_inferred(
+        self, user_id: str, chat_id: str, who: str, metadata: dict[str, Any], ts: int, text: str, turns: list[dict[str, str]]
+    ) -> AddResult:
+        """The online flow's write step: one WriteDecider call; on LLMError the turn is kept raw."""
+        from .processors.write_decider import EpisodicWriteDecider, episodic_metadata, pending_metadata
+
+        decider = EpisodicWriteDecider(self.llm, self.config.prompts_dir)
+        try:
+            decision = decider.decide(chat_id, turns, now_iso=ts_to_iso(ts))
+        except LLMError as exc:
+            log.warning("write decision failed, keeping the turn raw for consolidation: %s", exc)
+            meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
+            ids = self._insert([self._new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta)], actor="api")
+            return AddResult(ids=ids, stored=True, pending_decision=True, reason=f"LLM failed, kept raw for a later decision: {exc}")
+        if not decision.write_episodic:
+            return AddResult(stored=False, reason=decision.reason or "not worth remembering")
+        event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
+        thing = meta["thing"] or text
+        meta["thing"] = thing
+        ids = self._insert([self._new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta)], actor="write_decider")
+        return AddResult(ids=ids, stored=True, reason=decision.reason)
+
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+        """The chat hook reports which recalled memories the answer actually used (seed 003:
+        retrieved is not used). Each one's hit_count rises by exactly one (history "hit"); with
+        `context` (the current conversation) each episodic one also goes to the Reconsolidator
+        (one LLM call each; history "reconsolidated"; an LLM failure leaves it as it was).
+        An id that is unknown or another user's raises NotFound before anything changes."""
+        from .processors.reconsolidator import EpisodicReconsolidator
+        from .online import record_use
+
+        user_id = V.check_id("user_id", user_id)
+        ids = list(dict.fromkeys(V.check_memory_id(i) for i in ([memory_ids] if isinstance(memory_ids, (int, str)) else memory_ids)))
+        context = V.check_text(context, "context") if context is not None else None
+        if not ids:
+            return []
+        rows = self.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids))
+        missing = sorted(set(ids) - {int(r["id"]) for r in rows})
+        if missing:
+            raise NotFound(f"memories {missing} not found for this user; nothing was changed")
+        records = [MemoryRecord.from_row(r) for r in rows]
+        reconsolidator = EpisodicReconsolidator(self.llm, self.config.prompts_dir) if context else None
+        return [record_use(self.store, self.embedder, self._write_lock, rec, reconsolidator, context) for rec in records]
 
     # ------------------------------------------------------------------ internals
     def _new_row(

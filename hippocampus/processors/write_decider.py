@@ -35,25 +35,62 @@ class EpisodicWriteDecider(Processor[WriteDecision]):
         return result
 
 
-def episodic_metadata(decision: WriteDecision, time_iso: str, chat_id: str, who: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """Seed 002's episodic metadata for a positive decision.
+def episodic_metadata(
+    decision: WriteDecision, turn_ts: int, chat_id: str, who: str, extra: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    """(event ts, seed 002's episodic metadata) for a positive decision.
 
-    `time`, `chatid` and `who` come from the turn itself (the caller's values), never
-    from the model, so a model cannot move a memory in time or to another person; what
-    the model says about them is kept beside them (`event_time`, `subject`).
+    `chatid` and `who` come from the turn itself (the caller's values), never from the
+    model, so a model cannot move a memory to another person; `time` is the event time
+    (see `event_ts`); what the model said beyond that is kept beside (`event_time`, `subject`).
     """
+    from ..models import ts_to_iso
+
+    ts = event_ts(decision.time, turn_ts)
     meta: dict[str, Any] = {
         "context": decision.context.strip(),
         "thing": decision.thing.strip(),
-        "time": time_iso,
+        "time": ts_to_iso(ts),
         "chatid": chat_id,
         "who": who,
     }
-    if decision.time and decision.time != time_iso:
-        meta["event_time"] = decision.time
+    if decision.time and ts == turn_ts and event_ts(decision.time, turn_ts, window_s=2**40) != turn_ts:
+        meta["event_time"] = decision.time  # the model's date, too far from the turn to be trusted as `time`
     subject = decision.who.strip()
-    if subject and subject not in (who, "user", "用户"):
+    if subject and subject not in (who, "user", "用户", "me", "我"):
         meta["subject"] = subject
     if decision.reason.strip():
         meta["write_reason"] = decision.reason.strip()
-    return {**extra, **meta}
+    return ts, {**extra, **meta}
+
+
+EVENT_WINDOW_S = 366 * 86400
+
+
+def event_ts(decision_time: str, turn_ts: int, window_s: int = EVENT_WINDOW_S) -> int:
+    """When the remembered event happened: the model's `time` ("yesterday" resolved) when it
+    parses and lies within a year of the turn, else the turn's own time. A model that invents
+    a date far away cannot move a memory out of its merge windows."""
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(decision_time.strip().replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return turn_ts
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    ts = int(moment.timestamp())
+    return ts if abs(ts - turn_ts) <= window_s else turn_ts
+
+
+def pending_metadata(text: str, turns: Sequence[dict[str, str]], time_iso: str, chat_id: str, who: str,
+                     extra: dict[str, Any]) -> dict[str, Any]:
+    """A turn kept raw because the model failed: consolidation asks the WriteDecider again
+    (it reads `turns` when they were kept, else the text)."""
+    import json
+
+    meta: dict[str, Any] = {**extra, "context": "", "thing": text, "time": time_iso, "chatid": chat_id, "who": who,
+                            "pending_decision": True}
+    if len(turns) > 1 and len(json.dumps(turns, ensure_ascii=False).encode("utf-8")) <= 32768:
+        meta["turns"] = [{"role": t["role"], "content": t["content"]} for t in turns]
+    return meta
