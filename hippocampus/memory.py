@@ -16,6 +16,7 @@ from .errors import ConfigError, LLMError, NotFound
 from .llm import ChatModel
 from .models import (
     AddResult,
+    ConsolidationStats,
     HistoryAction,
     HistoryEvent,
     MemoryRecord,
@@ -213,6 +214,17 @@ class Memory:
         out["store"] = self.config.milvus_uri
         out["embedder"] = self.embedder.model_name
         return out
+
+    # ------------------------------------------------------------------ consolidation
+    def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
+        """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
+        episodes (all users when user_id is None). The job lives in consolidation/job.py;
+        `progress(phase, done, total)` is called as it goes."""
+        from .consolidation.job import ConsolidationJob
+
+        user_id = V.check_id("user_id", user_id) if user_id is not None else None
+        job = ConsolidationJob(self.store, self.embedder, self.llm, self.config, write_lock=self._write_lock)
+        return job.run(user_id, progress)
 
     # ------------------------------------------------------------------ online flow
     @property

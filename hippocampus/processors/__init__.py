@@ -1,6 +1,7 @@
 """The cognitive processors: each one prompt file + one validated pydantic result, no store access."""
 
 from .base import Processor, PromptTemplate, load_prompt
+from .merger import EpisodicMerger
 from .reconsolidator import EpisodicReconsolidator, apply_reconsolidation
 from .results import (
     MergeResult,
@@ -11,10 +12,8 @@ from .results import (
     WriteDecision,
 )
 from .semantic_writer import SemanticWriter
+from .separator import EpisodicSeparator
 from .write_decider import EpisodicWriteDecider, episodic_metadata
-
-# EpisodicMerger and EpisodicSeparator (processors/merger.py, separator.py) are re-exported here
-# by the consolidation helper.
 
 __all__ = [
     "Processor",
@@ -31,4 +30,6 @@ __all__ = [
     "EpisodicReconsolidator",
     "apply_reconsolidation",
     "SemanticWriter",
+    "EpisodicMerger",
+    "EpisodicSeparator",
 ]

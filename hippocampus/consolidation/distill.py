@@ -1,0 +1,140 @@
+"""Semantic distillation, part of the consolidation job: the SemanticWriter over episodes
+not yet distilled, a chunk at a time, with batched neighbour searches and batched writes.
+
+Crash safety: new facts are inserted before their episodes are marked `distilled`; a
+re-run after a crash in between extracts again and finds the facts already stored
+(same normalised text among the nearest semantic memories), so nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import LLMError
+from ..models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
+from ..store import MEMORY_FIELDS
+from ..store import filters as F
+from . import rules as R
+
+if TYPE_CHECKING:
+    from .job import Progress
+
+log = logging.getLogger(__name__)
+ACTOR = "consolidation"
+CHUNK = 1024
+TEXT_MAX_BYTES = 65535
+SEMANTIC = MemoryType.SEMANTIC.value
+
+
+class DistillMixin:
+    """Needs: store, embedder, writer, config, stats, _lock, _history, _event, _rewrite, checkpoint."""
+
+    def _distill(self, scope: str, notify: Progress) -> None:
+        """SemanticWriter over episodes not yet distilled, a chunk at a time (batched searches and writes)."""
+        from .job import ids_by_user
+
+        skip = lambda row: any((row.get("metadata") or {}).get(k) for k in ("distilled", "pending_decision", "merge_pending"))  # noqa: E731
+        by_user = ids_by_user(self.store, scope, skip)
+        total, done = sum(len(v) for v in by_user.values()), 0
+        for ids in by_user.values():
+            for start in range(0, len(ids), CHUNK):
+                chunk = ids[start : start + CHUNK]
+                self._distill_chunk(self.store.query(F.in_("id", chunk), [*MEMORY_FIELDS, "vector"], limit=len(chunk)))
+                done += len(chunk)
+                notify("semantic", done, total)
+
+    def _distill_chunk(self, rows: list[dict[str, Any]]) -> None:
+        existing = self._nearest_facts(rows, max(1, self.config.k_semantic))
+        known: dict[str, set[str]] = {}  # user -> normalised facts seen in this chunk
+        done: list[tuple[dict[str, Any], list[str]]] = []
+        for row in rows:
+            episode = MemoryRecord.from_row(row)
+            facts_near = existing[episode.id]
+            self.stats.llm_calls += 1
+            try:
+                extraction = self.writer.extract(episode, facts_near)
+            except LLMError as exc:
+                self.stats.errors += 1
+                log.warning("semantic extraction for memory %s skipped: %s", episode.id, exc)
+                continue
+            seen = known.setdefault(episode.user_id, set())
+            seen.update(R.normalise(f) for f in facts_near)
+            facts = []
+            for item in extraction.facts:
+                fact, key = (item.fact or "").strip(), R.normalise(item.fact or "")
+                if key and _fits(fact) and key not in seen:
+                    seen.add(key)
+                    facts.append(fact)
+            done.append((row, facts))
+        new_rows = self._new_facts(done)
+        with self._lock:
+            ids = self.store.insert(new_rows) if new_rows else []
+            self._history([HistoryEvent(memory_id=i, user_id=r["user_id"], action=HistoryAction.CREATED, new_text=r["text"], actor=ACTOR,
+                                        details={"distilled_from": r["metadata"]["source_memory_ids"][0]}) for i, r in zip(ids, new_rows)])
+        self.stats.semantic_created += len(ids)
+        self.checkpoint("semantic_inserted")
+        made: dict[int, list[int]] = {}
+        for i, r in zip(ids, new_rows):
+            made.setdefault(r["metadata"]["source_memory_ids"][0], []).append(i)
+        marks, events, now = [], [], now_ts()
+        for row, _facts in done:
+            episode = MemoryRecord.from_row(row)
+            sem_ids = made.get(episode.id, [])
+            marks.append(_row(episode, episode.text, {**episode.metadata, "distilled": True, "semantic_ids": sem_ids, "updated_at": now}, row["vector"]))
+            events.append(self._event(episode, HistoryAction.DISTILLED, old_text=episode.text, new_text=episode.text, details={"semantic_ids": sem_ids}))
+        with self._lock:
+            written = self._rewrite(marks)
+            self._history([e for e in events if e.memory_id in written])
+
+    def _nearest_facts(self, rows: list[dict[str, Any]], k: int) -> dict[int, list[str]]:
+        """The user's semantic memories nearest to each episode: one batched search per user."""
+        out: dict[int, list[str]] = {}
+        by_user: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_user.setdefault(row["user_id"], []).append(row)
+        for user, group in by_user.items():
+            scope = F.and_(F.eq("user_id", user), F.eq("memory_type", SEMANTIC))
+            results = self.store.search_dense([r["vector"] for r in group], scope, k)
+            self.stats.similarity_lookups += len(group)
+            for row, hits in zip(group, results):
+                out[int(row["id"])] = [str((h.get("metadata") or {}).get("fact") or h.get("text") or "") for h in hits]
+        return out
+
+    def _new_facts(self, done: list[tuple[dict[str, Any], list[str]]]) -> list[dict[str, Any]]:
+        """Semantic rows for facts not already stored (checked by a search with each fact's own vector)."""
+        flat = [(row, fact) for row, facts in done for fact in facts]
+        if not flat:
+            return []
+        vectors = self.embedder.encode([fact for _row, fact in flat], role="passage")
+        by_user: dict[str, list[int]] = {}
+        for i, (row, _fact) in enumerate(flat):
+            by_user.setdefault(row["user_id"], []).append(i)
+        twins: dict[int, list[dict[str, Any]]] = {}
+        for user, idx in by_user.items():
+            scope = F.and_(F.eq("user_id", user), F.eq("memory_type", SEMANTIC))
+            for i, hits in zip(idx, self.store.search_dense([vectors[i].tolist() for i in idx], scope, 3)):
+                twins[i] = hits
+            self.stats.similarity_lookups += len(idx)
+        out, now = [], now_ts()
+        for i, ((row, fact), vector) in enumerate(zip(flat, vectors)):
+            if any(R.normalise(str(h.get("text") or "")) == R.normalise(fact) for h in twins[i]):
+                continue  # already known (e.g. written before a crash)
+            episode = MemoryRecord.from_row(row)
+            meta = {"fact": fact, "source_chatid": episode.chat_id, "first_seen": episode.time_iso,
+                    "source_memory_ids": [episode.id], "created_at": now, "updated_at": now}
+            out.append({"user_id": episode.user_id, "memory_type": SEMANTIC, "ts": episode.ts, "chat_id": episode.chat_id,
+                        "who": episode.who, "text": fact, "hit_count": 0, "metadata": meta, "vector": vector.tolist()})
+        return out
+
+
+def _row(record: MemoryRecord, text: str, metadata: dict[str, Any], vector: Sequence[float]) -> dict[str, Any]:
+    return {
+        "id": record.id, "user_id": record.user_id, "memory_type": record.memory_type.value, "ts": record.ts,
+        "chat_id": record.chat_id, "who": record.who, "text": text, "hit_count": record.hit_count,
+        "metadata": metadata, "vector": list(vector),
+    }
+
+
+def _fits(text: str | None) -> bool:
+    return bool(text and text.strip()) and len(text.encode("utf-8")) <= TEXT_MAX_BYTES

@@ -1,0 +1,376 @@
+"""The offline consolidation job (seed 002's second flowchart), an orchestrator.
+
+For each episodic memory its neighbours come from one Milvus similarity search with
+the record's own stored vector (so the work grows with n x k, never n^2); each
+unordered pair is considered once per run. Similarity only proposes: the hard rules
+and the Merger's same-event judgement decide, and a pair judged different goes to the
+Separator. The SemanticWriter distils episodes not yet distilled (before the
+merge pass, from their original wording; a merge of two distilled episodes stays distilled).
+
+Crash safety: a merged record is written first, flagged `merge_pending` and listing
+`merged_from_ids`; only then are the originals deleted and the flag cleared. A run
+starts by finishing any merge a crash interrupted, so a crash at any point loses
+nothing and a re-run converges without duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from contextlib import nullcontext
+from typing import Any, Callable, ContextManager, Sequence
+
+from ..config import MemoryConfig
+from ..embeddings import Embedder
+from ..errors import LLMError, NotFound
+from ..llm import ChatModel
+from ..models import ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
+from ..processors.merger import EpisodicMerger
+from ..processors.separator import EpisodicSeparator
+from ..store import MEMORY_FIELDS, MilvusStore
+from ..store import filters as F
+from . import rules as R
+from .distill import DistillMixin, _fits, _row
+
+log = logging.getLogger(__name__)
+ACTOR = "consolidation"
+CHUNK = 1024  # anchors per batched search: a filtered milvus-lite search costs about the same for 1 or 1024 vectors
+TEXT_MAX_BYTES = 65535
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+EPISODIC = MemoryType.EPISODIC.value
+SEMANTIC = MemoryType.SEMANTIC.value
+
+
+def thresholds_for(config: MemoryConfig, model_name: str) -> tuple[float, float]:
+    """(ambiguous_low, merge_high): explicit settings first, then the table for the embedder in use."""
+    table = config.thresholds.get(model_name)
+    if table is None:
+        return config.merge_thresholds
+    low = config.t_amb_low if config.t_amb_low is not None else table["ambiguous"]
+    high = config.t_merge_high if config.t_merge_high is not None else table["merge"]
+    return low, high
+
+
+def ids_by_user(store: MilvusStore, scope: str, skip: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, list[int]]:
+    """One paged scan: the ids in scope grouped by user (so each batched search has one user filter)."""
+    fields = ["id", "user_id", "metadata"] if skip else ["id", "user_id"]
+    out: dict[str, list[int]] = {}
+    for page in store.iterate(scope, fields):
+        for row in page:
+            if skip is None or not skip(row):
+                out.setdefault(row["user_id"], []).append(int(row["id"]))
+    for ids in out.values():
+        ids.sort()
+    return out
+
+
+def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, now: int) -> dict[str, Any]:
+    """The record that replaces a and b (without its vector). Pure.
+
+    Keeps the earlier metadata.time, its ts and chat (Property 21), lists both chats in
+    source_chat_ids (Property 22) and both ids in merged_from_ids; `who` never changes.
+    """
+    first, second = (a, b) if R.earlier_of(a, b) is a else (b, a)
+    meta: dict[str, Any] = {**second.metadata, **first.metadata}
+    for key in ("merge_pending", "pending_decision", "distilled"):
+        meta.pop(key, None)
+    merged_ids = {a.id, b.id}
+    meta.update(
+        {
+            "context": context or R.dedupe_join(first.metadata.get("context"), second.metadata.get("context")),
+            "thing": thing or text,
+            "time": first.time_iso,
+            "chatid": first.chat_id,
+            "who": first.who,
+            "source_chat_ids": R.dedupe(R.source_chat_ids(first) + R.source_chat_ids(second)),
+            "merged_from_ids": sorted(merged_ids),
+            "updates": list(first.metadata.get("updates") or []) + list(second.metadata.get("updates") or []),
+            "separated_from": [
+                i for i in R.dedupe(list(a.metadata.get("separated_from") or []) + list(b.metadata.get("separated_from") or []))
+                if i not in merged_ids
+            ],
+            "merge_pending": True,
+            "created_at": now,
+            "updated_at": now,
+        }
+    )
+    if a.metadata.get("distilled") and b.metadata.get("distilled"):
+        meta["distilled"] = True
+    return {
+        "user_id": first.user_id,
+        "memory_type": EPISODIC,
+        "ts": min(a.ts, b.ts),
+        "chat_id": first.chat_id,
+        "who": first.who,
+        "text": text,
+        "hit_count": a.hit_count + b.hit_count,
+        "metadata": meta,
+    }
+
+
+class ConsolidationJob(DistillMixin):
+    """One consolidation run over the store; uses the store, the embedder and the processors."""
+
+    def __init__(
+        self,
+        store: MilvusStore,
+        embedder: Embedder,
+        llm: ChatModel,
+        config: MemoryConfig,
+        write_lock: threading.Lock | None = None,
+    ):
+        from ..processors.semantic_writer import SemanticWriter
+        from ..processors.write_decider import EpisodicWriteDecider
+
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+        self.merger = EpisodicMerger(llm, config.prompts_dir)
+        self.separator = EpisodicSeparator(llm, config.prompts_dir)
+        self.writer = SemanticWriter(llm, config.prompts_dir)
+        self.decider = EpisodicWriteDecider(llm, config.prompts_dir)
+        self.thresholds = thresholds_for(config, embedder.model_name)
+        self._lock: ContextManager[Any] = write_lock if write_lock is not None else nullcontext()
+        self.stats = ConsolidationStats()
+
+    def checkpoint(self, name: str) -> None:
+        """Called between the writes of one change; a no-op hook the crash tests pause at."""
+
+    # ------------------------------------------------------------------ run
+    def run(self, user_id: str | None = None, progress: Progress | None = None) -> ConsolidationStats:
+        started = time.perf_counter()
+        self.stats = ConsolidationStats()
+        notify: Progress = progress or (lambda phase, done, total: None)
+        scope = F.and_(F.eq("user_id", user_id) if user_id is not None else None, F.eq("memory_type", EPISODIC))
+        self._finish_interrupted_merges(scope)
+        self._decide_pending(scope, notify)
+        # Distil first, from the episodes' own words (a separation may add date tags to a text).
+        self._distill(scope, notify)
+        self._merge_and_separate(scope, notify)
+        self.stats.seconds = round(time.perf_counter() - started, 3)
+        return self.stats
+
+    # ------------------------------------------------------------------ recovery
+    def _finish_interrupted_merges(self, scope: str) -> None:
+        """Merged records still flagged merge_pending: delete their sources (if any are left), clear the flag."""
+        for row in self.store.query(F.and_(scope, F.json_eq("metadata", "merge_pending", True))):
+            merged = MemoryRecord.from_row(row)
+            self._delete_sources(merged, [int(i) for i in merged.metadata.get("merged_from_ids") or []])
+            self._clear_pending_flag(merged)
+
+    def _delete_sources(self, merged: MemoryRecord, source_ids: Sequence[int]) -> None:
+        with self._lock:
+            # primary-key look-up (fast), then the tenant check on the rows themselves
+            rows = self.store.query(F.in_("id", source_ids), limit=max(1, len(source_ids)))
+            sources = [MemoryRecord.from_row(r) for r in rows if r["user_id"] == merged.user_id]
+            if sources:
+                self.store.delete(F.in_("id", [s.id for s in sources]))
+                self._history(
+                    [
+                        HistoryEvent(
+                            memory_id=s.id, user_id=s.user_id, action=HistoryAction.MERGED, old_text=s.text,
+                            new_text=merged.text, actor=ACTOR, details={"merged_into": merged.id},
+                        )
+                        for s in sources
+                    ]
+                )
+        self.checkpoint("merge_sources_deleted")
+
+    def _clear_pending_flag(self, merged: MemoryRecord) -> None:
+        meta = {k: v for k, v in merged.metadata.items() if k != "merge_pending"}
+        self._upsert(merged, merged.text, meta, vector=None)
+
+    # ------------------------------------------------------------------ pending decisions
+    def _decide_pending(self, scope: str, notify: Progress) -> None:
+        """Raw turns stored while the LLM was unavailable: ask the WriteDecider again."""
+        rows = self.store.query(F.and_(scope, F.json_eq("metadata", "pending_decision", True)))
+        for n, row in enumerate(rows, 1):
+            notify("pending", n, len(rows))
+            record = MemoryRecord.from_row(row)
+            turns = [{"role": "user", "content": str(record.metadata.get("source_text") or record.text)}]
+            self.stats.llm_calls += 1
+            try:
+                decision = self.decider.decide(record.chat_id, turns, now_iso=record.time_iso)
+            except LLMError as exc:
+                self.stats.errors += 1
+                log.warning("pending decision for memory %s failed again: %s", record.id, exc)
+                continue
+            self.stats.pending_decided += 1
+            if not decision.write_episodic:
+                with self._lock:
+                    self.store.delete(F.eq("id", record.id))  # the row came from this user's scope
+                    self._history([self._event(record, HistoryAction.DELETED, old_text=record.text,
+                                               details={"reason": "write decider: not worth remembering"})])
+                continue
+            # as the online path stores a positive decision: the decided `thing` as text, the raw turn beside it
+            text = (decision.thing or "").strip() or record.text
+            meta = {k: v for k, v in record.metadata.items() if k != "pending_decision"}
+            meta.update({"context": decision.context or meta.get("context", ""), "thing": text, "source_text": record.text,
+                         "updated_at": now_ts()})
+            self._upsert(record, text if _fits(text) else record.text, meta, vector=None, action=HistoryAction.UPDATED,
+                         details={"reason": "pending decision: kept"})
+
+    # ------------------------------------------------------------------ merge / separate
+    def _merge_and_separate(self, scope: str, notify: Progress) -> None:
+        by_user = ids_by_user(self.store, scope)
+        total, done = sum(len(v) for v in by_user.values()), 0
+        gone: set[int] = set()
+        seen: set[tuple[int, int]] = set()
+        fresh: dict[int, dict[str, Any]] = {}  # rows rewritten during this run, with their vectors
+        for ids in by_user.values():
+            for start in range(0, len(ids), CHUNK):
+                chunk = [i for i in ids[start : start + CHUNK] if i not in gone]
+                rows = self.store.query(F.in_("id", chunk), [*MEMORY_FIELDS, "vector"], limit=len(chunk)) if chunk else []
+                anchors = [fresh.get(int(r["id"]), r) for r in rows if not (r.get("metadata") or {}).get("pending_decision")]
+                neighbours = self._neighbours(anchors)
+                for anchor_id in ids[start : start + CHUNK]:
+                    done += 1
+                    notify("pairs", done, total)
+                    if anchor_id in neighbours and anchor_id not in gone:
+                        self._examine(fresh.get(anchor_id) or neighbours[anchor_id][0], neighbours[anchor_id][1], gone, seen, fresh)
+
+    def _neighbours(self, anchors: list[dict[str, Any]]) -> dict[int, tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """One batched Milvus search per user in the chunk, each anchor searching with its own stored vector."""
+        by_user: dict[str, list[dict[str, Any]]] = {}
+        for row in anchors:
+            by_user.setdefault(row["user_id"], []).append(row)
+        out: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        for user, rows in by_user.items():
+            scope = F.and_(F.eq("user_id", user), F.eq("memory_type", EPISODIC))
+            results = self.store.search_dense([r["vector"] for r in rows], scope, self.config.consolidation_neighbours + 1)
+            self.stats.similarity_lookups += len(rows)
+            for row, hits in zip(rows, results):
+                out[int(row["id"])] = (row, hits)
+        return out
+
+    def _examine(self, row: dict[str, Any], hits: list[dict[str, Any]], gone: set[int], seen: set[tuple[int, int]],
+                 fresh: dict[int, dict[str, Any]]) -> None:
+        self.stats.examined += 1
+        anchor = MemoryRecord.from_row(row)
+        for hit in hits:
+            other_id = int(hit["id"])
+            if other_id == anchor.id or other_id in gone:
+                continue
+            key = R.pair_key(anchor.id, other_id)
+            if key in seen:
+                continue
+            seen.add(key)
+            similarity = float(hit["_distance"])
+            kind = R.classify(similarity, self.thresholds)
+            if kind == "none":
+                break  # hits come best first
+            other = MemoryRecord.from_row(fresh.get(other_id) or hit)
+            if other.metadata.get("pending_decision"):
+                continue
+            outcome = self._pair(anchor, other, similarity, kind)
+            if outcome == "merged":
+                gone.update((anchor.id, other.id))
+                return
+            if isinstance(outcome, tuple):
+                fresh[anchor.id], fresh[other.id] = outcome
+                anchor = MemoryRecord.from_row(outcome[0])
+
+    def _pair(self, a: MemoryRecord, b: MemoryRecord, similarity: float, kind: str) -> Any:
+        if R.already_separated(a.metadata, b.metadata, a.id, b.id):
+            return None  # judged distinct before: nothing new to do
+        allowed, why = R.merge_allowed(a, b, self.config.merge_time_window_same_chat, self.config.merge_time_window_diff_chat)
+        reason = why
+        if kind == "merge_candidate" and allowed:
+            self.stats.llm_calls += 1
+            try:
+                result = self.merger.merge(a, b)
+            except LLMError as exc:
+                self.stats.errors += 1
+                log.warning("merge of %s and %s skipped: %s", a.id, b.id, exc)
+                return None
+            if result.same_event and _fits(result.text):
+                if not self._merge(a, b, result.text.strip(), result.context, result.thing, similarity, result.reason):
+                    return None
+                self.stats.merged += 1
+                return "merged"
+            reason = f"not the same event: {result.reason}"
+        self.stats.llm_calls += 1
+        try:
+            sep = self.separator.separate(a, b)
+        except LLMError as exc:
+            self.stats.errors += 1
+            log.warning("separation of %s and %s skipped: %s", a.id, b.id, exc)
+            return None
+        self.stats.separated += 1
+        return self._separate(a, b, sep, similarity, reason)
+
+    def _merge(self, a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, similarity: float, reason: str) -> bool:
+        """Write the merged record first (flagged merge_pending), then delete the sources, then clear the flag."""
+        row = build_merged_row(a, b, text, context, thing, now_ts())
+        row["vector"] = self.embedder.encode([text], role="passage")[0].tolist()
+        with self._lock:
+            if len(self.store.vectors([a.id, b.id])) < 2:
+                return False  # a source was deleted meanwhile: never bring its content back
+            new_id = self.store.insert([row])[0]
+            self._history([HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
+                                        actor=ACTOR, details={"merged_from_ids": [a.id, b.id], "similarity": similarity, "reason": reason})])
+        self.checkpoint("merge_inserted")
+        merged = MemoryRecord.from_row({**row, "id": new_id})
+        self._delete_sources(merged, [a.id, b.id])
+        self._clear_pending_flag(merged)
+        return True
+
+    def _separate(self, a: MemoryRecord, b: MemoryRecord, sep: Any, similarity: float, reason: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        now = now_ts()
+        texts = [t if _fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]
+        changed = [i for i, (t, r) in enumerate(zip(texts, (a, b))) if t != r.text]
+        vectors = self.embedder.encode([texts[i] for i in changed], role="passage") if changed else []
+        old_vectors = self.store.vectors([r.id for i, r in enumerate((a, b)) if i not in changed])
+        if any(i not in changed and r.id not in old_vectors for i, r in enumerate((a, b))):
+            return None  # deleted meanwhile (a user's delete racing this run): nothing to separate
+        rows = []
+        for i, (record, other, context) in enumerate(((a, b, sep.context_a), (b, a, sep.context_b))):
+            meta = {**record.metadata, "separated_from": R.dedupe([*(record.metadata.get("separated_from") or []), other.id]), "updated_at": now}
+            if context:
+                meta["context"] = context
+            vector = vectors[changed.index(i)].tolist() if i in changed else old_vectors[record.id]
+            rows.append(_row(record, texts[i], meta, vector))
+        with self._lock:
+            written = self._rewrite(rows)
+            self._history([
+                self._event(r, HistoryAction.SEPARATED, old_text=r.text, new_text=row["text"],
+                            details={"separated_from": o.id, "similarity": similarity, "reason": reason or sep.reason})
+                for r, o, row in ((a, b, rows[0]), (b, a, rows[1])) if r.id in written
+            ])
+        return (rows[0], rows[1]) if len(written) == 2 else None
+
+    # ------------------------------------------------------------------ writes
+    def _upsert(self, record: MemoryRecord, text: str, metadata: dict[str, Any], vector: Sequence[float] | None,
+                action: HistoryAction | None = None, details: dict[str, Any] | None = None) -> None:
+        if vector is None:
+            if text != record.text:
+                vector = self.embedder.encode([text], role="passage")[0].tolist()
+            else:
+                vector = self.store.vectors([record.id]).get(record.id)
+                if vector is None:
+                    return  # deleted meanwhile
+        with self._lock:
+            if not self._rewrite([_row(record, text, metadata, list(vector))]):
+                return
+            if action is not None:
+                self._history([self._event(record, action, old_text=record.text, new_text=text, details=details or {})])
+
+    def _rewrite(self, rows: list[dict[str, Any]]) -> set[int]:
+        """Upsert rows in place; rows deleted meanwhile (a delete racing this run) are skipped, never resurrected."""
+        try:
+            self.store.upsert(rows)
+            return {int(r["id"]) for r in rows}
+        except NotFound:
+            alive = set(self.store.vectors([int(r["id"]) for r in rows]))
+            keep = [r for r in rows if int(r["id"]) in alive]
+            log.info("%d memories vanished during consolidation; not rewritten", len(rows) - len(keep))
+            if keep:
+                self.store.upsert(keep)
+            return {int(r["id"]) for r in keep}
+
+    def _event(self, record: MemoryRecord, action: HistoryAction, **kw: Any) -> HistoryEvent:
+        return HistoryEvent(memory_id=record.id, user_id=record.user_id, action=action, actor=ACTOR, **kw)
+
+    def _history(self, events: Sequence[HistoryEvent]) -> None:
+        self.store.add_history([e.model_dump(mode="json") for e in events])
