@@ -6,6 +6,11 @@ import os
 import uuid
 from pathlib import Path
 
+# One BLAS thread: with the cores oversubscribed (parallel test runs, 2-core CI) OpenBLAS's
+# spinning thread pool turns a 20 ms embedding into 2-3 s. Must be set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import pytest
 from hypothesis import HealthCheck, settings
 

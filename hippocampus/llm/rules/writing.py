@@ -154,10 +154,12 @@ def is_chitchat(clause: str) -> bool:
 
 
 def substantial(text: str) -> bool:
-    """Not a fragment: at least 3 Chinese characters, 2 words, or a number with a word."""
+    """Not a fragment: at least 2 English words, or 3 units counting each Chinese character,
+    word and number as one ("我叫Alice")."""
     cjk = len(_HAS_CJK.findall(text))
     words = re.findall(r"[A-Za-z][A-Za-z'-]*", text)
-    return cjk >= 3 or len(words) >= 2 or (bool(re.search(r"\d", text)) and (cjk + len(words)) >= 1)
+    numbers = re.findall(r"\d+", text)
+    return len(words) >= 2 or cjk + len(words) + len(numbers) >= 3
 
 
 def is_personal_fact(clause: str) -> bool:
@@ -200,7 +202,7 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     if _REMEMBER.search(text) and not _NOT_A_REQUEST.search(text):
         content = [c for c in clauses(_REMEMBER.sub(" ", text)) if not is_chitchat(c) and c.lower() not in ("this", "that", "这个", "这件事")]
         body = ("，" if zh else ", ").join(content)
-        if body and substantial(body):
+        if body and (substantial(body) or any(is_personal_fact(c) for c in content)):
             return _yes(body, "主动要求记住" if zh else "asked to remember", now, text, "rules: explicit remember request")
         return {**no, "reason": "rules: remember request without content"}
     statements = [c for c in parts if not is_question(c) and not is_chitchat(c)]
