@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,7 @@ from hippocampus.processors import (
 from tests.scripted_llm import ScriptedLLM
 
 T0 = 1_767_258_000  # 2026-01-01T09:00:00Z
+DATA = Path(__file__).parent / "data"
 TURN = [{"role": "user", "content": "请记住，我对花生过敏"}]
 YES = json.dumps({"write_episodic": True, "context": "健康", "thing": "我对花生过敏", "time": "", "who": "user", "reason": "allergy"})
 NO = json.dumps({"write_episodic": False, "reason": "small talk"})
@@ -326,3 +328,18 @@ def test_prompt_files_have_bilingual_examples(name):
     if model:
         for ex in tpl.examples:
             model.model_validate(ex.output)  # the worked answers fit the schema the model is held to
+
+
+# ------------------------------------------------------------------ the labelled sets and the eval script
+def test_eval_sets_and_script_run_offline(tmp_path):
+    from scripts.eval_processors import SECTIONS, load_cases, main
+
+    sizes = {name: len(load_cases(DATA, s, None)) for name, s in SECTIONS.items() if name in ("write_decider", "reconsolidator", "semantic_writer")}
+    assert sizes["write_decider"] >= 60 and sizes["reconsolidator"] >= 20 and sizes["semantic_writer"] >= 20
+    wd = load_cases(DATA, SECTIONS["write_decider"], None)
+    assert {c["lang"] for c in wd} == {"zh", "en"} and 0.3 < sum(c["write_episodic"] for c in wd) / len(wd) < 0.7
+    out = tmp_path / "eval.json"
+    assert main(["--only", "write_decider", "--only", "semantic_writer", "--json", str(out)]) == 0
+    rules = json.loads(out.read_text())["results"]["rules"]
+    assert rules["write_decider"]["cases"] == sizes["write_decider"] and rules["write_decider"]["errors"] == 0
+    assert 0.0 <= rules["semantic_writer"]["fact_recall"] <= 1.0

@@ -33,7 +33,7 @@ _ROLE_PREFIX = re.compile(r"^\s*(user|assistant|system|用户|助手)\s*[:：]\s
 # --- write decider vocabulary -------------------------------------------------------------
 _REMEMBER = re.compile(
     r"(请你?|帮我|麻烦你?)?(记住|记一下|记下来|记着|别忘了|不要忘了|不要忘记|别忘记)"
-    r"|\b(please\s+)?(remember|don'?t forget|do not forget|note that|make a note|keep in mind|save this)\b[:,]?",
+    r"|\b(please\s+)?(remember|don'?t forget|do not forget|note that|make a note|keep in mind|save this)\b(\s+that\b)?[:,]?",
     re.IGNORECASE,
 )
 _NOT_A_REQUEST = re.compile(r"(你还?记得|还记得|记不记得|记得吗|\b(do|did|can|could|would|will) you (still )?remember\b)", re.IGNORECASE)
