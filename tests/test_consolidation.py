@@ -226,3 +226,14 @@ def test_a_delete_racing_the_run_is_never_undone(mem, step):
     remaining = mem.get_all(user)
     assert [r.id for r in remaining] == [ids[0]]
     assert all("second telling" not in r.text for r in remaining)
+
+
+def test_a_separation_that_changes_nothing_is_not_counted_but_not_repeated(mem):
+    user, ids = _pair(mem, sim=0.75)
+    mem._llm.replies["SeparationResult"] = lambda i: json.dumps(
+        {"text_a": i["memory_a"]["text"], "text_b": i["memory_b"]["text"], "context_a": "", "context_b": "", "reason": "unrelated"})
+    stats = mem.consolidate(user_id=user)
+    assert stats.separated == 0 and mem._llm.count("SeparationResult") == 1
+    assert [e.action for e in mem.history(ids[0], user)] == [HistoryAction.DISTILLED]  # no SEPARATED event: nothing changed
+    assert mem.get(ids[0], user).metadata["separated_from"] == [ids[1]]
+    assert mem.consolidate(user_id=user).llm_calls == 0

@@ -194,3 +194,12 @@ def test_run_consolidation_with_memory_or_factory():
     made = _Counting()
     assert run_consolidation(lambda: made).examined == 3
     assert made.calls == [None] and made.closed == 1  # a factory's Memory is closed after the run
+
+
+def test_offline_separator_leaves_pairs_that_only_embed_close_alone():
+    """e5 scores many unrelated same-language pairs ~0.9; the rules do not rewrite what cannot be confused."""
+    a = {"text": "我现在住在徐汇区", "time": "2026-03-02T19:30:00+08:00", "chat_id": "c1", "context": "home"}
+    b = {"text": "我从下个月开始每周二晚上去学游泳", "time": "2026-04-25T21:00:00+08:00", "chat_id": "c2"}
+    out = offline.separate({"memory_a": a, "memory_b": b})
+    assert (out["text_a"], out["text_b"], out["context_a"], out["context_b"]) == (a["text"], b["text"], "home", "")
+    assert "nothing to tell apart" in out["reason"]

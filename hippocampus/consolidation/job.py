@@ -297,7 +297,6 @@ class ConsolidationJob(DistillMixin):
             self.stats.errors += 1
             log.warning("separation of %s and %s skipped: %s", a.id, b.id, exc)
             return None
-        self.stats.separated += 1
         return self._separate(a, b, sep, similarity, reason)
 
     def _merge(self, a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, similarity: float, reason: str) -> bool:
@@ -331,13 +330,20 @@ class ConsolidationJob(DistillMixin):
                 meta["context"] = context
             vector = vectors[changed.index(i)].tolist() if i in changed else old_vectors[record.id]
             rows.append(_row(record, texts[i], meta, vector))
+        # a Separator may find nothing to tell apart: then only the markers are written (so the pair is not
+        # judged again), nothing is counted and history records no change
+        changed_any = [row["text"] != r.text or row["metadata"].get("context", "") != r.metadata.get("context", "")
+                       for r, row in ((a, rows[0]), (b, rows[1]))]
         with self._lock:
             written = self._rewrite(rows)
             self._history([
                 self._event(r, HistoryAction.SEPARATED, old_text=r.text, new_text=row["text"],
-                            details={"separated_from": o.id, "similarity": similarity, "reason": reason or sep.reason})
-                for r, o, row in ((a, b, rows[0]), (b, a, rows[1])) if r.id in written
+                            details={"separated_from": o.id, "similarity": similarity, "reason": reason or sep.reason,
+                                     "old_context": r.metadata.get("context", ""), "new_context": row["metadata"].get("context", "")})
+                for r, o, row, ch in ((a, b, rows[0], changed_any[0]), (b, a, rows[1], changed_any[1])) if r.id in written and ch
             ])
+        if any(changed_any) and written:
+            self.stats.separated += 1
         return (rows[0], rows[1]) if len(written) == 2 else None
 
     # ------------------------------------------------------------------ writes

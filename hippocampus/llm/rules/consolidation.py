@@ -39,6 +39,7 @@ _LIGHT = set("到去做在从往向把被给让跟和与同对为于以其要会
     "went go goes going got get gets getting had have did do does made make makes took take".split()
 )
 SAME_EVENT_OVERLAP = 0.6  # share of the shorter text's content words found in the longer one
+LOOKALIKE_OVERLAP = 0.5  # below this, two texts cannot be confused: the Separator leaves them alone
 
 
 def normalise(text: str) -> str:
@@ -202,11 +203,17 @@ def _where(m: dict[str, Any]) -> str:
 
 @rule("separator")
 def separate(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Each record keeps its text; when the days differ, its own date is added to the text
-    (once), so the two no longer read alike. The distinguishing details go to `context`.
-    Same-day pairs keep their text: a shared date tag would only make them closer."""
+    """Look-alikes (half the words shared) keep their text; when their days differ, each gets
+    its own date added (once), so the two no longer read alike, and the distinguishing
+    details go to `context`. Same-day pairs keep their text (a shared date tag would only
+    make them closer); pairs that merely embed close but share few words are left alone."""
     a, b = dict(inputs.get("memory_a") or {}), dict(inputs.get("memory_b") or {})
     ta, tb = str(a.get("text", "")).strip(), str(b.get("text", "")).strip()
+    ca, cb = content_tokens(_strip_tags(ta)), content_tokens(_strip_tags(tb))
+    overlap = len(ca & cb) / max(1, min(len(ca), len(cb)))
+    if overlap < LOOKALIKE_OVERLAP:  # e5 puts many unrelated same-language pairs this close
+        return {"text_a": ta, "text_b": tb, "context_a": str(a.get("context") or ""), "context_b": str(b.get("context") or ""),
+                "reason": f"not look-alikes (word overlap {overlap:.2f}): nothing to tell apart"}
     day_a, day_b = _day(a.get("time")), _day(b.get("time"))
     only_a, only_b = differing_segments(_strip_tags(ta), _strip_tags(tb))
 

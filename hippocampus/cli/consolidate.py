@@ -1,0 +1,65 @@
+"""`hippocampus consolidate` (one run, progress bar, stats table or --json) and
+`hippocampus schedule --cron "0 3 * * *"` (a blocking APScheduler loop)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..consolidation.schedule import DEFAULT_CRON, DEFAULT_GRACE_S, cron_trigger, run_forever
+from ..models import ConsolidationStats
+from .app import app, open_memory
+
+PHASES = {"pending": "pending decisions", "semantic": "distilling facts", "pairs": "merging / separating"}
+
+
+def stats_table(stats: ConsolidationStats) -> Table:
+    table = Table(title="consolidation")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key, value in stats.model_dump().items():
+        table.add_row(key.replace("_", " "), f"{value:.2f}" if isinstance(value, float) else str(value))
+    return table
+
+
+@app.command("consolidate")
+def consolidate_cmd(
+    user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
+    as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
+) -> None:
+    """Run consolidation once: retry pending decisions, distil facts, merge or separate similar episodes."""
+    console = Console(stderr=as_json)
+    with open_memory() as memory:
+        with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=as_json) as bar:
+            tasks: dict[str, int] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            stats = memory.consolidate(user_id=user, progress=progress)
+    if as_json:
+        typer.echo(json.dumps(stats.model_dump()))
+    else:
+        console.print(stats_table(stats))
+
+
+@app.command("schedule")
+def schedule_cmd(
+    cron: str = typer.Option(DEFAULT_CRON, "--cron", help='crontab expression, e.g. "0 3 * * *" (03:00 every day)'),
+    user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories"),
+    grace: int = typer.Option(DEFAULT_GRACE_S, "--misfire-grace", help="seconds a missed run may start late"),
+) -> None:
+    """Consolidate on a cron schedule until interrupted; runs never overlap, missed runs collapse into one."""
+    trigger = cron_trigger(cron)  # InvalidInput for a malformed expression (exit code 2)
+    upcoming = trigger.get_next_fire_time(None, datetime.now(timezone.utc).astimezone())
+    Console().print(f"consolidating on {cron!r}; next run {upcoming:%Y-%m-%d %H:%M %Z}. Ctrl-C stops.")
+    run_forever(open_memory, cron, user_id=user, misfire_grace_time=grace)
