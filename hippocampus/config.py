@@ -112,6 +112,16 @@ class MemoryConfig(BaseSettings):
     k_semantic: int = Field(default=5, ge=0, le=1000)
     k_episodic: int = Field(default=5, ge=0, le=1000)
     search_mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    # hybrid fusion (retrieval/fusion.py): cosine + bm25_weight * normalised BM25, or RRF; milvus_*
+    # use Milvus' own hybrid_search rankers. Defaults chosen on LoCoMo (docs/performance.md).
+    hybrid_fusion: Literal["weighted", "rrf", "milvus_rrf", "milvus_weighted"] = "weighted"
+    hybrid_bm25_weight: float = Field(default=0.1, ge=0, le=1)
+    search_candidates: int = Field(default=20, ge=1, le=1000)  # per list, before fusion and ranking
+    # ranking stage after fusion (retrieval/ranking.py); weight 0 = off (the default, see docs)
+    rank_recency_weight: float = Field(default=0.0, ge=0)
+    rank_half_life_days: float = Field(default=30.0, gt=0)
+    rank_hit_weight: float = Field(default=0.0, ge=0)
+    rank_importance_weight: float = Field(default=0.0, ge=0)
 
     # --- consolidation ---
     t_merge_high: float | None = Field(default=None, ge=-1, le=1)  # None: per-model table

@@ -12,11 +12,10 @@ from pydantic import ValidationError
 from . import validation as V
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
-from .errors import ConfigError, LLMError, NotFound
+from .errors import ConfigError, InvalidInput, LLMError, NotFound
 from .llm import ChatModel
 from .models import (
     AddResult,
-    ConsolidationStats,
     HistoryAction,
     HistoryEvent,
     MemoryRecord,
@@ -26,7 +25,7 @@ from .models import (
     now_ts,
     ts_to_iso,
 )
-from .retrieval import Retriever
+from .retrieval import RetrievalParams, Retriever, check_search_mode
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
 
@@ -69,7 +68,7 @@ class Memory:
             collection=self.config.collection_name,
             token=self.config.milvus_token.get_secret_value() if self.config.milvus_token else None,
         )
-        self.retriever = Retriever(self.store, self.embedder)
+        self.retriever = Retriever(self.store, self.embedder, RetrievalParams.from_config(self.config))
         self._write_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
@@ -116,6 +115,33 @@ class Memory:
         ids = self._insert([record], actor="api")
         return AddResult(ids=ids, stored=True, reason="stored without inference (infer=False)")
 
+    def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
+        """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.
+
+        Each item holds `messages` (or `text`), `user_id` and optionally `chat_id`, `who`, `metadata`,
+        `ts`, `memory_type`, as for `add`. Every item is validated before anything is written; the
+        ids come back in input order."""
+        rows = []
+        for item in items:
+            if not isinstance(item, dict):
+                raise InvalidInput(f"add_many takes dicts, got {type(item).__name__}")
+            user_id = V.check_id("user_id", item.get("user_id"))
+            chat_id = V.check_id("chat_id", item.get("chat_id", "default"))
+            who = V.check_id("who", item.get("who") or user_id, V.WHO_MAX)
+            metadata = V.check_metadata(item.get("metadata"))
+            event_ts = V.check_ts(item.get("ts")) or now_ts()
+            mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
+            text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
+            if mtype is MemoryType.EPISODIC:
+                meta = {"context": "", "thing": text, "time": ts_to_iso(event_ts), "chatid": chat_id, "who": who, **metadata}
+            else:
+                meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(event_ts), **metadata}
+            rows.append(self._new_row(user_id, mtype, event_ts, chat_id, who, text, meta))
+        ids: list[int] = []
+        for start in range(0, len(rows), max(1, batch_size)):
+            ids += self._insert(rows[start : start + batch_size], actor="api")
+        return ids
+
     def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
         """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays."""
         memory_id = V.check_memory_id(memory_id)
@@ -155,11 +181,13 @@ class Memory:
         limit: int | None = None,
         memory_type: MemoryType | str | None = None,
         filters: dict[str, Any] | None = None,
+        mode: str | None = None,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first.
 
         `limit` caps both lists at once; `memory_type` restricts to one kind;
-        `filters` matches metadata keys exactly.
+        `filters` matches metadata keys exactly; `mode` (hybrid, dense, bm25) overrides
+        config.search_mode for this call. Without a working embedder BM25 serves alone.
         """
         query = V.check_text(query, "query")
         user_id = V.check_id("user_id", user_id)
@@ -168,12 +196,14 @@ class Memory:
         metadata = V.check_metadata(filters)
         k_epi = self.config.k_episodic if limit is None else limit
         k_sem = self.config.k_semantic if limit is None else limit
-        vector = self.embedder.encode([query], role="query")[0]
+        mode = check_search_mode(mode) if mode is not None else self.config.search_mode
+        vector = self.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
+        mode = mode if vector is not None else "bm25"
         result = SearchResult()
         if mtype in (None, MemoryType.EPISODIC):
-            result.episodic = self.retriever.search(query, user_id, k_epi, MemoryType.EPISODIC, metadata, vector)
+            result.episodic = self.retriever.search(query, user_id, k_epi, MemoryType.EPISODIC, metadata, vector, mode)
         if mtype in (None, MemoryType.SEMANTIC):
-            result.semantic = self.retriever.search(query, user_id, k_sem, MemoryType.SEMANTIC, metadata, vector)
+            result.semantic = self.retriever.search(query, user_id, k_sem, MemoryType.SEMANTIC, metadata, vector, mode)
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
@@ -214,17 +244,6 @@ class Memory:
         out["store"] = self.config.milvus_uri
         out["embedder"] = self.embedder.model_name
         return out
-
-    # ------------------------------------------------------------------ consolidation
-    def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
-        """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
-        episodes (all users when user_id is None). The job lives in consolidation/job.py;
-        `progress(phase, done, total)` is called as it goes."""
-        from .consolidation.job import ConsolidationJob
-
-        user_id = V.check_id("user_id", user_id) if user_id is not None else None
-        job = ConsolidationJob(self.store, self.embedder, self.llm, self.config, write_lock=self._write_lock)
-        return job.run(user_id, progress)
 
     # ------------------------------------------------------------------ online flow
     @property

@@ -1,5 +1,7 @@
 """Retrieval: dense, BM25 and hybrid search over the store, then ranking."""
 
-from .search import Retriever
+from .fusion import script_of
+from .ranking import RankParams
+from .search import RetrievalParams, Retriever, check_search_mode
 
-__all__ = ["Retriever"]
+__all__ = ["Retriever", "RetrievalParams", "RankParams", "check_search_mode", "script_of"]

@@ -1,21 +1,69 @@
-"""Finds a user's memories for a query; the facade decides what to do with them."""
+"""Finds a user's memories for a query: dense, BM25 or hybrid, then the ranking stage.
+
+The facade decides what to do with the hits. Three guarantees hold in every mode:
+- the result holds min(limit, memories in scope) hits: when the index returns fewer while more
+  rows match (an approximate index under a selective filter, BM25 finding no shared word), the
+  retriever falls back to an exact scan (dense) or fills up with the scope's other memories (BM25);
+- BM25 scores are used only relatively (Milvus returns them negated), never thresholded;
+- with no working embedder (EmbeddingError), search degrades to BM25 and logs it (seed 000).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
 
 from ..embeddings import Embedder
+from ..errors import EmbeddingError, InvalidInput
 from ..models import MemoryRecord, MemoryType, SearchHit
-from ..store import MilvusStore
+from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
+from .fusion import Candidate, FusionMethod, collect, fuse
+from .ranking import RankParams, rank
+
+log = logging.getLogger(__name__)
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+HybridFusion = Literal["weighted", "rrf", "milvus_rrf", "milvus_weighted"]
+
+
+def check_search_mode(mode: Any) -> SearchMode:
+    """A per-call search mode, refused with InvalidInput unless hybrid, dense or bm25."""
+    if mode not in ("hybrid", "dense", "bm25"):
+        raise InvalidInput(f"unknown search mode {mode!r}; use 'hybrid', 'dense' or 'bm25'")
+    return mode
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """How hybrid candidates are gathered and fused; see MemoryConfig for the defaults' reasons."""
+
+    mode: SearchMode = "hybrid"
+    fusion: HybridFusion = "weighted"
+    bm25_weight: float = 0.1
+    candidates: int = 20
+    script_aware: bool = True
+    rank: RankParams = RankParams()
+
+    @classmethod
+    def from_config(cls, config: Any) -> "RetrievalParams":
+        return cls(
+            mode=config.search_mode,
+            fusion=config.hybrid_fusion,
+            bm25_weight=float(config.hybrid_bm25_weight),
+            candidates=int(config.search_candidates),
+            rank=RankParams.from_config(config),
+        )
 
 
 class Retriever:
-    """Dense search by cosine similarity, scoped by user and optionally by type and metadata."""
+    """Dense, BM25 and hybrid search scoped by user and optionally by type and metadata."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder):
+    def __init__(self, store: MilvusStore, embedder: Embedder, params: RetrievalParams | None = None):
         self.store = store
         self.embedder = embedder
+        self.params = params or RetrievalParams()
 
     def scope(self, user_id: str, memory_type: MemoryType | None = None, metadata: dict[str, Any] | None = None) -> str:
         parts = [F.eq("user_id", user_id)]
@@ -25,6 +73,16 @@ class Retriever:
             parts.append(F.json_eq("metadata", key, value))
         return F.and_(*parts)
 
+    def encode_query(self, query: str, mode: SearchMode | None = None) -> Sequence[float] | None:
+        """The query's vector, or None when BM25 alone will serve (bm25 mode, or the embedder failed)."""
+        if (mode or self.params.mode) == "bm25":
+            return None
+        try:
+            return self.embedder.encode([query], role="query")[0]
+        except EmbeddingError as exc:
+            log.warning("query embedding failed (%s); falling back to BM25 search", exc)
+            return None
+
     def search(
         self,
         query: str,
@@ -33,15 +91,71 @@ class Retriever:
         memory_type: MemoryType | None = None,
         metadata: dict[str, Any] | None = None,
         query_vector: Sequence[float] | None = None,
+        mode: SearchMode | None = None,
+        now: int | None = None,
     ) -> list[SearchHit]:
+        """Up to `limit` hits, best first. Pass `query_vector` to reuse one embedding across calls;
+        without it the query is embedded here (or BM25 serves if that fails)."""
         if limit <= 0:
             return []
-        vector = query_vector if query_vector is not None else self.embedder.encode([query], role="query")[0]
-        rows = self.store.search_dense([vector], self.scope(user_id, memory_type, metadata), limit)[0]
-        return [_hit(row) for row in rows[:limit]]
+        mode = mode or self.params.mode
+        if query_vector is None and mode != "bm25":
+            query_vector = self.encode_query(query, mode)
+        if query_vector is None:
+            mode = "bm25"
+        scope = self.scope(user_id, memory_type, metadata)
+        depth = max(limit, self.params.candidates) if (mode == "hybrid" or self.params.rank.active) else limit
+        if mode == "bm25":
+            cands = self._bm25(query, scope, depth)
+        elif mode == "dense":
+            cands = collect(self._dense(query_vector, scope, depth), [])
+            for c in cands:
+                c.score = c.similarity or 0.0
+        elif self.params.fusion.startswith("milvus_"):
+            cands = self._milvus_hybrid(query, query_vector, scope, depth)
+        else:
+            dense = self._dense(query_vector, scope, depth)
+            lexical = self.store.search_bm25([query], scope, depth, fields=[*MEMORY_FIELDS, "vector"])[0]
+            method: FusionMethod = "rrf" if self.params.fusion == "rrf" else "weighted"
+            cands = fuse(collect(dense, lexical, query_vector), query, method, self.params.bm25_weight, script_aware=self.params.script_aware)
+        cands = rank(cands, self.params.rank, now)
+        return [_hit(c) for c in cands[:limit]]
+
+    # ------------------------------------------------------------------ per mode
+    def _dense(self, vector: Sequence[float], scope: str, limit: int) -> list[dict[str, Any]]:
+        rows = self.store.search_dense([vector], scope, limit)[0]
+        if len(rows) < limit and self.store.count(scope) > len(rows):
+            log.info("dense index returned %d of %d wanted while more match; using the exact scan", len(rows), limit)
+            rows = self.store.search_exact(vector, scope, limit)
+        return rows
+
+    def _bm25(self, query: str, scope: str, limit: int) -> list[Candidate]:
+        rows = self.store.search_bm25([query], scope, limit)[0]
+        cands = collect([], rows)
+        for c in cands:
+            c.score = c.bm25 or 0.0
+        if len(cands) < limit:
+            seen = {c.id for c in cands}
+            extra = [r for r in self.store.query(scope, limit=limit + len(seen)) if int(r["id"]) not in seen]
+            extra.sort(key=lambda r: (-int(r.get("ts", 0)), int(r["id"])))  # no shared word: newest first
+            cands += [Candidate(row=r, bm25=0.0, score=0.0) for r in extra[: limit - len(cands)]]
+        return cands
+
+    def _milvus_hybrid(self, query: str, vector: Sequence[float], scope: str, limit: int) -> list[Candidate]:
+        ranker = "rrf" if self.params.fusion == "milvus_rrf" else "weighted"
+        weights = (1.0 - self.params.bm25_weight, self.params.bm25_weight)
+        rows = self.store.search_hybrid(vector, query, scope, limit, ranker=ranker, weights=weights)
+        cands = [Candidate(row={k: v for k, v in r.items() if k != "_distance"}, score=float(r["_distance"])) for r in rows]
+        if len(cands) < limit:  # fill from the exact dense ranking
+            seen = {c.id for c in cands}
+            for c in collect(self._dense(vector, scope, limit), []):
+                if c.id not in seen and len(cands) < limit:
+                    c.score = min((x.score for x in cands), default=0.0) - 1e-9
+                    cands.append(c)
+        return cands
 
 
-def _hit(row: dict[str, Any]) -> SearchHit:
-    similarity = row.pop("_distance")
-    record = MemoryRecord.from_row(row)
-    return SearchHit(memory=record, score=similarity, similarity=similarity)
+
+def _hit(c: Candidate) -> SearchHit:
+    record = MemoryRecord.from_row(c.row)
+    return SearchHit(memory=record, score=float(c.score), similarity=c.similarity)

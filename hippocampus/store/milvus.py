@@ -17,6 +17,7 @@ from pymilvus.exceptions import MilvusException
 
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
 from . import filters as F
+from .analyzer import analyzer_params
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ try:  # milvus-lite's jieba analyzer announces its dictionary on stderr
 except ImportError:  # pragma: no cover
     pass
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: stop filter on the BM25 analyzer (store/analyzer.py)
 TEXT_MAX_BYTES = 65535
 ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
@@ -166,7 +167,7 @@ class MilvusStore:
             DataType.VARCHAR,
             max_length=TEXT_MAX_BYTES,
             enable_analyzer=True,
-            analyzer_params={"tokenizer": "jieba"},  # Chinese words + English tokens
+            analyzer_params=analyzer_params(),  # jieba: Chinese words + English tokens, stop words dropped
         )
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
@@ -358,6 +359,66 @@ class MilvusStore:
                 search_params={"metric_type": "BM25"},
             )
         return [[_flatten(hit) for hit in hits] for hits in res]
+
+    def search_hybrid(
+        self,
+        vector: Sequence[float],
+        query: str,
+        filter_expr: str,
+        limit: int,
+        ranker: str = "rrf",
+        weights: tuple[float, float] = (0.7, 0.3),
+        candidates: int | None = None,
+        fields: Sequence[str] = MEMORY_FIELDS,
+    ) -> list[dict[str, Any]]:
+        """Milvus' own hybrid_search (dense + BM25, fused by RRFRanker or WeightedRanker).
+
+        Kept for comparison and for Milvus servers; the retriever's default fusion is its own
+        (retrieval/fusion.py), which measured better (docs/performance.md). `_distance` is the
+        ranker's fused score."""
+        from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
+
+        depth = max(limit, candidates or limit)
+        reqs = [
+            AnnSearchRequest(data=[list(map(float, vector))], anns_field="vector", param={"metric_type": "COSINE"}, limit=depth, expr=filter_expr or None),
+            AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=depth, expr=filter_expr or None),
+        ]
+        fuse = RRFRanker(60) if ranker == "rrf" else WeightedRanker(*weights)
+        with self._lock:
+            res = self._call("hybrid_search", self.collection, reqs, ranker=fuse, limit=limit, output_fields=list(fields))
+        return [_flatten(hit) for hit in res[0]]
+
+    def search_exact(
+        self, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS
+    ) -> list[dict[str, Any]]:
+        """Exact cosine top-k over every row in the filter, ranked with numpy.
+
+        The safety net behind `search_dense`: an approximate index (HNSW with a selective filter)
+        may return fewer than k rows while more match. Reads the scope's vectors page by page."""
+        import numpy as np
+
+        if limit <= 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+        best_ids: list[np.ndarray] = []
+        best_sims: list[np.ndarray] = []
+        for page in self.iterate(filter_expr, ["id", "vector"], batch=5000):
+            ids = np.fromiter((int(r["id"]) for r in page), dtype=np.int64, count=len(page))
+            mat = np.asarray([r["vector"] for r in page], dtype=np.float32)
+            norms = np.linalg.norm(mat, axis=1)
+            sims = (mat @ q) / np.where(norms > 0, norms, 1.0)
+            keep = np.argsort(-sims, kind="stable")[:limit]
+            best_ids.append(ids[keep])
+            best_sims.append(sims[keep])
+        if not best_ids:
+            return []
+        ids = np.concatenate(best_ids)
+        sims = np.concatenate(best_sims)
+        order = np.lexsort((ids, -sims))[:limit]
+        top = [(int(ids[i]), float(sims[i])) for i in order]
+        rows = {int(r["id"]): r for r in self.query(F.in_("id", [i for i, _ in top]), fields=fields, limit=len(top))}
+        return [{**rows[i], "_distance": s} for i, s in top if i in rows]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
         if not ids:

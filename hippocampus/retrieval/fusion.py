@@ -1,0 +1,144 @@
+"""Fusing the dense and BM25 candidate lists into one ranking.
+
+Why not plain reciprocal-rank fusion: BM25 over jieba tokens cannot match a Chinese question to an
+English memory (or the reverse), so across languages its list holds only accidental matches (a
+shared name or number). RRF gives that list the same vote as the dense list and pushes the right
+memory down. Measured on LoCoMo (scripts/eval_locomo.py, docs/performance.md), the default
+`weighted` fusion keeps the cosine similarity as the backbone and lets BM25 add a bounded bonus:
+
+    score = cosine + bm25_weight * script_factor * bm25 / max_bm25
+
+where `max_bm25` is the best BM25 score of this query (so the bonus is in [0, bm25_weight]) and
+`script_factor` is 0 when the memory is written in a script (Han or Latin) that the query does not
+use at all: a lexical match between them is a shared name or number, mostly noise. Every candidate has an exact cosine, because BM25
+hits come back with their vectors.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+FusionMethod = Literal["weighted", "rrf"]
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+
+
+def script_of(text: str) -> str:
+    """'han', 'latin' or 'other': the script most of the letters are written in."""
+    han = len(_HAN.findall(text))
+    latin = len(_LATIN.findall(text))
+    if han == 0 and latin == 0:
+        return "other"
+    # a Chinese character carries about one word; an English word about five letters
+    return "han" if han * 5 >= latin else "latin"
+
+
+def same_script(a: str, b: str) -> bool:
+    """False only when both texts have letters and they differ in script."""
+    return "other" in (a, b) or a == b
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
+
+
+def query_scripts(query: str) -> set[str]:
+    """Every script a query uses: 'redis 集群的配置' may match English and Chinese memories alike."""
+    out = set()
+    if _HAN.search(query):
+        out.add("han")
+    if _LATIN_WORD.search(query):
+        out.add("latin")
+    return out
+
+
+def lexical_allowed(scripts: set[str], text: str) -> bool:
+    """BM25 may vote for a memory only if the query uses the memory's script (or either has none)."""
+    return not scripts or script_of(text) in scripts | {"other"}
+
+
+@dataclass
+class Candidate:
+    """One memory proposed by dense search, BM25 or both."""
+
+    row: dict[str, Any]
+    similarity: float | None = None
+    bm25: float | None = None  # positive BM25 score (Milvus returns its negative)
+    dense_rank: int | None = None  # 0-based
+    bm25_rank: int | None = None
+    score: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def id(self) -> int:
+        return int(self.row["id"])
+
+
+def collect(dense: Sequence[dict[str, Any]], bm25: Sequence[dict[str, Any]], query_vector: Any = None) -> list[Candidate]:
+    """Union of both lists by id. Dense rows carry `_distance` = cosine; BM25 rows carry
+    `_distance` = -score and, when asked for, their `vector` (used for an exact cosine)."""
+    out: dict[int, Candidate] = {}
+    for rank, row in enumerate(dense):
+        row = dict(row)
+        sim = float(row.pop("_distance"))
+        row.pop("vector", None)
+        out[int(row["id"])] = Candidate(row=row, similarity=sim, dense_rank=rank)
+    q = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
+    for rank, row in enumerate(bm25):
+        row = dict(row)
+        score = -float(row.pop("_distance"))
+        vec = row.pop("vector", None)
+        cand = out.get(int(row["id"]))
+        if cand is None:
+            sim = None
+            if q is not None and vec is not None:
+                v = np.asarray(vec, dtype=np.float32)
+                norm = float(np.linalg.norm(v) * np.linalg.norm(q))
+                sim = float(v @ q / norm) if norm > 0 else 0.0
+            cand = out[int(row["id"])] = Candidate(row=row, similarity=sim)
+        cand.bm25 = max(score, 0.0)
+        cand.bm25_rank = rank
+    return list(out.values())
+
+
+def fuse(
+    candidates: list[Candidate],
+    query: str,
+    method: FusionMethod = "weighted",
+    bm25_weight: float = 0.1,
+    rrf_k: int = 60,
+    script_aware: bool = True,
+) -> list[Candidate]:
+    """Score the candidates (best first); ties keep the dense order."""
+    qscripts = query_scripts(query)
+    if method == "rrf":
+        for c in candidates:
+            dense = 1.0 / (rrf_k + c.dense_rank + 1) if c.dense_rank is not None else 0.0
+            lex = 1.0 / (rrf_k + c.bm25_rank + 1) if c.bm25_rank is not None else 0.0
+            if script_aware and not lexical_allowed(qscripts, c.row.get("text", "")):
+                lex = 0.0
+            c.parts = {"rrf_dense": dense, "rrf_bm25": lex}
+            c.score = dense + lex
+    elif method == "weighted":
+        top = max((c.bm25 or 0.0 for c in candidates), default=0.0)
+        for c in candidates:
+            sim = c.similarity if c.similarity is not None else 0.0
+            lex = (c.bm25 or 0.0) / top if top > 0 else 0.0
+            if script_aware and not lexical_allowed(qscripts, c.row.get("text", "")):
+                lex = 0.0
+            c.parts = {"similarity": sim, "bm25_norm": lex}
+            c.score = sim + bm25_weight * lex
+    else:  # pragma: no cover - guarded by the config's Literal
+        raise ValueError(f"unknown fusion method {method!r}")
+    return sorted(candidates, key=_order)
+
+
+def _order(c: Candidate) -> tuple[float, float, float]:
+    dense_rank = c.dense_rank if c.dense_rank is not None else math.inf
+    bm25_rank = c.bm25_rank if c.bm25_rank is not None else math.inf
+    return (-c.score, dense_rank, bm25_rank)

@@ -1,0 +1,201 @@
+#!/usr/bin/env python
+"""Speed of the memory store at 1k, 10k and 100k memories over 100 users, against a numpy floor.
+
+    python scripts/bench.py                        # 1k,10k,100k
+    python scripts/bench.py --sizes 1k,10k --queries 200
+
+Per size, in a fresh subprocess (so peak RSS is that size's own):
+- add throughput: Memory.add (infer=False, one turn per call, embedding included) and
+  Memory.add_many (batched embedding) on real texts;
+- embedding throughput of the offline embedder (passages in batches, single queries);
+- bulk load: up to `--embed-max` rows go through add_many with real embeddings; beyond that, rows
+  reuse those real vectors plus small noise and are inserted straight into the store (embedding
+  100k texts would take ~11 minutes here); the table says how many rows were embedded;
+- open time of the store holding N rows;
+- search p50/p99 with a user filter, top 10: dense with the query embedding excluded and included,
+  hybrid excluded;
+- the floor: numpy brute-force cosine over the same N vectors with the same user mask (full scan,
+  argpartition), printed with the ratio dense / floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SUBJECTS = ["I", "My sister", "Our team", "The landlord", "My doctor", "We", "My manager", "The kids"]
+VERBS = ["booked", "cancelled", "moved", "fixed", "bought", "planned", "visited", "forgot", "discussed", "painted"]
+OBJECTS = ["the trip to Lisbon", "a new laptop", "the kitchen sink", "the redis cluster", "piano lessons",
+           "the quarterly budget", "a birthday party", "the garden fence", "a flight to Tokyo", "the car service"]
+WHEN = ["last Monday", "in May", "yesterday", "two weeks ago", "on Friday", "this morning", "in 2022", "at noon"]
+ZH = ["我上周去了杭州", "我对花生过敏", "公司年会在十二月", "我喜欢看电影", "我们计划去北京旅行", "我的猫叫小米"]
+
+
+def texts(n: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        if i % 7 == 3:
+            out.append(f"{ZH[rng.integers(len(ZH))]}，第{i}条记录")
+        else:
+            out.append(f"{SUBJECTS[rng.integers(len(SUBJECTS))]} {VERBS[rng.integers(len(VERBS))]} "
+                       f"{OBJECTS[rng.integers(len(OBJECTS))]} {WHEN[rng.integers(len(WHEN))]} (note {i})")
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values) * 1000.0, q)) if values else float("nan")
+
+
+def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
+    from hippocampus import Memory
+    from hippocampus.embeddings import OfflineEmbedder
+
+    out: dict[str, Any] = {"n": n, "users": users}
+    emb = OfflineEmbedder()
+    emb.encode(["warm up"], role="query")
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        path = str(Path(tmp) / "m.db")
+        mem = Memory(milvus_uri=path, embedder=emb)
+        # add (one call per turn) on a small sample, in its own user
+        sample = texts(min(100, n), seed=1)
+        t0 = time.perf_counter()
+        for t in sample:
+            mem.add(t, user_id="bench-add", infer=False)
+        out["add_per_s"] = len(sample) / (time.perf_counter() - t0)
+        mem.reset("bench-add")
+        # embedded bulk load through add_many
+        n_real = min(n, embed_max)
+        base = texts(n_real, seed=2)
+        rng = np.random.default_rng(3)
+        owner = rng.integers(users, size=n)
+        t0 = time.perf_counter()
+        mem.add_many([{"text": t, "user_id": f"user-{owner[i]}", "ts": 1_700_000_000 + i} for i, t in enumerate(base)])
+        out["add_many_per_s"] = n_real / (time.perf_counter() - t0)
+        out["embedded_rows"] = n_real
+        t0 = time.perf_counter()
+        passages = emb.encode(base[: min(500, n_real)], role="passage")
+        out["embed_passages_per_s"] = len(passages) / (time.perf_counter() - t0)
+        # the real vectors back, in id order, to build the synthetic rest and the floor
+        real = {}
+        for page in mem.store.iterate("", ["id", "vector"], batch=5000):
+            for r in page:
+                real[int(r["id"])] = r["vector"]
+        vecs = [np.asarray(real[i], dtype=np.float32) for i in sorted(real)]
+        matrix = np.zeros((n, emb.dim), dtype=np.float32)
+        matrix[:n_real] = np.stack(vecs)
+        if n > n_real:  # synthetic rows: a real vector plus noise, re-normalised
+            src = rng.integers(n_real, size=n - n_real)
+            noisy = matrix[src] + rng.normal(scale=0.02, size=(n - n_real, emb.dim)).astype(np.float32)
+            matrix[n_real:] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+            t0 = time.perf_counter()
+            for start in range(n_real, n, 5000):
+                stop = min(n, start + 5000)
+                mem.store.insert([
+                    {"user_id": f"user-{owner[i]}", "memory_type": "episodic", "ts": 1_700_000_000 + i, "chat_id": "bench",
+                     "who": f"user-{owner[i]}", "text": base[src[i - n_real]], "hit_count": 0, "metadata": {},
+                     "vector": matrix[i].tolist()}
+                    for i in range(start, stop)
+                ])
+            out["store_insert_rows_per_s"] = (n - n_real) / (time.perf_counter() - t0)
+        mem.close()
+        t0 = time.perf_counter()
+        mem = Memory(milvus_uri=path, embedder=emb)
+        out["open_s"] = time.perf_counter() - t0
+        out["rows"] = mem.store.count("")
+        # queries: real query embeddings
+        qtexts = texts(queries, seed=4)
+        t0 = time.perf_counter()
+        qvecs = np.stack([emb.encode([q], role="query")[0] for q in qtexts])
+        out["embed_queries_per_s"] = queries / (time.perf_counter() - t0)
+        quser = rng.integers(users, size=queries)
+        lat: dict[str, list[float]] = {"dense_excl": [], "dense_incl": [], "hybrid_excl": [], "floor": []}
+        codes = owner.astype(np.int32)
+        for i, (q, v, u) in enumerate(zip(qtexts, qvecs, quser)):
+            user = f"user-{u}"
+            t0 = time.perf_counter()
+            mem.retriever.search(q, user, 10, query_vector=v, mode="dense")
+            lat["dense_excl"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            mem.search(q, user_id=user, limit=10, memory_type="episodic", mode="dense")
+            lat["dense_incl"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            mem.retriever.search(q, user, 10, query_vector=v, mode="hybrid")
+            lat["hybrid_excl"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            sims = matrix @ v
+            sims[codes != u] = -np.inf
+            top = np.argpartition(-sims, 10)[:10]
+            top[np.argsort(-sims[top])]
+            lat["floor"].append(time.perf_counter() - t0)
+        for key, values in lat.items():
+            out[f"{key}_p50_ms"] = pct(values, 50)
+            out[f"{key}_p99_ms"] = pct(values, 99)
+        out["ratio_dense_to_floor"] = out["dense_excl_p50_ms"] / out["floor_p50_ms"]
+        mem.close()
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return out
+
+
+def parse_size(s: str) -> int:
+    s = s.strip().lower()
+    return int(float(s[:-1]) * 1000) if s.endswith("k") else int(s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1k,10k,100k")
+    ap.add_argument("--users", type=int, default=100)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--embed-max", type=int, default=2000, help="rows embedded for real; the rest reuse those vectors")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.one, args.users, args.queries, args.embed_max)))
+        return 0
+    results = []
+    for size in (parse_size(s) for s in args.sizes.split(",")):
+        cmd = [sys.executable, __file__, "--one", str(size), "--users", str(args.users), "--queries", str(args.queries),
+               "--embed-max", str(args.embed_max)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+        if proc.returncode != 0:
+            print(proc.stderr, file=sys.stderr)
+            return proc.returncode
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        print(f"done {size}", file=sys.stderr)
+    print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    cols = [
+        ("rows", "rows", "{:.0f}"), ("embedded", "embedded_rows", "{:.0f}"), ("add/s", "add_per_s", "{:.1f}"),
+        ("add_many/s", "add_many_per_s", "{:.1f}"), ("emb pass/s", "embed_passages_per_s", "{:.0f}"),
+        ("emb q/s", "embed_queries_per_s", "{:.0f}"), ("open s", "open_s", "{:.2f}"),
+        ("dense p50", "dense_excl_p50_ms", "{:.2f}"), ("dense p99", "dense_excl_p99_ms", "{:.2f}"),
+        ("+emb p50", "dense_incl_p50_ms", "{:.2f}"), ("+emb p99", "dense_incl_p99_ms", "{:.2f}"),
+        ("hybrid p50", "hybrid_excl_p50_ms", "{:.2f}"), ("floor p50", "floor_p50_ms", "{:.2f}"),
+        ("ratio", "ratio_dense_to_floor", "{:.1f}x"), ("RSS MB", "peak_rss_mb", "{:.0f}"),
+    ]
+    print("| " + " | ".join(c[0] for c in cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in results:
+        print("| " + " | ".join(fmt.format(r.get(key, float("nan"))) for _, key, fmt in cols) + " |")
+    print("latencies in ms, user-filtered top 10; 'floor' = numpy full scan with the same user mask")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+#!/usr/bin/env python
+"""Recall on LoCoMo: does `Memory.search` find the turns that answer each question?
+
+For each conversation: a fresh milvus-lite store in a temporary directory, one user per
+conversation, chat_id = session, ts = the session's date, who = the speaker, every turn stored
+with infer=False (batched through Memory.add_many) as "speaker: text" (plus the shared photo's
+caption), its dia_id in metadata. Every question of categories 1-4 is searched with its own text
+(top 10, episodic) in each mode; a hit is a returned turn whose dia_id is in the evidence.
+
+    python scripts/eval_locomo.py                       # all 10 conversations, 3 modes
+    python scripts/eval_locomo.py --conversations 2     # quick run
+    python scripts/eval_locomo.py --json out.json --variant rrf:hybrid_fusion=rrf
+
+The data (CC BY-NC 4.0) is read from ../shared/bench/locomo/ and never copied into the repo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hippocampus import Memory
+from hippocampus.embeddings import OfflineEmbedder
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "bench" / "locomo" / "locomo10.json"
+CATEGORIES = ("1", "2", "3", "4")
+CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"}
+METRICS = ("hit@5", "hit@10", "all@5", "all@10", "mrr@10")
+_DIA = re.compile(r"D:?(\d+):(\d+)")
+
+
+def session_ts(text: str) -> int:
+    """'1:56 pm on 8 May, 2023' -> epoch seconds (UTC)."""
+    dt = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    return int(dt.replace(tzinfo=timezone.utc).timestamp())
+
+
+def normalise_evidence(raw: list[Any], known: set[str]) -> list[str]:
+    """SOURCE.md's quirks: several ids in one string, 'D:11:26', 'D30:05', ids of missing turns."""
+    out: list[str] = []
+    for entry in raw or []:
+        for sess, turn in _DIA.findall(str(entry)):
+            dia = f"D{int(sess)}:{int(turn)}"
+            if dia in known and dia not in out:
+                out.append(dia)
+    return out
+
+
+def turns_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    conv = sample["conversation"]
+    sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
+    out = []
+    for n in sessions:
+        ts = session_ts(conv[f"session_{n}_date_time"])
+        for i, turn in enumerate(conv[f"session_{n}"]):
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares a photo: {turn['blip_caption']}]"
+            dia = turn["dia_id"]
+            m = _DIA.fullmatch(dia)
+            dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else dia
+            out.append({"text": text, "who": turn["speaker"], "chat_id": f"session_{n}", "ts": ts + i, "metadata": {"dia_id": dia}})
+    return out
+
+
+def parse_variant(spec: str) -> tuple[str, str, dict[str, Any]]:
+    """'name:key=value,key=value' -> a mode evaluated with MemoryConfig overrides."""
+    name, _, rest = spec.partition(":")
+    overrides: dict[str, Any] = {}
+    for pair in filter(None, rest.split(",")):
+        key, _, value = pair.partition("=")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
+    return name, str(overrides.pop("search_mode", "hybrid")), overrides
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--json", type=Path, help="write the metrics here")
+    ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    ap.add_argument("--modes", default="dense,bm25,hybrid")
+    ap.add_argument("--variant", action="append", default=[], help="extra mode 'name:key=value,...' (MemoryConfig overrides)")
+    args = ap.parse_args(argv)
+
+    data = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
+    modes: list[tuple[str, str, dict[str, Any]]] = [(m, m, {}) for m in args.modes.split(",") if m]
+    modes += [parse_variant(v) for v in args.variant]
+    embedder = OfflineEmbedder()
+    embedder.encode(["warm up"], role="query")
+
+    scores: dict[str, dict[str, list[dict[str, float]]]] = {name: defaultdict(list) for name, _, _ in modes}
+    latency: dict[str, list[float]] = defaultdict(list)
+    skipped = 0
+    turns_total = 0
+    ingest_s = 0.0
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+        for ci, sample in enumerate(data):
+            turns = turns_of(sample)
+            known = {t["metadata"]["dia_id"] for t in turns}
+            user = str(sample.get("sample_id", f"conv-{ci}"))
+            path = str(Path(tmp) / f"c{ci}.db")
+            base = Memory(milvus_uri=path, embedder=embedder)
+            t0 = time.perf_counter()
+            base.add_many([{**t, "user_id": user} for t in turns])
+            ingest_s += time.perf_counter() - t0
+            turns_total += len(turns)
+            questions = []
+            for qa in sample["qa"]:
+                cat = str(qa.get("category"))
+                if cat not in CATEGORIES:
+                    continue
+                evidence = normalise_evidence(qa.get("evidence"), known)
+                if not evidence:
+                    skipped += 1
+                    continue
+                questions.append((cat, str(qa["question"]), evidence))
+            base.close()
+            for name, mode, overrides in modes:
+                mem = Memory(milvus_uri=path, embedder=embedder, **overrides)
+                for cat, question, evidence in questions:
+                    t0 = time.perf_counter()
+                    hits = mem.search(question, user_id=user, limit=10, memory_type="episodic", mode=mode).episodic
+                    latency[name].append(time.perf_counter() - t0)
+                    ranked = [h.memory.metadata.get("dia_id") for h in hits]
+                    scores[name][cat].append(score(ranked, evidence))
+                mem.close()
+            print(f"conversation {ci + 1}/{len(data)} {user}: {len(turns)} turns, {len(questions)} questions", file=sys.stderr)
+
+    report: dict[str, Any] = {}
+    for name, _, _ in modes:
+        per = scores[name]
+        report[name] = {cat: mean_metrics(per[cat]) for cat in CATEGORIES if per[cat]}
+        report[name]["overall"] = mean_metrics([s for cat in CATEGORIES for s in per[cat]])
+        lat = latency[name]
+        report[name]["latency_ms"] = {"p50": 1000 * percentile(lat, 0.5), "p99": 1000 * percentile(lat, 0.99)}
+    n_questions = len([s for cat in CATEGORIES for s in scores[modes[0][0]][cat]])
+    meta = {
+        "conversations": len(data),
+        "turns": turns_total,
+        "questions": n_questions,
+        "skipped_questions": skipped,
+        "ingest_turns_per_s": turns_total / ingest_s if ingest_s else 0.0,
+        "modes": {name: {"search_mode": mode, **overrides} for name, mode, overrides in modes},
+    }
+    print_table(report, meta)
+    if args.json:
+        args.json.write_text(json.dumps({**report, "meta": meta}, indent=2), encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def score(ranked: list[str | None], evidence: list[str]) -> dict[str, float]:
+    ev = set(evidence)
+    out = {}
+    for k in (5, 10):
+        top = set(ranked[:k])
+        out[f"hit@{k}"] = float(bool(top & ev))
+        out[f"all@{k}"] = float(ev <= top)
+    rr = 0.0
+    for rank, dia in enumerate(ranked[:10], 1):
+        if dia in ev:
+            rr = 1.0 / rank
+            break
+    out["mrr@10"] = rr
+    return out
+
+
+def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {m: (statistics.fmean(r[m] for r in rows) if rows else float("nan")) for m in METRICS} | {"n": len(rows)}
+
+
+def print_table(report: dict[str, Any], meta: dict[str, Any]) -> None:
+    print(
+        f"\nLoCoMo retrieval: {meta['conversations']} conversations, {meta['turns']} turns, "
+        f"{meta['questions']} questions (categories 1-4), {meta['skipped_questions']} skipped (no usable evidence); "
+        f"ingestion {meta['ingest_turns_per_s']:.0f} turns/s"
+    )
+    header = f"{'mode':<14}{'category':<16}{'n':>5}" + "".join(f"{m:>9}" for m in METRICS) + f"{'p50 ms':>9}{'p99 ms':>9}"
+    print(header)
+    print("-" * len(header))
+    for name, per in report.items():
+        for cat in (*CATEGORIES, "overall"):
+            if cat not in per:
+                continue
+            row = per[cat]
+            label = "overall" if cat == "overall" else f"{cat} {CATEGORY_NAMES[cat]}"
+            line = f"{name:<14}{label:<16}{row['n']:>5}" + "".join(f"{row[m]:>9.3f}" for m in METRICS)
+            if cat == "overall":
+                line += f"{per['latency_ms']['p50']:>9.1f}{per['latency_ms']['p99']:>9.1f}"
+            print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
