@@ -157,7 +157,10 @@ def load_plugins(folder: Path = ROOT / "scripts" / "eval_sections") -> None:
 def load_cases(data_dir: Path, section: Section, limit: int | None) -> list[dict[str, Any]]:
     path = data_dir / section.data
     cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return cases[:limit] if limit else cases
+    if not limit or limit >= len(cases):
+        return cases
+    step = len(cases) / limit  # evenly spaced, so a limited run still covers both languages and labels
+    return [cases[int(i * step)] for i in range(limit)]
 
 
 def run_provider(label: str, llm: ChatModel, sections: list[Section], data_dir: Path, limit: int | None) -> dict[str, dict[str, float]]:
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="json_object_schema for llama-cpp-python servers")
     p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument("--retries", type=int, default=2, help="attempts per case for the endpoint (unusable replies included)")
-    p.add_argument("--limit", type=int, help="at most N cases per section")
+    p.add_argument("--limit", type=int, help="at most N cases per section, evenly spaced over the set")
     p.add_argument("--only", action="append", help="run only this section (repeatable)")
     p.add_argument("--no-rules", action="store_true", help="skip the rules provider column")
     p.add_argument("--data-dir", type=Path, default=ROOT / "tests" / "data")
