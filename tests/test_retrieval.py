@@ -226,3 +226,26 @@ def test_ranking_stage_recency_promotes_newer_twins(shared_db, embedder):
         assert hits[0].score - hits[1].score == pytest.approx(0.2 * (0.5 ** (1 / 30) - 0.5 ** 3), abs=1e-4)
     finally:
         m.close()
+
+
+def test_user_buckets_route_writes_and_scope_searches(fresh_path: str, embedder: OfflineEmbedder):
+    """Each user's rows live in the partition of their bucket; an update keeps them there (search,
+    which scans only that partition, still finds the new text); a user without a bucket gets []."""
+    from hippocampus.store.buckets import bucket_of
+
+    with Memory(milvus_uri=fresh_path, embedder=embedder) as m:
+        users = [f"user-{i}" for i in range(40)]
+        ids = m.add_many([{"text": f"{u} keeps a note about redis number {i}", "user_id": u} for i, u in enumerate(users)])
+        for u, mid in zip(users, ids):
+            part = m.store.partition_for(u)
+            assert part == bucket_of(u)
+            rows = m.store.query(F.eq("user_id", u), fields=["id"], limit=10, partition=part)
+            assert [r["id"] for r in rows] == [mid]
+        m.update(ids[3], "moved the redis notes to the wiki", user_id=users[3])
+        hits = m.search("redis notes wiki", user_id=users[3], limit=5).episodic
+        assert [h.text for h in hits] == ["moved the redis notes to the wiki"]
+        assert m.store.count("") == len(users)
+        empty = next(f"nobody-{i}" for i in range(10_000) if bucket_of(f"nobody-{i}") not in {bucket_of(u) for u in users})
+        assert m.store.partition_for(empty) is None
+        for mode in MODES:
+            assert m.search("redis", user_id=empty, mode=mode).episodic == []

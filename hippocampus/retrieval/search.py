@@ -104,51 +104,54 @@ class Retriever:
         if query_vector is None:
             mode = "bm25"
         scope = self.scope(user_id, memory_type, metadata)
+        part = self.store.partition_for(user_id)  # the user's bucket: scan only it (store/buckets.py)
+        if part is None:
+            return []  # no bucket yet: this user has no memories
         depth = max(limit, self.params.candidates) if (mode == "hybrid" or self.params.rank.active) else limit
         if mode == "bm25":
-            cands = self._bm25(query, scope, depth)
+            cands = self._bm25(query, scope, depth, part)
         elif mode == "dense":
-            cands = collect(self._dense(query_vector, scope, depth), [])
+            cands = collect(self._dense(query_vector, scope, depth, part), [])
             for c in cands:
                 c.score = c.similarity or 0.0
         elif self.params.fusion.startswith("milvus_"):
-            cands = self._milvus_hybrid(query, query_vector, scope, depth)
+            cands = self._milvus_hybrid(query, query_vector, scope, depth, part)
         else:
-            dense = self._dense(query_vector, scope, depth)
-            lexical = self.store.search_bm25([query], scope, depth, fields=[*MEMORY_FIELDS, "vector"])[0]
+            dense = self._dense(query_vector, scope, depth, part)
+            lexical = self.store.search_bm25([query], scope, depth, fields=[*MEMORY_FIELDS, "vector"], partition=part)[0]
             method: FusionMethod = "rrf" if self.params.fusion == "rrf" else "weighted"
             cands = fuse(collect(dense, lexical, query_vector), query, method, self.params.bm25_weight, script_aware=self.params.script_aware)
         cands = rank(cands, self.params.rank, now)
         return [_hit(c) for c in cands[:limit]]
 
     # ------------------------------------------------------------------ per mode
-    def _dense(self, vector: Sequence[float], scope: str, limit: int) -> list[dict[str, Any]]:
-        rows = self.store.search_dense([vector], scope, limit)[0]
-        if len(rows) < limit and self.store.count(scope) > len(rows):
+    def _dense(self, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[dict[str, Any]]:
+        rows = self.store.search_dense([vector], scope, limit, partition=part)[0]
+        if len(rows) < limit and self.store.count(scope, partition=part) > len(rows):
             log.info("dense index returned %d of %d wanted while more match; using the exact scan", len(rows), limit)
-            rows = self.store.search_exact(vector, scope, limit)
+            rows = self.store.search_exact(vector, scope, limit, partition=part)
         return rows
 
-    def _bm25(self, query: str, scope: str, limit: int) -> list[Candidate]:
-        rows = self.store.search_bm25([query], scope, limit)[0]
+    def _bm25(self, query: str, scope: str, limit: int, part: str | None = None) -> list[Candidate]:
+        rows = self.store.search_bm25([query], scope, limit, partition=part)[0]
         cands = collect([], rows)
         for c in cands:
             c.score = c.bm25 or 0.0
         if len(cands) < limit:
             seen = {c.id for c in cands}
-            extra = [r for r in self.store.query(scope, limit=limit + len(seen)) if int(r["id"]) not in seen]
+            extra = [r for r in self.store.query(scope, limit=limit + len(seen), partition=part) if int(r["id"]) not in seen]
             extra.sort(key=lambda r: (-int(r.get("ts", 0)), int(r["id"])))  # no shared word: newest first
             cands += [Candidate(row=r, bm25=0.0, score=0.0) for r in extra[: limit - len(cands)]]
         return cands
 
-    def _milvus_hybrid(self, query: str, vector: Sequence[float], scope: str, limit: int) -> list[Candidate]:
+    def _milvus_hybrid(self, query: str, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[Candidate]:
         ranker = "rrf" if self.params.fusion == "milvus_rrf" else "weighted"
         weights = (1.0 - self.params.bm25_weight, self.params.bm25_weight)
-        rows = self.store.search_hybrid(vector, query, scope, limit, ranker=ranker, weights=weights)
+        rows = self.store.search_hybrid(vector, query, scope, limit, ranker=ranker, weights=weights, partition=part)
         cands = [Candidate(row={k: v for k, v in r.items() if k != "_distance"}, score=float(r["_distance"])) for r in rows]
         if len(cands) < limit:  # fill from the exact dense ranking
             seen = {c.id for c in cands}
-            for c in collect(self._dense(vector, scope, limit), []):
+            for c in collect(self._dense(vector, scope, limit, part), []):
                 if c.id not in seen and len(cands) < limit:
                     c.score = min((x.score for x in cands), default=0.0) - 1e-9
                     cands.append(c)

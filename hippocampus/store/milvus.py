@@ -7,17 +7,24 @@ server or cluster (an http:// URI). Filters come only from `filters.py`.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from pymilvus import DataType, Function, FunctionType, MilvusClient
+# milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
+# unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments.
+# Read once when milvus_lite is imported; an explicit environment value wins.
+os.environ.setdefault("MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES", str(8 << 20))
+
+from pymilvus import DataType, Function, FunctionType, MilvusClient  # noqa: E402
 from pymilvus.exceptions import MilvusException
 
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
 from . import filters as F
 from .analyzer import analyzer_params
+from .buckets import bucket_of, group_by_bucket
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +55,7 @@ try:  # milvus-lite's jieba analyzer announces its dictionary on stderr
 except ImportError:  # pragma: no cover
     pass
 
-SCHEMA_VERSION = "2"  # 2: stop filter on the BM25 analyzer (store/analyzer.py)
+SCHEMA_VERSION = "3"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py)
 TEXT_MAX_BYTES = 65535
 ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
@@ -69,6 +76,7 @@ class MilvusStore:
         self.collection = collection
         self.history_collection = f"{collection}_history"
         self._lock = threading.RLock()  # milvus-lite's in-process engine is not re-entrant
+        self._buckets: set[str] = set()  # user-bucket partitions known to exist (store/buckets.py)
         self._client = self._connect(uri, token)
         try:
             self._ensure_memories()
@@ -154,6 +162,7 @@ class MilvusStore:
         if c.has_collection(self.collection):
             self._check_existing()
             c.load_collection(self.collection)
+            self._buckets = set(c.list_partitions(self.collection))
             return
         schema = c.create_schema(auto_id=True, enable_dynamic_field=True)
         schema.add_field("id", DataType.INT64, is_primary=True)
@@ -185,6 +194,32 @@ class MilvusStore:
             index_params=index,
             properties={_PROP_MODEL: self.embedding_model, _PROP_VERSION: SCHEMA_VERSION},
         )
+        self._buckets = set(c.list_partitions(self.collection))
+
+    def _bucket_ready(self, name: str, create: bool) -> bool:
+        """Bucket partitions are made on first write (making all 64 up front costs ~2 s per collection).
+        Another process may have made one since we looked, so a miss asks Milvus before answering."""
+        if name in self._buckets:
+            return True
+        with self._lock:
+            if self._call("has_partition", self.collection, name):
+                self._buckets.add(name)
+                return True
+            if not create:
+                return False
+            try:
+                self._call("create_partition", self.collection, name)
+            except StoreError:
+                if not self._call("has_partition", self.collection, name):  # not a lost race: a real failure
+                    raise
+            self._buckets.add(name)
+            return True
+
+    def partition_for(self, user_id: str) -> str | None:
+        """The partition holding this user's memories, to scan only it; None when that bucket does not
+        exist yet, which means the user has no memories."""
+        name = bucket_of(user_id)
+        return name if self._bucket_ready(name, create=False) else None
 
     def _check_existing(self) -> None:
         info = self.client.describe_collection(self.collection)
@@ -266,9 +301,14 @@ class MilvusStore:
         if not rows:
             return []
         self._check_vectors(rows)
-        with self._lock:
-            res = self._call("insert", self.collection, data=list(rows))
-        return [int(i) for i in res["ids"]]
+        ids = [0] * len(rows)
+        with self._lock:  # one insert per user bucket (usually one: a batch of one user)
+            for part, idx in group_by_bucket(rows).items():
+                self._bucket_ready(part, create=True)
+                res = self._call("insert", self.collection, data=[rows[i] for i in idx], partition_name=part)
+                for i, pk in zip(idx, res["ids"]):
+                    ids[i] = int(pk)
+        return ids
 
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
         """Rewrite existing rows in place; ids stay the same.
@@ -287,7 +327,9 @@ class MilvusStore:
             gone = [i for i, r in zip(ids, rows) if owner.get(i) != r.get("user_id")]
             if gone:
                 raise NotFound(f"memories {gone} no longer exist for their user; nothing was rewritten")
-            self._call("upsert", self.collection, data=list(rows))
+            for part, idx in group_by_bucket(rows).items():  # a row stays in its user's bucket
+                self._bucket_ready(part, create=True)
+                self._call("upsert", self.collection, data=[rows[i] for i in idx], partition_name=part)
 
     def delete(self, filter_expr: str) -> int:
         if not filter_expr:
@@ -298,18 +340,24 @@ class MilvusStore:
             return int(res.get("delete_count", 0))
         return len(res)
 
-    def query(self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, limit: int | None = None) -> list[dict[str, Any]]:
-        """Rows matching the filter; all of them when limit is None (paged, never capped)."""
+    def query(
+        self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, limit: int | None = None, partition: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Rows matching the filter; all of them when limit is None (paged, never capped).
+        `partition` (from partition_for) restricts the scan to one user bucket."""
         if limit is not None:
             with self._lock:
-                return list(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit))
-        return [row for page in self.iterate(filter_expr, fields) for row in page]
+                return list(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit, partition_names=_parts(partition)))
+        return [row for page in self.iterate(filter_expr, fields, partition=partition) for row in page]
 
-    def iterate(self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, batch: int = _PAGE) -> Iterator[list[dict[str, Any]]]:
+    def iterate(
+        self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, batch: int = _PAGE, partition: str | None = None
+    ) -> Iterator[list[dict[str, Any]]]:
         """Pages of rows matching the filter, for memory-bounded scans."""
         with self._lock:
             it = self._call(
-                "query_iterator", self.collection, batch_size=batch, filter=filter_expr, output_fields=list(fields)
+                "query_iterator", self.collection, batch_size=batch, filter=filter_expr, output_fields=list(fields),
+                partition_names=_parts(partition),
             )
         try:
             while True:
@@ -321,15 +369,17 @@ class MilvusStore:
         finally:
             it.close()
 
-    def count(self, filter_expr: str = "") -> int:
+    def count(self, filter_expr: str = "", partition: str | None = None) -> int:
         with self._lock:
-            res = self._call("query", self.collection, filter=filter_expr, output_fields=["count(*)"])
+            res = self._call("query", self.collection, filter=filter_expr, output_fields=["count(*)"], partition_names=_parts(partition))
         return int(res[0]["count(*)"])
 
     def search_dense(
-        self, vectors: Sequence[Sequence[float]], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS
+        self, vectors: Sequence[Sequence[float]], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS,
+        partition: str | None = None,
     ) -> list[list[dict[str, Any]]]:
-        """Nearest neighbours by cosine similarity; each hit carries `distance` (= similarity)."""
+        """Nearest neighbours by cosine similarity; each hit carries `distance` (= similarity).
+        `partition` (from partition_for) restricts the search to one user bucket."""
         with self._lock:
             res = self._call(
                 "search",
@@ -340,11 +390,13 @@ class MilvusStore:
                 limit=limit,
                 output_fields=list(fields),
                 search_params={"metric_type": "COSINE"},
+                partition_names=_parts(partition),
             )
         return [[_flatten(hit) for hit in hits] for hits in res]
 
     def search_bm25(
-        self, queries: Sequence[str], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS
+        self, queries: Sequence[str], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS,
+        partition: str | None = None,
     ) -> list[list[dict[str, Any]]]:
         """Full-text BM25 over `text`; Milvus returns scores as negative distances, so never threshold them."""
         with self._lock:
@@ -357,6 +409,7 @@ class MilvusStore:
                 limit=limit,
                 output_fields=list(fields),
                 search_params={"metric_type": "BM25"},
+                partition_names=_parts(partition),
             )
         return [[_flatten(hit) for hit in hits] for hits in res]
 
@@ -370,6 +423,7 @@ class MilvusStore:
         weights: tuple[float, float] = (0.7, 0.3),
         candidates: int | None = None,
         fields: Sequence[str] = MEMORY_FIELDS,
+        partition: str | None = None,
     ) -> list[dict[str, Any]]:
         """Milvus' own hybrid_search (dense + BM25, fused by RRFRanker or WeightedRanker).
 
@@ -385,11 +439,12 @@ class MilvusStore:
         ]
         fuse = RRFRanker(60) if ranker == "rrf" else WeightedRanker(*weights)
         with self._lock:
-            res = self._call("hybrid_search", self.collection, reqs, ranker=fuse, limit=limit, output_fields=list(fields))
+            res = self._call("hybrid_search", self.collection, reqs, ranker=fuse, limit=limit, output_fields=list(fields), partition_names=_parts(partition))
         return [_flatten(hit) for hit in res[0]]
 
     def search_exact(
-        self, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS
+        self, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS,
+        partition: str | None = None,
     ) -> list[dict[str, Any]]:
         """Exact cosine top-k over every row in the filter, ranked with numpy.
 
@@ -403,7 +458,7 @@ class MilvusStore:
         q = q / (float(np.linalg.norm(q)) or 1.0)
         best_ids: list[np.ndarray] = []
         best_sims: list[np.ndarray] = []
-        for page in self.iterate(filter_expr, ["id", "vector"], batch=5000):
+        for page in self.iterate(filter_expr, ["id", "vector"], batch=5000, partition=partition):
             ids = np.fromiter((int(r["id"]) for r in page), dtype=np.int64, count=len(page))
             mat = np.asarray([r["vector"] for r in page], dtype=np.float32)
             norms = np.linalg.norm(mat, axis=1)
@@ -417,7 +472,7 @@ class MilvusStore:
         sims = np.concatenate(best_sims)
         order = np.lexsort((ids, -sims))[:limit]
         top = [(int(ids[i]), float(sims[i])) for i in order]
-        rows = {int(r["id"]): r for r in self.query(F.in_("id", [i for i, _ in top]), fields=fields, limit=len(top))}
+        rows = {int(r["id"]): r for r in self.query(F.in_("id", [i for i, _ in top]), fields=fields, limit=len(top), partition=partition)}
         return [{**rows[i], "_distance": s} for i, s in top if i in rows]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
@@ -470,6 +525,10 @@ class MilvusStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _parts(partition: str | None) -> list[str] | None:
+    return [partition] if partition else None
 
 
 def _flatten(hit: Any) -> dict[str, Any]:
