@@ -2,7 +2,8 @@
 """Recall on LoCoMo: does `Memory.search` find the turns that answer each question?
 
 For each conversation: a fresh milvus-lite store in a temporary directory, one user per
-conversation, chat_id = session, ts = the session's date, who = the speaker, every turn stored
+conversation, chat_id = session, ts = the session's date (shifted so that the conversation ends
+now), who = the speaker, every turn stored
 with infer=False (batched through Memory.add_many) as "speaker: text" (plus the shared photo's
 caption), its dia_id in metadata. Every question of categories 1-4 is searched with its own text
 (top 10, episodic) in each mode; a hit is a returned turn whose dia_id is in the evidence.
@@ -56,7 +57,9 @@ def normalise_evidence(raw: list[Any], known: set[str]) -> list[str]:
     return out
 
 
-def turns_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
+def turns_of(sample: dict[str, Any], now: int | None = None) -> list[dict[str, Any]]:
+    """The turns as add_many items; with `now`, dates shift so that the last turn happened at `now`
+    (the conversation ends today), which gives the ranking stage's recency term its meaning."""
     conv = sample["conversation"]
     sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
     out = []
@@ -70,6 +73,10 @@ def turns_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
             m = _DIA.fullmatch(dia)
             dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else dia
             out.append({"text": text, "who": turn["speaker"], "chat_id": f"session_{n}", "ts": ts + i, "metadata": {"dia_id": dia}})
+    if now is not None and out:
+        shift = now - max(t["ts"] for t in out)
+        for t in out:
+            t["ts"] += shift
     return out
 
 
@@ -115,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ingest_s = 0.0
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         for ci, sample in enumerate(data):
-            turns = turns_of(sample)
+            turns = turns_of(sample, now=int(time.time()))
             known = {t["metadata"]["dia_id"] for t in turns}
             user = str(sample.get("sample_id", f"conv-{ci}"))
             path = str(Path(tmp) / f"c{ci}.db")
