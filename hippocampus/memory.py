@@ -16,6 +16,7 @@ from .errors import ConfigError, InvalidInput, LLMError, NotFound
 from .llm import ChatModel
 from .models import (
     AddResult,
+    ConsolidationStats,
     HistoryAction,
     HistoryEvent,
     MemoryRecord,
@@ -102,7 +103,7 @@ class Memory:
         chat_id = V.check_id("chat_id", chat_id)
         who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
         metadata = V.check_metadata(metadata)
-        event_ts = V.check_ts(ts) or now_ts()
+        event_ts = V.event_ts(ts)
         mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
         text, turns = V.messages_to_text(messages)
         if infer and mtype is MemoryType.EPISODIC:
@@ -129,7 +130,7 @@ class Memory:
             chat_id = V.check_id("chat_id", item.get("chat_id", "default"))
             who = V.check_id("who", item.get("who") or user_id, V.WHO_MAX)
             metadata = V.check_metadata(item.get("metadata"))
-            event_ts = V.check_ts(item.get("ts")) or now_ts()
+            event_ts = V.event_ts(item.get("ts"))
             mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
             text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
             if mtype is MemoryType.EPISODIC:
@@ -245,7 +246,17 @@ class Memory:
         out["embedder"] = self.embedder.model_name
         return out
 
-    # ------------------------------------------------------------------ online flow
+    # ------------------------------------------------------------------ consolidation
+    def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
+        """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
+        episodes (all users when user_id is None). The job lives in consolidation/job.py;
+        `progress(phase, done, total)` is called as it goes."""
+        from .consolidation.job import ConsolidationJob
+
+        user_id = V.check_id("user_id", user_id) if user_id is not None else None
+        job = ConsolidationJob(self.store, self.embedder, self.llm, self.config, write_lock=self._write_lock)
+        return job.run(user_id, progress)
+
     @property
     def llm(self) -> ChatModel:
         """The configured ChatModel, created on first use (the rules provider when offline)."""
@@ -356,3 +367,4 @@ class Memory:
     def _history(self, record: MemoryRecord, action: HistoryAction, actor: str, **kw: Any) -> None:
         event = HistoryEvent(memory_id=record.id, user_id=record.user_id, action=action, actor=actor, **kw)
         self.store.add_history([event.model_dump(mode="json")])
+

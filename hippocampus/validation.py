@@ -15,6 +15,7 @@ ID_MAX_CHARS = 128  # the schema's VARCHAR(128); Milvus counts bytes, so we chec
 WHO_MAX = 128  # who defaults to user_id, so it holds any valid user_id
 TEXT_MAX_BYTES = 65535
 LIMIT_MAX = 1000
+TS_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z: the last second an ISO 8601 date (metadata.time) can say
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -74,18 +75,49 @@ def check_memory_type(value: Any) -> MemoryType | None:
         raise InvalidInput(f"unknown memory_type {value!r}; use 'episodic' or 'semantic'") from None
 
 
+BOOKKEEPING_KEYS = ("created_at", "updated_at")  # epoch seconds kept in metadata by the library itself
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def check_metadata(value: Any) -> dict[str, Any]:
+    """Caller metadata, stored as given in the JSON `metadata` field: any JSON object whose
+    integers fit Milvus' int64, at most 64 KiB. `created_at` / `updated_at`, when given, must be
+    epoch seconds (the library reads them back as such)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"metadata contains text that is not valid UTF-8 (unpaired surrogates): {exc}") from exc
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"metadata must be JSON-serialisable: {exc}") from exc
-    if len(encoded.encode("utf-8")) > 65536:
+    if size > 65536:
         raise InvalidInput("metadata is larger than 64 KiB")
-    return json.loads(encoded)
+    decoded = json.loads(encoded)
+    _check_json_ints(decoded)
+    for key in BOOKKEEPING_KEYS:
+        stamp = decoded.get(key)
+        if key in decoded and (isinstance(stamp, bool) or not isinstance(stamp, int) or stamp < 0):
+            raise InvalidInput(f"metadata[{key!r}] is kept by hippocampus as epoch seconds; got {stamp!r}")
+    return decoded
+
+
+def _check_json_ints(value: Any) -> None:
+    """Milvus' JSON field refuses integers outside int64; refuse them here, before anything is written."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int) and not (_INT64[0] <= item <= _INT64[1]):
+            raise InvalidInput(f"metadata integers must fit in 64 bits, got {item}")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def check_ts(value: Any) -> int | None:
@@ -95,12 +127,20 @@ def check_ts(value: Any) -> int | None:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
-        return int(value.timestamp())
+        value = int(value.timestamp())  # then range-checked like epoch seconds (a date before 1970 is refused)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(f"ts must be epoch seconds or a datetime, got {type(value).__name__}")
-    if not (0 <= value < 2**40):
-        raise InvalidInput(f"ts out of range: {value}")
+    if not (0 <= value <= TS_MAX):
+        raise InvalidInput(f"ts out of range: {value} (epoch seconds between 0 and {TS_MAX}, the end of year 9999)")
     return int(value)
+
+
+def event_ts(value: Any, now: int | None = None) -> int:
+    """The event time to store: `ts` checked, or now when it is None (0, the epoch, is a time too)."""
+    checked = check_ts(value)
+    if checked is not None:
+        return checked
+    return now if now is not None else int(datetime.now(timezone.utc).timestamp())
 
 
 def messages_to_text(messages: Any) -> tuple[str, list[dict[str, str]]]:
