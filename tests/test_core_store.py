@@ -224,3 +224,54 @@ def test_update_keeps_the_id_and_history_survives_delete(memory: Memory):
     assert events[1].old_text == "Redis cluster deployed with 3 nodes"
     assert events[1].new_text == "Redis cluster expanded to 5 nodes"
     assert all(e.actor == "api" and e.at > 0 for e in events)
+
+
+# ---------------------------------------------------------------- reopen, dimension refusal, event times
+class _Tiny8d(HashedBagOfWords):
+    def __init__(self) -> None:
+        super().__init__(dim=8, model_name="test/tiny-8d")
+
+
+def test_reopen_after_close_and_close_is_idempotent(fresh_path: str, embedder):
+    m = Memory(milvus_uri=fresh_path, embedder=embedder)
+    mid = m.add("before close", user_id="u").ids[0]
+    m.close()
+    m.close()  # twice is harmless
+    with pytest.raises(StoreError, match="closed"):
+        m.get(mid, user_id="u")
+    with Memory(milvus_uri=fresh_path, embedder=embedder) as again:
+        assert again.get(mid, user_id="u").text == "before close"
+        again.add("after reopen", user_id="u")
+    with Memory(milvus_uri=fresh_path, embedder=embedder) as third:
+        assert sorted(r.text for r in third.get_all("u")) == ["after reopen", "before close"]
+        assert [e.action.value for e in third.history(mid, user_id="u")] == ["created"]
+
+
+def test_an_8d_embedder_on_a_384d_store_is_refused_and_changes_nothing(fresh_path: str, embedder):
+    with Memory(milvus_uri=fresh_path, embedder=embedder) as m:
+        mid = m.add("stored with e5, 384-d", user_id="u").ids[0]
+    snapshot = {p: p.stat().st_size for p in files_under(fresh_path) if "wal" not in p.parts}
+    with pytest.raises(SchemaMismatchError, match="384-d") as info:
+        Memory(milvus_uri=fresh_path, embedder=_Tiny8d())
+    assert "test/tiny-8d" in str(info.value) and "8-d" in str(info.value)
+    assert {p: p.stat().st_size for p in files_under(fresh_path) if "wal" not in p.parts} == snapshot
+    with Memory(milvus_uri=fresh_path, embedder=embedder) as m:  # the original embedder still works
+        assert m.get(mid, user_id="u").text == "stored with e5, 384-d" and m.stats()["total"] == 1
+    with Memory(milvus_uri=fresh_path, embedder=_Tiny8d(), collection_name="tiny") as tiny:  # its own collection is fine
+        assert tiny.store.dim == 8
+        tiny.add("an 8-d memory", user_id="u")
+
+
+def test_event_time_zero_is_kept_and_out_of_range_times_are_refused(memory: Memory):
+    from datetime import datetime, timezone
+
+    mid = memory.add("the epoch", user_id="u", ts=0).ids[0]
+    rec = memory.get(mid, user_id="u")
+    assert rec.ts == 0 and rec.metadata["time"].startswith("1970-01-01")
+    last = memory.add("the last second of 9999", user_id="u", ts=253_402_300_799).ids[0]
+    assert memory.get(last, user_id="u").metadata["time"].startswith("9999-12-31T23:59:59")
+    assert memory.add_many([{"text": "epoch too", "user_id": "u", "ts": 0}]) and memory.get_all("u")[0].ts == 0
+    for bad in (-1, 253_402_300_800, 2**40, float("nan"), float("inf"), "2024-01-01", datetime(1969, 7, 20, tzinfo=timezone.utc)):
+        with pytest.raises(InvalidInput):
+            memory.add("bad time", user_id="u", ts=bad)
+    assert len(memory.get_all("u")) == 3
