@@ -173,6 +173,8 @@ def run_demo(
     console.print(f"[bold]{out['found']} of {len(conv.questions)}[/bold] questions recalled the expected memory in the top {top}; "
                   f"{out['seconds']:.1f} s, offline.")
     console.print(f"explore: hippocampus --uri {target} list --user {conv.user_id}")
+    if report.infer:
+        console.print("compare: hippocampus demo --raw  (every user turn stored as-is, no write decision)")
     if as_json:
         typer.echo(render.dumps(out))
     return out
