@@ -213,8 +213,8 @@ def pristine(tmp_path_factory, embedder) -> str:
     [
         _garble("collections/memories/schema.json", b"{not json"),
         _garble("collections/memories/manifest.json*", b"garbage"),
-        _garble("collections/memories/partitions/_default/data/*.parquet", b"\0" * 64),
-        _garble("collections/memories/partitions/_default/indexes/*", b"\1" * 16),
+        _garble("collections/memories/partitions/*/data/*.parquet", b"\0" * 64),
+        _garble("collections/memories/partitions/*/indexes/*", b"\1" * 16),
         _garble("collections/memories_history/schema.json", b"[]"),
     ],
     ids=["schema", "both-manifests", "data-files", "index-files", "history-schema"],
