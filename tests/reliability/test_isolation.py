@@ -137,7 +137,7 @@ def test_property_tenant_isolation_writes(victims, attacker: str, payload: str, 
 @given(attacker=adversarial_ids)
 def test_property_tenant_isolation_lifecycle(victims, attacker: str):
     """A tenant with an adversarial id runs the whole lifecycle on its own memories (add, search, get,
-    get_all, update, history, delete, reset) and sees only its own rows; the victims never change.
+    get_all, update, history, delete, consolidate, reset) and sees only its own rows; the victims never change.
 
     **Validates: Requirements 3.2, 8.5**
     """
@@ -158,6 +158,8 @@ def test_property_tenant_isolation_lifecycle(victims, attacker: str):
     with pytest.raises(NotFound):
         memory.get(a, user_id=attacker)
     assert [e.action.value for e in memory.history(a, user_id=attacker)] == ["created", "updated", "deleted"]
+    stats = memory.consolidate(user_id=attacker)  # the offline job, scoped to the attacker's id
+    assert stats.errors == 0 and stats.merged == 0
     assert memory.reset(attacker) == 1
     with pytest.raises(NotFound):  # reset erases history too
         memory.history(a, user_id=attacker)
