@@ -6,11 +6,11 @@ import json
 import uuid
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hippocampus import Memory
-from hippocampus.consolidation.rules import normalise
+from hippocampus.llm.rules.writing import normalise_fact as normalise
 from tests.consolidation_helpers import HashEmbedder, ScriptedChat, episode_row
 
 T0 = 1_767_225_600
@@ -31,11 +31,14 @@ def mem(shared_db):
 
 # **Feature: ai-memory-system, Property 13: Semantic Memory Field Completeness**
 @given(facts=facts_strategy, chat=st.text(alphabet="abcxyz019-_中文", min_size=1, max_size=10), offset=st.integers(0, 10**8))
+@example(facts=["I", "I like tea", "i like tea."], chat="0", offset=0)  # a bare subject is no fact; case/punctuation repeats stored once
 def test_semantic_memory_field_completeness(mem, facts, chat, offset):
     """
     **Validates: Requirements 6.6**
     Every semantic memory created by consolidation has memory_type="semantic" and metadata
-    with fact, source_chatid and first_seen; facts are stored once (deduplicated).
+    with fact, source_chatid and first_seen; facts are stored once (deduplicated), "the same
+    fact" meaning the SemanticWriter's normalisation (case, punctuation and a leading subject
+    such as "I"/"我" ignored), so a bare subject ("I") carries no fact and is not stored.
     """
     user = f"u-{uuid.uuid4().hex}"
     mem._llm.replies["SemanticExtraction"] = lambda _inputs: json.dumps({"facts": [{"fact": f} for f in facts]})
