@@ -286,7 +286,7 @@ def test_offline_memory_remembers_personal_turns_and_skips_chitchat(memory):
     kept = [memory.add(t, user_id=user, infer=True, ts=T0) for t in ("请记住我是北京大学的学生", "My name is Tom and I live in Paris", "昨天我去医院看牙了")]
     assert all(r.stored and not r.pending_decision for r in kept)
     recs = memory.get_all(user)
-    assert {r.text for r in recs} == {"我是北京大学的学生", "My name is Tom, I live in Paris", "昨天我去医院看牙了"}
+    assert {r.text for r in recs} == {"我是北京大学的学生", "My name is Tom and I live in Paris", "昨天我去医院看牙了"}  # the turn kept whole
     dentist = next(r for r in recs if "牙" in r.text)
     assert dentist.ts == T0 - 86400  # "昨天" resolved by the rules
     out = memory.mark_used([dentist.id], user_id=user, context="user: 看牙的医生说下个月还要去复查")
@@ -343,3 +343,24 @@ def test_eval_sets_and_script_run_offline(tmp_path):
     rules = json.loads(out.read_text())["results"]["rules"]
     assert rules["write_decider"]["cases"] == sizes["write_decider"] and rules["write_decider"]["errors"] == 0
     assert 0.0 <= rules["semantic_writer"]["fact_recall"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("I recently moved to Porto for my new job.", True),  # an adverb between "I" and the verb
+        ("The vet prescribed me nothing, but my cat is fine now.", True),  # a pet, and something done to me
+        ("My wife and I are expecting twins in May.", True),  # "X and I are" is one subject
+        ("护士帮我换了药，说明天再来。", True),  # done to me, without 我 as the subject
+        ("刚从上海开会回来。", True),
+        ("我们来聊聊电影吧", False),  # a proposal to chat is no memory
+        ("I wonder why the sky is blue.", False),
+    ],
+)
+def test_offline_write_rules_on_indirect_first_person(text: str, stored: bool):
+    from hippocampus.llm.rules.writing import decide
+
+    decision = decide([{"role": "user", "content": text}])
+    assert decision["write_episodic"] is stored
+    if stored:  # the whole turn is the episode, not the one clause that matched
+        assert decision["thing"] == text.strip()

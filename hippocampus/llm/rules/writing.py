@@ -27,7 +27,8 @@ from . import rule
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAS_CJK = re.compile(f"[{_CJK}]")
-_CLAUSE_SPLIT = re.compile(r"(?<=[?？])|[。！!；;，,、\n]+|(?<=\.)\s+|\.$")
+# Sentence ends, except after a title ("Dr. Wang" stays whole).
+_CLAUSE_SPLIT = re.compile(r"(?<=[?？])|[。！!；;，,、\n]+|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
 _ROLE_PREFIX = re.compile(r"^\s*(user|assistant|system|用户|助手)\s*[:：]\s*", re.IGNORECASE)
 
 # --- write decider vocabulary -------------------------------------------------------------
@@ -63,7 +64,8 @@ _QUESTION_ZH = re.compile(r"(吗|呢|么|没有)$|什么|怎么|为什么|为何
 _NOT_FACT = re.compile(
     r"我(想|要|得)?(问|请教|知道|了解|查)|我有(个|一个|几个)?(问题|疑问)|我是说|我觉得|我认为|我在想|我不知道|我不确定|我明白|我懂|我看看|我试试|我很好|我还好"
     r"|\bi (want|need|would like|'d like) to (know|ask|understand|learn about)\b|\bi have a question\b|\bi (wonder|think|mean|guess|see|believe|suppose)\b"
-    r"|\bi'?m (not sure|wondering|curious|fine|good|ok|okay|just asking)\b|\bi (don'?t|do not) know\b",
+    r"|\bi'?m (not sure|wondering|curious|fine|good|ok|okay|just asking)\b|\bi (don'?t|do not) know\b"
+    r"|我们?(?:来|再|先)?(?:聊聊|聊一聊|谈谈|讨论一下|说说)|\blet'?s (?:talk|chat|discuss|change the subject)\b",
     re.IGNORECASE,
 )
 _FACT_ZH = re.compile(
@@ -73,14 +75,24 @@ _FACT_ZH = re.compile(
     r"|我(?:对|吃).{0,10}过敏|我(?:不吃|不喝|吃素|戒烟|戒酒|不能吃|不能喝)|我(?:有|养了|养着|养)(?:一|两|三|几|个|只|条|条|位)?.{0,4}(?:猫|狗|孩子|女儿|儿子|姐|妹|哥|弟|宠物|车|房)"
     r"|我(?:的)?(?:妈妈|爸爸|母亲|父亲|老婆|老公|妻子|丈夫|女朋友|男朋友|姐姐|妹妹|哥哥|弟弟|女儿|儿子|孩子|猫|狗|生日|工作|专业|老板|同事)"
     r"|我(?:已经)?(?:结婚|离婚|毕业|退休|怀孕|搬到|搬家|换工作|辞职|升职|入职)|我(?:会说|会讲|在学|正在学|学了|学会)|我(?:每天|经常|平时|一般|总是|习惯)"
-    r"|我(?:打算|计划|准备|决定|想去|要去|将要|即将)"
+    r"|我(?:打算|计划|准备|决定|想去|要去|将要|即将)|我们(?:打算|计划|准备|决定|想去|要去|下周|下个月|明年|周末|上周|上个月|去年)"
+    r"|我和[^，,。你]{1,8}?(?:一起|去|在|打算|计划|准备|看了|买了|搬)"
 )
+# Experiences: worth an episode, never a stable fact ("I went to...", "医生给我开了药", "刚从北京回来").
+_EVENT_EN = re.compile(
+    r"\bi (?:just |recently |finally |also |already )?(?:went|visited|met|passed|failed|lost|won|broke|hurt|booked|signed up|returned"
+    r"|celebrated|finished|flew|travell?ed|got (?:married|engaged|promoted|hired|fired|back|a new))\b"
+    r"|\b(?:gave|told|sent|prescribed|fixed|hired|promoted|invited|diagnosed) me\b|^(?:just )?(?:got )?back from\b",
+    re.IGNORECASE,
+)
+_EVENT_ZH = re.compile(r"(?:给|帮|替|陪|带|请|送)我[^，,。？?]{1,12}了|^刚(?:刚|才)?(?:从|到|回|去|看完|做完|考完|忙完)[^，,。？?]{0,12}(?:回来|了|完)")
 _FACT_EN = re.compile(
     r"\bmy name(?:'s| is)\b|\bcall me\b|\bi'?m called\b|\bi (?:am|'m) (?:a|an|the|\d+|from|married|single|divorced|engaged|pregnant|retired|vegan|vegetarian|allergic|lactose|left-handed|studying|working|learning|moving|planning|going to|getting|trying to|training)\b"
     r"|\bi'm (?:a|an|from|married|single|vegan|vegetarian|allergic|pregnant|retired|studying|working|learning|moving|planning|going to|getting)\b"
     r"|\bi (?:really |also |still |absolutely )?(?:like|love|enjoy|hate|dislike|prefer|adore|can'?t stand)\b|\bi (?:don'?t|do not|never) (?:like|eat|drink|smoke|drive)\b"
-    r"|\bi (?:live|lived|work|worked|study|studied|teach|grew up|was born|moved|relocated|graduated|retired|quit|started|joined|bought|adopted|own|speak|play|run|train|volunteer)\b"
-    r"|\bi (?:have|'ve got|have got|had) (?:a|an|two|three|four|five|\d+|my|no)\b|\bi'?ve (?:been|got|had|started|moved|lived|worked)\b"
+    r"|\bi (?:just |recently |finally |also |still |already |actually )?(?:live|lived|work|worked|study|studied|teach|grew up|was born|moved|relocated|graduated|retired|quit|started|joined|bought|adopted|own|speak|play|run|train|volunteer)\b"
+    r"|\bi (?:just |also |still |already )?(?:have|'ve got|have got|had) (?:a|an|two|three|four|five|\d+|my|no)\b|\bi'?ve (?:just )?(?:been|got|had|started|moved|lived|worked|joined|finished|passed)\b"
+
     r"|\bmy (?:wife|husband|partner|girlfriend|boyfriend|sister|brother|mom|mum|mother|dad|father|son|daughter|kids?|children|family|dog|cat|pet|birthday|job|boss|favou?rite|doctor|name|home|flat|apartment|house|car|team)\b"
     r"|\bi (?:will|'ll|plan to|intend to|am going to|'m going to|'m planning to|am planning to|want to|hope to|need to) (?:move|start|quit|visit|go|fly|travel|marry|get|buy|run|take|have|see)\b"
     r"|\b(?:we|we're|we are|our) (?:got|moved|live|bought|adopted|have|are|kids?|son|daughter|family|wedding|house)\b",
@@ -90,12 +102,16 @@ _TIME_WORD = re.compile(
     r"今天|昨天|前天|明天|后天|今晚|昨晚|明晚|今早|刚才|刚刚|上周|下周|这周|本周|上个月|下个月|这个月|去年|今年|明年|周末|上午|下午|早上|晚上|中午|凌晨"
     r"|[0-9一二三四五六七八九十]+\s*(?:月|号|日|点|年)|(?:星期|周|礼拜)[一二三四五六日天]"
     r"|\b(?:today|tonight|yesterday|tomorrow|this (?:morning|afternoon|evening|week|weekend|month|year)|last (?:night|week|weekend|month|year|\w+day)"
-    r"|next (?:week|weekend|month|year|\w+day)|on (?:mon|tues|wednes|thurs|fri|satur|sun)day|\d+ (?:days?|weeks?|months?|years?) ago|ago|recently|just now|earlier today)\b",
+    r"|(?:next|this|coming) (?:week|weekend|month|year|\w+day)|on (?:mon|tues|wednes|thurs|fri|satur|sun)day|\d{1,2}\s*(?:am|pm)"
+    r"|in (?:january|february|march|april|may|june|july|august|september|october|november|december)|\d+ (?:days?|weeks?|months?|years?) ago|ago|recently|just now|earlier today)\b",
     re.IGNORECASE,
 )
+_HABITUAL = re.compile(r"每|周末|平时|经常|通常|一般|总是|\b(?:every|usually|always|often|on weekends|weekends)\b", re.IGNORECASE)
+# A plan is an episode (it may change), not a stable fact.
+_PLAN = re.compile(r"打算|计划|准备|决定|想去|要去|将要|即将|\b(?:planning|plan to|going to|intend to|hope to|about to|moving to)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"我|咱|\b(?:i|i'm|i've|i'll|i'd|me|my|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
 _TRANSIENT = re.compile(
-    r"今天|昨天|前天|明天|后天|今晚|昨晚|刚才|刚刚|现在|此刻|这会儿|正在|\b(?:today|tonight|yesterday|tomorrow|right now|now|just|at the moment|this morning|this afternoon)\b",
+    r"今天|昨天|前天|明天|后天|今晚|昨晚|刚才|刚刚|此刻|这会儿|正在|\b(?:today|tonight|yesterday|tomorrow|right now|now|just|at the moment|this morning|this afternoon)\b",
     re.IGNORECASE,
 )
 _DAY_OFFSET = [
@@ -116,7 +132,7 @@ def normalise_fact(text: str) -> str:
     return text.replace(" ", "") if _HAS_CJK.search(text) else text
 
 
-_AND_I = re.compile(r"\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|my|we|our)\b)", re.IGNORECASE)
+_AND_I = re.compile(r"\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|my|we|our)\b)(?!i\s+(?:are|were|have|had|will|both)\b)", re.IGNORECASE)
 _ZH_SUBJECTLESS = re.compile(r"^(?:也|还|都|平时|周末|每天|每周|经常|现在|目前|在|做|是|住|喜欢|爱|讨厌|不喜欢|有|养|对|不吃|不喝|最|特别|很|非常|已经|正在)")
 _ZH_SUBJECT = re.compile(r"^(?:其实|另外|对了|还有|而且|然后)?(?:我|你|他|她|它|咱|我们|你们|他们)")
 
@@ -166,6 +182,11 @@ def is_personal_fact(clause: str) -> bool:
     return not _NOT_FACT.search(clause) and bool(_FACT_ZH.search(clause) or _FACT_EN.search(clause))
 
 
+def is_experience(clause: str) -> bool:
+    """Something that happened to the speaker, often told without "I" as the subject."""
+    return not _NOT_FACT.search(clause) and bool(_EVENT_ZH.search(clause) or _EVENT_EN.search(clause))
+
+
 def is_personal_event(clause: str) -> bool:
     return not _NOT_FACT.search(clause) and bool(_FIRST_PERSON.search(clause) and _TIME_WORD.search(clause)) and substantial(clause)
 
@@ -206,12 +227,13 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
             return _yes(body, "主动要求记住" if zh else "asked to remember", now, text, "rules: explicit remember request")
         return {**no, "reason": "rules: remember request without content"}
     statements = [c for c in parts if not is_question(c) and not is_chitchat(c)]
-    facts = [c for c in statements if is_personal_fact(c)]
-    if facts:
-        return _yes(("，" if zh else ", ").join(facts), "个人信息" if zh else "personal information", now, text, "rules: first-person fact")
-    events = [c for c in statements if is_personal_event(c)]
-    if events:
-        return _yes(("，" if zh else ", ").join(events), "个人经历" if zh else "personal event", now, text, "rules: first-person event with a time word")
+    # An episode keeps every statement of the turn ("我上个月从成都搬到了上海，现在住在徐汇区"
+    # whole), not only the clause that matched; the SemanticWriter picks facts out of it later.
+    thing = " ".join(text.split()) if len(statements) == len(parts) else ("，" if zh else ", ").join(statements)
+    if any(is_personal_fact(c) for c in statements):
+        return _yes(thing, "个人信息" if zh else "personal information", now, text, "rules: first-person fact")
+    if any(is_personal_event(c) or is_experience(c) for c in statements):
+        return _yes(thing, "个人经历" if zh else "personal event", now, text, "rules: first-person event")
     if any(is_question(c) for c in parts):
         return {**no, "reason": "rules: question without personal information"}
     if not substantial(text):
@@ -294,6 +316,7 @@ def third_person(clause: str) -> str:
     """"我喜欢猫" -> "用户喜欢猫"; "I live in Paris" -> "The user lives in Paris" (simple rules)."""
     c = clause.strip()
     if _zh(c):
+        c = re.sub(r"^(其实|另外|对了|还有|而且)?我们", "用户和家人", c, count=1)
         return re.sub(r"^(其实|另外|对了|还有|而且)?我", "用户", c, count=1) if "我" in c[:4] else f"用户：{c}"
     for pattern, repl in _EN_THIRD:
         if pattern.search(c):
@@ -324,7 +347,8 @@ def extract_facts(episode: dict[str, Any], existing: list[str]) -> list[str]:
     seen = {normalise_fact(f) for f in existing}
     facts = []
     for clause in clauses(str(episode.get("text", ""))):
-        if _TRANSIENT.search(clause) or not is_personal_fact(clause):
+        dated = _TIME_WORD.search(clause) and not _HABITUAL.search(clause)  # "this Thursday at 3pm", not "周末喜欢爬山"
+        if _TRANSIENT.search(clause) or dated or _PLAN.search(clause) or not is_personal_fact(clause):
             continue
         fact = third_person(clause)
         key = normalise_fact(fact)
