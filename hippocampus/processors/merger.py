@@ -10,22 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import MemoryRecord
-from .base import Processor
+from .base import Processor, record_view
 from .results import MergeResult
 
 
 def memory_view(record: MemoryRecord) -> dict[str, Any]:
     """What a consolidation prompt shows of a record (and what the offline rules read)."""
-    meta = record.metadata
-    return {
-        "id": record.id,
-        "text": record.text,
-        "time": record.time_iso,
-        "chat_id": record.chat_id,
-        "who": record.who,
-        "context": str(meta.get("context") or ""),
-        "thing": str(meta.get("thing") or ""),
-    }
+    return {"id": record.id, **record_view(record), "chat_id": record.chat_id, "who": record.who}
 
 
 class EpisodicMerger(Processor[MergeResult]):

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from ..models import MemoryRecord
-from .base import Processor
+from .base import Processor, record_view
 from .results import ReconsolidationResult
 
 log = logging.getLogger(__name__)
@@ -22,14 +22,8 @@ PRESERVED = ("time", "chatid", "who")
 
 def recalled_view(record: MemoryRecord) -> dict[str, Any]:
     """What the reconsolidation prompt shows of the recalled memory."""
-    meta = record.metadata
-    return {
-        "text": record.text,
-        "context": str(meta.get("context") or ""),
-        "thing": str(meta.get("thing") or ""),
-        "time": record.time_iso,
-        "updates": [u.get("desc", "") for u in meta.get("updates") or [] if isinstance(u, dict)][-3:],
-    }
+    updates = [u.get("desc", "") for u in record.metadata.get("updates") or [] if isinstance(u, dict)]
+    return {**record_view(record), "updates": updates[-3:]}
 
 
 class EpisodicReconsolidator(Processor[ReconsolidationResult]):

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from ..llm.rules.writing import normalise_fact
 from ..models import MemoryRecord
-from .base import Processor
+from .base import Processor, record_view
 from .results import SemanticExtraction, SemanticFact
 
 FACT_MAX_BYTES = 65535
@@ -19,14 +19,7 @@ MAX_EXISTING = 20  # similar facts shown to the model; the dedup below checks ev
 
 
 def episode_view(record: MemoryRecord) -> dict[str, Any]:
-    meta = record.metadata
-    return {
-        "text": record.text,
-        "context": str(meta.get("context") or ""),
-        "thing": str(meta.get("thing") or ""),
-        "time": record.time_iso,
-        "who": record.who,
-    }
+    return {**record_view(record), "who": record.who}
 
 
 class SemanticWriter(Processor[SemanticExtraction]):
