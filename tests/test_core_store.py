@@ -116,9 +116,9 @@ def test_T_MEM_STORE_05_a_foreign_collection_is_a_schema_mismatch(fresh_path: st
     client.create_collection("memories", schema=schema, index_params=index)
     client.insert("memories", [{"embedding": [0.1] * 384}])
     client.close()
-    from hippocampus.store.milvus import _release_lite
+    from hippocampus.store.connection import release
 
-    _release_lite(str(Path(fresh_path).absolute()))
+    release(str(fresh_path))  # the raw client above took milvus-lite's directory lock
     with pytest.raises(SchemaMismatchError, match="not created by this version"):
         Memory(milvus_uri=fresh_path, embedder=embedder)
     with Memory(milvus_uri=fresh_path, embedder=embedder, collection_name="mine") as m:  # the file is fine otherwise

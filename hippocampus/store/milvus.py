@@ -7,53 +7,21 @@ server or cluster (an http:// URI). Filters come only from `filters.py`.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-# milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
-# unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments.
-# Read once when milvus_lite is imported; an explicit environment value wins.
-os.environ.setdefault("MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES", str(8 << 20))
-
-from pymilvus import DataType, Function, FunctionType, MilvusClient  # noqa: E402
+from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
-from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
+from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
 from . import filters as F
 from .analyzer import analyzer_params
 from .buckets import bucket_of, group_by_bucket
+from .connection import connect, release
 
 log = logging.getLogger(__name__)
-
-
-class _DropNoise(logging.Filter):
-    """milvus-lite has no MVCC timestamps; pymilvus warns about it on every paged query."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "mvccTs" not in record.getMessage()
-
-
-class _DropUnimplemented(logging.Filter):
-    """milvus-lite's in-process gRPC server lacks AllocTimestamp; pymilvus' iterators ask for it and fall
-    back to a client-side timestamp, but grpc logs a full traceback each time."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Method not implemented" not in record.getMessage()
-
-
-logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
-logging.getLogger("pymilvus").addFilter(_DropNoise())
-for _h in logging.getLogger("pymilvus").handlers:
-    _h.addFilter(_DropNoise())
-try:  # milvus-lite's jieba analyzer announces its dictionary on stderr
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-except ImportError:  # pragma: no cover
-    pass
 
 SCHEMA_VERSION = "3"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py)
 TEXT_MAX_BYTES = 65535
@@ -61,7 +29,6 @@ ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 MEMORY_FIELDS = ["id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata"]
 _PAGE = 1000
-_LITE_MARKERS = ("collections", "databases", "LOCK", ".database-staging")  # what milvus-lite creates first
 _PROP_MODEL = "hippocampus.embedding_model"
 _PROP_VERSION = "hippocampus.schema_version"
 
@@ -77,7 +44,7 @@ class MilvusStore:
         self.history_collection = f"{collection}_history"
         self._lock = threading.RLock()  # milvus-lite's in-process engine is not re-entrant
         self._buckets: set[str] = set()  # user-bucket partitions known to exist (store/buckets.py)
-        self._client = self._connect(uri, token)
+        self._client = connect(uri, token)
         try:
             self._ensure_memories()
             self._ensure_history()
@@ -96,49 +63,6 @@ class MilvusStore:
             raise
 
     # ---------------------------------------------------------------- lifecycle
-    @staticmethod
-    def _connect(uri: str, token: str | None) -> MilvusClient:
-        if "://" not in uri:
-            path = Path(uri).expanduser().absolute()
-            if path.suffix != ".db":
-                raise StoreError(f"a milvus-lite path must end in .db, got {uri!r}", uri=uri)
-            if path.exists() and not path.is_dir():
-                raise SchemaMismatchError(
-                    f"{path} exists and is not a milvus-lite store directory (a file, perhaps a milvus-lite 2.x "
-                    "store); choose another milvus_uri",
-                    uri=uri,
-                )
-            if path.is_dir() and any(path.iterdir()) and not any((path / m).exists() for m in _LITE_MARKERS):
-                raise StoreCorruptedError(
-                    f"{path} is a non-empty directory but not a milvus-lite store; choose another milvus_uri",
-                    uri=uri,
-                )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            uri = str(path)
-        try:
-            client = MilvusClient(uri=uri, token=token or "")
-        except Exception as exc:
-            text = f"{type(exc).__name__}: {exc}"
-            if "://" not in uri and _lite_locked_elsewhere(uri):
-                raise StoreLockedError(
-                    f"the milvus-lite store at {uri} is locked by another process (DataDirLockedError). "
-                    "milvus-lite allows one process per path: share it through `hippocampus serve`, "
-                    "or point milvus_uri at a Milvus server (http://...).",
-                    uri=uri,
-                    original_error=exc,
-                ) from exc
-            if "://" not in uri and Path(uri).is_dir():
-                raise StoreCorruptedError(
-                    f"cannot open the milvus-lite store at {uri} ({text}): it is damaged or not readable by this user",
-                    uri=uri,
-                    original_error=exc,
-                ) from exc
-            raise StoreError(f"cannot open Milvus at {uri}: {text}", uri=uri, original_error=exc) from exc
-        if "://" not in uri:
-            with _LITE_LOCK:
-                _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
-        return client
-
     def close(self) -> None:
         """Release the client and, for milvus-lite, the directory lock."""
         client, self._client = getattr(self, "_client", None), None
@@ -148,8 +72,7 @@ class MilvusStore:
             client.close()
         except Exception:  # pragma: no cover - best effort
             log.debug("close failed", exc_info=True)
-        if "://" not in self.uri:
-            _release_lite(str(Path(self.uri).expanduser().absolute()))
+        release(self.uri)
 
     @property
     def client(self) -> MilvusClient:
@@ -536,43 +459,3 @@ def _flatten(hit: Any) -> dict[str, Any]:
     entity.setdefault("id", hit.get("id"))
     entity["_distance"] = float(hit.get("distance", 0.0))
     return entity
-
-
-_LITE_LOCK = threading.Lock()
-_LITE_USERS: dict[str, int] = {}  # path -> open stores in this process
-
-
-def _release_lite(path: str) -> None:
-    """milvus-lite keeps its directory lock after client.close(); release it when the last user closes."""
-    with _LITE_LOCK:
-        users = _LITE_USERS.get(path, 0) - 1
-        if users > 0:
-            _LITE_USERS[path] = users
-            return
-        _LITE_USERS.pop(path, None)
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-
-        server_manager_instance.release_server(path)
-    except Exception:  # pragma: no cover - best effort
-        log.debug("milvus-lite release failed", exc_info=True)
-
-
-def _lite_locked_elsewhere(path: str) -> bool:
-    """True when another process holds milvus-lite's advisory lock on the directory."""
-    import fcntl
-    import os
-
-    lock_file = os.path.join(path, "LOCK")
-    if not os.path.exists(lock_file):
-        return False
-    fd = os.open(lock_file, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)

@@ -318,9 +318,9 @@ def test_collection_of_another_schema_is_refused(fresh_path: str, embedder):
     index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
     client.create_collection("memories", schema=schema, index_params=index)
     client.close()
-    from hippocampus.store.milvus import _release_lite
+    from hippocampus.store.connection import release
 
-    _release_lite(str(Path(fresh_path).absolute()))
+    release(str(fresh_path))  # the raw client above took milvus-lite's directory lock
     with pytest.raises(SchemaMismatchError) as err:
         Memory(milvus_uri=fresh_path, embedder=embedder)
     assert "not created by this version" in str(err.value)

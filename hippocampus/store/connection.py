@@ -1,0 +1,139 @@
+"""Opening and releasing Milvus: server URIs as they are, milvus-lite paths checked first.
+
+milvus-lite (3.x) runs in this process and keeps an advisory lock on its directory even after
+`client.close()`; this module counts the stores open on each path and releases the lock when the
+last one closes, and turns a lock held by another process into a StoreLockedError that says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+# milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
+# unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments.
+# Read once when milvus_lite is imported; an explicit environment value wins.
+os.environ.setdefault("MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES", str(8 << 20))
+
+from pymilvus import MilvusClient  # noqa: E402
+
+from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
+
+log = logging.getLogger(__name__)
+_LITE_MARKERS = ("collections", "databases", "LOCK", ".database-staging")  # what milvus-lite creates first
+
+
+class _DropNoise(logging.Filter):
+    """milvus-lite has no MVCC timestamps; pymilvus warns about it on every paged query."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "mvccTs" not in record.getMessage()
+
+
+class _DropUnimplemented(logging.Filter):
+    """milvus-lite's in-process gRPC server lacks AllocTimestamp; pymilvus' iterators ask for it and fall
+    back to a client-side timestamp, but grpc logs a full traceback each time."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Method not implemented" not in record.getMessage()
+
+
+logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
+logging.getLogger("pymilvus").addFilter(_DropNoise())
+for _h in logging.getLogger("pymilvus").handlers:
+    _h.addFilter(_DropNoise())
+try:  # milvus-lite's jieba analyzer announces its dictionary on stderr
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+except ImportError:  # pragma: no cover
+    pass
+
+
+def connect(uri: str, token: str | None) -> MilvusClient:
+    """A client for a server URI, or for a milvus-lite path after checking it is (or can become) a store."""
+    if "://" not in uri:
+        path = Path(uri).expanduser().absolute()
+        if path.suffix != ".db":
+            raise StoreError(f"a milvus-lite path must end in .db, got {uri!r}", uri=uri)
+        if path.exists() and not path.is_dir():
+            raise SchemaMismatchError(
+                f"{path} exists and is not a milvus-lite store directory (a file, perhaps a milvus-lite 2.x "
+                "store); choose another milvus_uri",
+                uri=uri,
+            )
+        if path.is_dir() and any(path.iterdir()) and not any((path / m).exists() for m in _LITE_MARKERS):
+            raise StoreCorruptedError(
+                f"{path} is a non-empty directory but not a milvus-lite store; choose another milvus_uri",
+                uri=uri,
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        uri = str(path)
+    try:
+        client = MilvusClient(uri=uri, token=token or "")
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        if "://" not in uri and _lite_locked_elsewhere(uri):
+            raise StoreLockedError(
+                f"the milvus-lite store at {uri} is locked by another process (DataDirLockedError). "
+                "milvus-lite allows one process per path: share it through `hippocampus serve`, "
+                "or point milvus_uri at a Milvus server (http://...).",
+                uri=uri,
+                original_error=exc,
+            ) from exc
+        if "://" not in uri and Path(uri).is_dir():
+            raise StoreCorruptedError(
+                f"cannot open the milvus-lite store at {uri} ({text}): it is damaged or not readable by this user",
+                uri=uri,
+                original_error=exc,
+            ) from exc
+        raise StoreError(f"cannot open Milvus at {uri}: {text}", uri=uri, original_error=exc) from exc
+    if "://" not in uri:
+        with _LITE_LOCK:
+            _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
+    return client
+
+
+_LITE_LOCK = threading.Lock()
+_LITE_USERS: dict[str, int] = {}  # path -> open stores in this process
+
+
+def release(uri: str) -> None:
+    """milvus-lite keeps its directory lock after client.close(); release it when the last store on the path closes."""
+    if "://" in uri:
+        return
+    path = str(Path(uri).expanduser().absolute())
+    with _LITE_LOCK:
+        users = _LITE_USERS.get(path, 0) - 1
+        if users > 0:
+            _LITE_USERS[path] = users
+            return
+        _LITE_USERS.pop(path, None)
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(path)
+    except Exception:  # pragma: no cover - best effort
+        log.debug("milvus-lite release failed", exc_info=True)
+
+
+def _lite_locked_elsewhere(path: str) -> bool:
+    """True when another process holds milvus-lite's advisory lock on the directory."""
+    import fcntl
+    import os
+
+    lock_file = os.path.join(path, "LOCK")
+    if not os.path.exists(lock_file):
+        return False
+    fd = os.open(lock_file, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
