@@ -78,8 +78,8 @@ def connect(uri: str, token: str | None) -> MilvusClient:
         if "://" not in uri and _lite_locked_elsewhere(uri):
             raise StoreLockedError(
                 f"the milvus-lite store at {uri} is locked by another process (DataDirLockedError). "
-                "milvus-lite allows one process per path: share it through `hippocampus serve`, "
-                "or point milvus_uri at a Milvus server (http://...).",
+                "milvus-lite allows one process per path: close the other process (or route its work through "
+                "one long-running process), or point milvus_uri at a Milvus server (http://...) to share a store.",
                 uri=uri,
                 original_error=exc,
             ) from exc

@@ -69,7 +69,7 @@ def test_second_process_gets_store_locked_error_naming_the_lock(fresh_path: str,
         kind, message = line.split(" ", 2)[1:]
         assert kind == "StoreLockedError"
         assert "lock" in message.lower() and fresh_path in message
-        assert "hippocampus serve" in message and "http://" in message  # the two ways out
+        assert "one process per path" in message and "http://" in message  # why, and the way out
         assert memory.get_all("u")[0].text == "held by the parent"  # the holder is unharmed
     # after close() the child opens it fine and sees the data
     child = Child("open", fresh_path)
