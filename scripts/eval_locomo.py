@@ -58,9 +58,11 @@ def normalise_evidence(raw: list[Any], known: set[str]) -> list[str]:
     return out
 
 
-def turns_of(sample: dict[str, Any], now: int | None = None) -> list[dict[str, Any]]:
+def turns_of(sample: dict[str, Any], now: int | None = None, exchange: bool = False) -> list[dict[str, Any]]:
     """The turns as add_many items; with `now`, dates shift so that the last turn happened at `now`
-    (the conversation ends today), which gives the ranking stage's recency term its meaning."""
+    (the conversation ends today), which gives the ranking stage's recency term its meaning.
+    With `exchange`, each memory is the turn with the one before it (add's `messages` list, as a
+    chat hook that stores the exchange would call it), so "Yes, in April" carries its question."""
     conv = sample["conversation"]
     sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
     out = []
@@ -73,7 +75,12 @@ def turns_of(sample: dict[str, Any], now: int | None = None) -> list[dict[str, A
             dia = turn["dia_id"]
             m = _DIA.fullmatch(dia)
             dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else dia
-            out.append({"text": text, "who": turn["speaker"], "chat_id": f"session_{n}", "ts": ts + i, "metadata": {"dia_id": dia}})
+            item = {"text": text, "who": turn["speaker"], "chat_id": f"session_{n}", "ts": ts + i, "metadata": {"dia_id": dia}}
+            if exchange and i > 0:
+                prev = conv[f"session_{n}"][i - 1]
+                item["messages"] = [{"role": prev["speaker"], "content": prev["text"]}, {"role": turn["speaker"], "content": text.split(": ", 1)[1]}]
+                del item["text"]
+            out.append(item)
     if now is not None and out:
         shift = now - max(t["ts"] for t in out)
         for t in out:
@@ -107,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the metrics here")
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     ap.add_argument("--modes", default="dense,bm25,hybrid")
+    ap.add_argument("--exchange", action="store_true", help="store each turn with the turn before it (one memory per turn still)")
     ap.add_argument("--variant", action="append", default=[],
                     help="extra mode 'name:key=value,...' (MemoryConfig overrides; latency excludes the query embedding)")
     args = ap.parse_args(argv)
@@ -125,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ingest_s = 0.0
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         for ci, sample in enumerate(data):
-            turns = turns_of(sample, now=int(time.time()))
+            turns = turns_of(sample, now=int(time.time()), exchange=args.exchange)
             known = {t["metadata"]["dia_id"] for t in turns}
             user = str(sample.get("sample_id", f"conv-{ci}"))
             path = str(Path(tmp) / f"c{ci}.db")
@@ -178,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         "questions": n_questions,
         "skipped_questions": skipped,
         "ingest_turns_per_s": turns_total / ingest_s if ingest_s else 0.0,
+        "exchange": args.exchange,
         "modes": {name: {"search_mode": mode, **overrides} for name, mode, overrides in modes},
     }
     print_table(report, meta)
@@ -212,6 +221,7 @@ def print_table(report: dict[str, Any], meta: dict[str, Any]) -> None:
         f"\nLoCoMo retrieval: {meta['conversations']} conversations, {meta['turns']} turns, "
         f"{meta['questions']} questions (categories 1-4), {meta['skipped_questions']} skipped (no usable evidence); "
         f"ingestion {meta['ingest_turns_per_s']:.0f} turns/s"
+        + ("; each memory = the turn with the one before it (--exchange)" if meta.get("exchange") else "")
     )
     header = f"{'mode':<14}{'category':<16}{'n':>5}" + "".join(f"{m:>9}" for m in METRICS) + f"{'p50 ms':>9}{'p99 ms':>9}"
     print(header)
