@@ -8,11 +8,12 @@ today?" is not a memory while "我下周要面试，怎么准备？" is.
 - write_decider: greetings and acknowledgements, fragments and knowledge questions are
   not stored; a remember-phrase (记住/别忘了/remember/don't forget/note that) with some
   content always is; so are first-person facts (我是/我叫/我喜欢/my name is/I live...)
-  and first-person clauses with a time word (昨天我.../I ... tomorrow).
+  and first-person clauses with a time word (昨天我.../I ... tomorrow), and experiences told
+  without "I" as the subject (医生给我开了药, back from Kyoto). The episode is the whole turn.
 - reconsolidator: when the conversation mentions the memory's key words and says
   something new about them, the new clauses are appended to the memory as an update.
 - semantic_writer: first-person clauses with a stable-fact pattern (name, job, home,
-  family, pets, likes, allergies, diet...) and no passing time word become facts in the
+  family, pets, likes, allergies, diet...), no date and no plan become facts in the
   third person, minus those already known (normalised comparison).
 """
 
@@ -92,7 +93,6 @@ _FACT_EN = re.compile(
     r"|\bi (?:really |also |still |absolutely )?(?:like|love|enjoy|hate|dislike|prefer|adore|can'?t stand)\b|\bi (?:don'?t|do not|never) (?:like|eat|drink|smoke|drive)\b"
     r"|\bi (?:just |recently |finally |also |still |already |actually )?(?:live|lived|work|worked|study|studied|teach|grew up|was born|moved|relocated|graduated|retired|quit|started|joined|bought|adopted|own|speak|play|run|train|volunteer)\b"
     r"|\bi (?:just |also |still |already )?(?:have|'ve got|have got|had) (?:a|an|two|three|four|five|\d+|my|no)\b|\bi'?ve (?:just )?(?:been|got|had|started|moved|lived|worked|joined|finished|passed)\b"
-
     r"|\bmy (?:wife|husband|partner|girlfriend|boyfriend|sister|brother|mom|mum|mother|dad|father|son|daughter|kids?|children|family|dog|cat|pet|birthday|job|boss|favou?rite|doctor|name|home|flat|apartment|house|car|team)\b"
     r"|\bi (?:will|'ll|plan to|intend to|am going to|'m going to|'m planning to|am planning to|want to|hope to|need to) (?:move|start|quit|visit|go|fly|travel|marry|get|buy|run|take|have|see)\b"
     r"|\b(?:we|we're|we are|our) (?:got|moved|live|bought|adopted|have|are|kids?|son|daughter|family|wedding|house)\b",
