@@ -21,7 +21,6 @@ from .models import (
     HistoryEvent,
     MemoryRecord,
     MemoryType,
-    SearchHit,
     SearchResult,
     now_ts,
     ts_to_iso,
