@@ -1,0 +1,38 @@
+"""The speed benchmarks run end to end at a tiny size and report complete results.
+
+No timing is asserted (speed is only benchmarked): these tests check that every layout and every
+measured figure is there, and that a filtered top-k never came back short.
+"""
+
+from __future__ import annotations
+
+import json
+
+from scripts import bench, bench_engine
+
+
+def test_bench_engine_measures_every_layout_against_the_floor(tmp_path):
+    out = tmp_path / "engine.json"
+    assert bench_engine.main(["--rows", "400", "--users", "4", "--queries", "5", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["rows"] == 400 and "milvus-lite" in report["engine"]
+    layouts = {r["layout"]: r for r in report["results"]}
+    assert set(layouts) == {"flat", "partition_key", "buckets"}
+    for r in layouts.values():  # milvus-lite 3.x supports all three
+        assert "error" not in r
+        assert r["short_results"] == 0
+        assert r["p50_ms"] > 0 and r["floor_p50_ms"] > 0
+        assert r["ratio"] == r["p50_ms"] / r["floor_p50_ms"]
+
+
+def test_bench_engine_buckets_follow_crc32_of_the_user():
+    assert bench_engine.bucket("user-1") == bench_engine.bucket("user-1")
+    assert {bench_engine.bucket(f"user-{i}") for i in range(500)} <= {f"b{i}" for i in range(bench_engine.BUCKETS)}
+
+
+def test_bench_run_one_reports_every_figure():
+    result = bench.run_one(120, users=3, queries=4, embed_max=60)
+    assert result["rows"] >= 120
+    for key in ("add_per_s", "add_many_per_s", "embed_queries_per_s", "open_s", "dense_excl_p50_ms",
+                "dense_incl_p50_ms", "hybrid_excl_p50_ms", "floor_p50_ms", "ratio_dense_to_floor", "peak_rss_mb"):
+        assert result[key] > 0, key
