@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_engine import floor_latencies  # noqa: E402
+
 SUBJECTS = ["I", "My sister", "Our team", "The landlord", "My doctor", "We", "My manager", "The kids"]
 VERBS = ["booked", "cancelled", "moved", "fixed", "bought", "planned", "visited", "forgot", "discussed", "painted"]
 OBJECTS = ["the trip to Lisbon", "a new laptop", "the kitchen sink", "the redis cluster", "piano lessons",
@@ -120,7 +123,6 @@ def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
         out["embed_queries_per_s"] = queries / (time.perf_counter() - t0)
         quser = rng.integers(users, size=queries)
         lat: dict[str, list[float]] = {"dense_excl": [], "dense_incl": [], "hybrid_excl": [], "floor": []}
-        codes = owner.astype(np.int32)
         for q, v, u in zip(qtexts, qvecs, quser):
             user = f"user-{u}"
             t0 = time.perf_counter()
@@ -135,13 +137,7 @@ def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
         # The floor runs in its own loop: numpy's BLAS threads keep spinning after a large matmul,
         # and interleaved with the searches they took the cores from the embedder's OpenMP threads
         # (measured: +emb p50 31 ms interleaved, 22 ms with OPENBLAS_NUM_THREADS=1, 10k rows).
-        for v, u in zip(qvecs, quser):
-            t0 = time.perf_counter()
-            sims = matrix @ v
-            sims[codes != u] = -np.inf
-            top = np.argpartition(-sims, 10)[:10]
-            top[np.argsort(-sims[top])]
-            lat["floor"].append(time.perf_counter() - t0)
+        lat["floor"] = floor_latencies(matrix, owner, qvecs, quser)
         for key, values in lat.items():
             out[f"{key}_p50_ms"] = pct(values, 50)
             out[f"{key}_p99_ms"] = pct(values, 99)
