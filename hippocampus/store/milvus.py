@@ -1,5 +1,7 @@
 """MilvusStore: one collection for every memory, a second for their history.
 
+What the collections hold is in store/schema.py; opening and locking in store/connection.py.
+
 The same code runs on milvus-lite (a local path, the default) and on a Milvus
 server or cluster (an http:// URI). Filters come only from `filters.py`.
 """
@@ -7,30 +9,22 @@ server or cluster (an http:// URI). Filters come only from `filters.py`.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
-from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
 from . import filters as F
-from .analyzer import analyzer_params
 from .buckets import bucket_of, group_by_bucket
 from .connection import connect, release
+from .schema import PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema, remove_half_created
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py)
-TEXT_MAX_BYTES = 65535
-ID_MAX_LEN = 128
-WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 MEMORY_FIELDS = ["id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata"]
 _PAGE = 1000
-_PROP_MODEL = "hippocampus.embedding_model"
-_PROP_VERSION = "hippocampus.schema_version"
 
 
 class MilvusStore:
@@ -87,35 +81,12 @@ class MilvusStore:
             c.load_collection(self.collection)
             self._buckets = set(c.list_partitions(self.collection))
             return
-        schema = c.create_schema(auto_id=True, enable_dynamic_field=True)
-        schema.add_field("id", DataType.INT64, is_primary=True)
-        schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
-        schema.add_field("memory_type", DataType.VARCHAR, max_length=32)
-        schema.add_field("ts", DataType.INT64)
-        schema.add_field("chat_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
-        schema.add_field("who", DataType.VARCHAR, max_length=WHO_MAX_LEN)
-        schema.add_field(
-            "text",
-            DataType.VARCHAR,
-            max_length=TEXT_MAX_BYTES,
-            enable_analyzer=True,
-            analyzer_params=analyzer_params(),  # jieba: Chinese words + English tokens, stop words dropped
-        )
-        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_field("hit_count", DataType.INT64)
-        schema.add_field("metadata", DataType.JSON)
-        schema.add_function(
-            Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
-        )
-        index = c.prepare_index_params()
-        index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        schema, index = memories_schema(c, self.dim)
         self._create_collection(
             self.collection,
             schema=schema,
             index_params=index,
-            properties={_PROP_MODEL: self.embedding_model, _PROP_VERSION: SCHEMA_VERSION},
+            properties={PROP_MODEL: self.embedding_model, PROP_VERSION: SCHEMA_VERSION},
         )
         self._buckets = set(c.list_partitions(self.collection))
 
@@ -145,42 +116,14 @@ class MilvusStore:
         return name if self._bucket_ready(name, create=False) else None
 
     def _check_existing(self) -> None:
-        info = self.client.describe_collection(self.collection)
-        fields = {f["name"]: f for f in info.get("fields", [])}
-        vec = fields.get("vector")
-        props = info.get("properties") or {}
-        if vec is None or "sparse" not in fields or props.get(_PROP_VERSION) != SCHEMA_VERSION:
-            raise SchemaMismatchError(
-                f"collection {self.collection!r} at {self.uri} was not created by this version of hippocampus "
-                f"(schema version {props.get(_PROP_VERSION)!r}, expected {SCHEMA_VERSION!r})",
-                uri=self.uri,
-            )
-        dim = int((vec.get("params") or {}).get("dim", -1))
-        model = props.get(_PROP_MODEL)
-        if dim != self.dim or model != self.embedding_model:
-            raise SchemaMismatchError(
-                f"collection {self.collection!r} at {self.uri} holds {dim}-d vectors from {model!r}, "
-                f"but the configured embedder is {self.embedding_model!r} ({self.dim}-d). "
-                "Mixing them would make similarities meaningless: use another collection_name or milvus_uri, "
-                "or re-embed the store.",
-                uri=self.uri,
-            )
+        check_existing(self.client.describe_collection(self.collection), self.collection, self.uri, self.dim, self.embedding_model)
 
     def _ensure_history(self) -> None:
         c = self.client
         if c.has_collection(self.history_collection):
             c.load_collection(self.history_collection)
             return
-        schema = c.create_schema(auto_id=True, enable_dynamic_field=False)
-        schema.add_field("id", DataType.INT64, is_primary=True)
-        schema.add_field("memory_id", DataType.INT64)
-        schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
-        schema.add_field("action", DataType.VARCHAR, max_length=32)
-        schema.add_field("at", DataType.INT64)
-        schema.add_field("event", DataType.JSON)
-        schema.add_field("_v", DataType.FLOAT_VECTOR, dim=2)  # Milvus requires a vector field
-        index = c.prepare_index_params()
-        index.add_index("_v", index_type="AUTOINDEX", metric_type="L2")
+        schema, index = history_schema(c)
         self._create_collection(self.history_collection, schema=schema, index_params=index)
 
     def _create_collection(self, name: str, **kwargs: Any) -> None:
@@ -188,25 +131,9 @@ class MilvusStore:
         try:
             self.client.create_collection(name, **kwargs)
         except MilvusException:
-            if not self._remove_half_created(name):
+            if not remove_half_created(self.uri, name):
                 raise
             self.client.create_collection(name, **kwargs)
-
-    def _remove_half_created(self, name: str) -> bool:
-        """milvus-lite makes the collection directory, then writes schema.json (tmp + rename). A SIGKILL
-        in between leaves a directory without schema.json that milvus-lite neither lists nor can
-        re-create. Such a directory holds no data; remove it so that the store opens again."""
-        if "://" in self.uri:
-            return False
-        col_dir = Path(self.uri).expanduser().absolute() / "collections" / name
-        if not col_dir.is_dir() or (col_dir / "schema.json").exists():
-            return False
-        leftovers = [p for p in col_dir.rglob("*") if p.is_file() and not p.name.endswith(".tmp")]
-        if leftovers:
-            return False
-        log.warning("removing %s, left half-created by an interrupted process", col_dir)
-        shutil.rmtree(col_dir)
-        return True
 
     # ---------------------------------------------------------------- memories
     def _check_vectors(self, rows: Sequence[dict[str, Any]]) -> None:

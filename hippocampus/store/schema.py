@@ -1,0 +1,108 @@
+"""What the two collections look like, how an existing one is checked, and recovery from a
+creation that a killed process left half done. MilvusStore (store/milvus.py) uses these."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+from ..errors import SchemaMismatchError
+from .analyzer import analyzer_params
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "3"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py)
+TEXT_MAX_BYTES = 65535
+ID_MAX_LEN = 128
+WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
+PROP_MODEL = "hippocampus.embedding_model"
+PROP_VERSION = "hippocampus.schema_version"
+
+
+def memories_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
+    """Every memory, episodic and semantic: scalar fields, the dense vector and the BM25 sparse
+    vector that Milvus computes from `text`."""
+    schema = c.create_schema(auto_id=True, enable_dynamic_field=True)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
+    schema.add_field("memory_type", DataType.VARCHAR, max_length=32)
+    schema.add_field("ts", DataType.INT64)
+    schema.add_field("chat_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
+    schema.add_field("who", DataType.VARCHAR, max_length=WHO_MAX_LEN)
+    schema.add_field(
+        "text",
+        DataType.VARCHAR,
+        max_length=TEXT_MAX_BYTES,
+        enable_analyzer=True,
+        analyzer_params=analyzer_params(),  # jieba: Chinese words + English tokens, stop words dropped
+    )
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_field("hit_count", DataType.INT64)
+    schema.add_field("metadata", DataType.JSON)
+    schema.add_function(
+        Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
+    )
+    index = c.prepare_index_params()
+    index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
+    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    return schema, index
+
+
+def history_schema(c: MilvusClient) -> tuple[Any, Any]:
+    """One row per change to a memory (add, update, merge, delete), as JSON."""
+    schema = c.create_schema(auto_id=True, enable_dynamic_field=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("memory_id", DataType.INT64)
+    schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
+    schema.add_field("action", DataType.VARCHAR, max_length=32)
+    schema.add_field("at", DataType.INT64)
+    schema.add_field("event", DataType.JSON)
+    schema.add_field("_v", DataType.FLOAT_VECTOR, dim=2)  # Milvus requires a vector field
+    index = c.prepare_index_params()
+    index.add_index("_v", index_type="AUTOINDEX", metric_type="L2")
+    return schema, index
+
+
+def check_existing(info: dict[str, Any], collection: str, uri: str, dim: int, model: str) -> None:
+    """Refuse a collection made by another schema version or holding another embedder's vectors."""
+    fields = {f["name"]: f for f in info.get("fields", [])}
+    vec = fields.get("vector")
+    props = info.get("properties") or {}
+    if vec is None or "sparse" not in fields or props.get(PROP_VERSION) != SCHEMA_VERSION:
+        raise SchemaMismatchError(
+            f"collection {collection!r} at {uri} was not created by this version of hippocampus "
+            f"(schema version {props.get(PROP_VERSION)!r}, expected {SCHEMA_VERSION!r})",
+            uri=uri,
+        )
+    found_dim = int((vec.get("params") or {}).get("dim", -1))
+    found_model = props.get(PROP_MODEL)
+    if found_dim != dim or found_model != model:
+        raise SchemaMismatchError(
+            f"collection {collection!r} at {uri} holds {found_dim}-d vectors from {found_model!r}, "
+            f"but the configured embedder is {model!r} ({dim}-d). "
+            "Mixing them would make similarities meaningless: use another collection_name or milvus_uri, "
+            "or re-embed the store.",
+            uri=uri,
+        )
+
+
+def remove_half_created(uri: str, name: str) -> bool:
+    """milvus-lite makes the collection directory, then writes schema.json (tmp + rename). A SIGKILL
+    in between leaves a directory without schema.json that milvus-lite neither lists nor can
+    re-create. Such a directory holds no data; remove it so that the store opens again."""
+    if "://" in uri:
+        return False
+    col_dir = Path(uri).expanduser().absolute() / "collections" / name
+    if not col_dir.is_dir() or (col_dir / "schema.json").exists():
+        return False
+    leftovers = [p for p in col_dir.rglob("*") if p.is_file() and not p.name.endswith(".tmp")]
+    if leftovers:
+        return False
+    log.warning("removing %s, left half-created by an interrupted process", col_dir)
+    shutil.rmtree(col_dir)
+    return True
