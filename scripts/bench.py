@@ -13,7 +13,9 @@ Per size, in a fresh subprocess (so peak RSS is that size's own):
   100k texts would take ~11 minutes here); the table says how many rows were embedded;
 - open time of the store holding N rows;
 - search p50/p99 with a user filter, top 10: dense with the query embedding excluded and included,
-  hybrid excluded;
+  hybrid excluded, and dense with the opt-in neighbour bonus of the context stage, which shows what
+  its extra store query costs (each user's rows sit in one chat, one row per second across the
+  100 users, so ~100 s apart within a user's chat);
 - the floor: numpy brute-force cosine over the same N vectors with the same user mask (full scan,
   argpartition), printed with the ratio dense / floor.
 """
@@ -21,6 +23,7 @@ Per size, in a fresh subprocess (so peak RSS is that size's own):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -63,6 +66,7 @@ def pct(values: list[float], q: float) -> float:
 def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
     from hippocampus import Memory
     from hippocampus.embeddings import OfflineEmbedder
+    from hippocampus.retrieval import ContextParams, Retriever
 
     out: dict[str, Any] = {"n": n, "users": users}
     emb = OfflineEmbedder()
@@ -122,7 +126,9 @@ def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
         qvecs = np.stack([emb.encode([q], role="query")[0] for q in qtexts])
         out["embed_queries_per_s"] = queries / (time.perf_counter() - t0)
         quser = rng.integers(users, size=queries)
-        lat: dict[str, list[float]] = {"dense_excl": [], "dense_incl": [], "hybrid_excl": [], "floor": []}
+        lat: dict[str, list[float]] = {"dense_excl": [], "dense_incl": [], "hybrid_excl": [], "dense_neighbours_excl": [], "floor": []}
+        ctx = dataclasses.replace(mem.retriever.params.context, neighbour_weight=0.3)
+        with_neighbours = Retriever(mem.store, emb, dataclasses.replace(mem.retriever.params, context=ctx))
         for q, v, u in zip(qtexts, qvecs, quser):
             user = f"user-{u}"
             t0 = time.perf_counter()
@@ -134,6 +140,9 @@ def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             mem.retriever.search(q, user, 10, query_vector=v, mode="hybrid")
             lat["hybrid_excl"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            with_neighbours.search(q, user, 10, query_vector=v, mode="dense")  # what the opt-in neighbour query costs
+            lat["dense_neighbours_excl"].append(time.perf_counter() - t0)
         # The floor runs in its own loop: numpy's BLAS threads keep spinning after a large matmul,
         # and interleaved with the searches they took the cores from the embedder's OpenMP threads
         # (measured: +emb p50 31 ms interleaved, 22 ms with OPENBLAS_NUM_THREADS=1, 10k rows).
@@ -187,14 +196,16 @@ def print_table(results: list[dict[str, Any]]) -> None:
         ("emb q/s", "embed_queries_per_s", "{:.0f}"), ("open s", "open_s", "{:.2f}"),
         ("dense p50", "dense_excl_p50_ms", "{:.2f}"), ("dense p99", "dense_excl_p99_ms", "{:.2f}"),
         ("+emb p50", "dense_incl_p50_ms", "{:.2f}"), ("+emb p99", "dense_incl_p99_ms", "{:.2f}"),
-        ("hybrid p50", "hybrid_excl_p50_ms", "{:.2f}"), ("floor p50", "floor_p50_ms", "{:.2f}"),
+        ("hybrid p50", "hybrid_excl_p50_ms", "{:.2f}"), ("+neighbours p50", "dense_neighbours_excl_p50_ms", "{:.2f}"),
+        ("floor p50", "floor_p50_ms", "{:.2f}"),
         ("ratio", "ratio_dense_to_floor", "{:.1f}x"), ("RSS MB", "peak_rss_mb", "{:.0f}"),
     ]
     print("| " + " | ".join(c[0] for c in cols) + " |")
     print("|" + "---|" * len(cols))
     for r in results:
         print("| " + " | ".join(fmt.format(r.get(key, float("nan"))) for _, key, fmt in cols) + " |")
-    print("latencies in ms, user-filtered top 10; 'floor' = numpy full scan with the same user mask")
+    print("latencies in ms, user-filtered top 10, default configuration; '+neighbours' = dense with the opt-in "
+          "neighbour bonus (rank_neighbour_weight=0.3); 'floor' = numpy full scan with the same user mask")
 
 
 if __name__ == "__main__":

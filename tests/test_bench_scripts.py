@@ -34,5 +34,5 @@ def test_bench_run_one_reports_every_figure():
     result = bench.run_one(120, users=3, queries=4, embed_max=60)
     assert result["rows"] >= 120
     for key in ("add_per_s", "add_many_per_s", "embed_queries_per_s", "open_s", "dense_excl_p50_ms",
-                "dense_incl_p50_ms", "hybrid_excl_p50_ms", "floor_p50_ms", "ratio_dense_to_floor", "peak_rss_mb"):
+                "dense_incl_p50_ms", "hybrid_excl_p50_ms", "dense_neighbours_excl_p50_ms", "floor_p50_ms", "ratio_dense_to_floor", "peak_rss_mb"):
         assert result[key] > 0, key

@@ -75,6 +75,10 @@ def test_operators_lists_and_conjunctions():
     assert F.in_("id", []) == "false"
     assert F.and_("a == 1", None, "", "b == 2") == "(a == 1) and (b == 2)"
     assert F.and_("a == 1") == "a == 1" and F.and_() == ""
+    assert F.or_("a == 1", None, "b == 2") == "(a == 1) or (b == 2)"
+    assert F.or_("a == 1") == "a == 1" and F.or_() == ""
+    # an or inside an and stays bracketed: the user scope cannot be escaped through it
+    assert F.and_(F.eq("user_id", "u"), F.or_("a == 1", "b == 2")) == '(user_id == "u") and ((a == 1) or (b == 2))'
     assert F.json_eq("metadata", "project", "x") == 'metadata["project"] == "x"'
 
 

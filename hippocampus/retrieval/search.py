@@ -1,4 +1,5 @@
-"""Finds a user's memories for a query: dense, BM25 or hybrid, then the ranking stage.
+"""Finds a user's memories for a query: dense, BM25 or hybrid, then the context stage (a memory's
+chat neighbours, retrieval/context.py) and the ranking stage.
 
 The facade decides what to do with the hits. Three guarantees hold in every mode:
 - the result holds min(limit, memories in scope) hits: when the index returns fewer while more
@@ -14,11 +15,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
+import numpy as np
+
 from ..embeddings import Embedder
 from ..errors import EmbeddingError, InvalidInput
 from ..models import MemoryRecord, MemoryType, SearchHit
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
+from .context import ContextParams, apply_context, in_context, neighbours, windows
 from .fusion import Candidate, FusionMethod, collect, fuse
 from .ranking import RankParams, rank
 
@@ -45,6 +49,7 @@ class RetrievalParams:
     candidates: int = 20
     script_aware: bool = True
     rank: RankParams = RankParams()
+    context: ContextParams = ContextParams()
 
     @classmethod
     def from_config(cls, config: Any) -> "RetrievalParams":
@@ -54,6 +59,7 @@ class RetrievalParams:
             bm25_weight=float(config.hybrid_bm25_weight),
             candidates=int(config.search_candidates),
             rank=RankParams.from_config(config),
+            context=ContextParams.from_config(config),
         )
 
 
@@ -107,7 +113,9 @@ class Retriever:
         part = self.store.partition_for(user_id)  # the user's bucket: scan only it (store/buckets.py)
         if part is None:
             return []  # no bucket yet: this user has no memories
-        depth = max(limit, self.params.candidates) if (mode == "hybrid" or self.params.rank.active) else limit
+        use_context = self.params.context.active and query_vector is not None and mode != "bm25"
+        reorder = mode == "hybrid" or self.params.rank.active or use_context
+        depth = max(limit, self.params.candidates) if reorder else limit
         if mode == "bm25":
             cands = self._bm25(query, scope, depth, part)
         elif mode == "dense":
@@ -121,6 +129,8 @@ class Retriever:
             lexical = self.store.search_bm25([query], scope, depth, fields=[*MEMORY_FIELDS, "vector"], partition=part)[0]
             method: FusionMethod = "rrf" if self.params.fusion == "rrf" else "weighted"
             cands = fuse(collect(dense, lexical, query_vector), query, method, self.params.bm25_weight, script_aware=self.params.script_aware)
+        if use_context:
+            cands = self._in_context(query, query_vector, cands, scope, part)
         cands = rank(cands, self.params.rank, now)
         return [_hit(c) for c in cands[:limit]]
 
@@ -157,6 +167,44 @@ class Retriever:
                     cands.append(c)
         return cands
 
+    def _in_context(
+        self, query: str, vector: Sequence[float], cands: list[Candidate], scope: str, part: str | None
+    ) -> list[Candidate]:
+        """The context stage (retrieval/context.py). An exact query reads the memories in the time
+        windows around the candidates, to find each one's chat neighbours; the neighbours that are
+        not candidates are scored by their cosine (their vectors in a second call). Not a filtered
+        vector search: milvus-lite's index returned 257 of 370 rows matching such a filter."""
+        params = self.params.context
+        targets = [c.row for c in cands if in_context(c.row)]
+        near: dict[int, list[int]] = {}
+        outside: dict[int, tuple[float, str]] = {}
+        if targets and params.needs_neighbours:
+            chats = F.or_(*(
+                F.and_(F.eq("chat_id", chat), F.cmp("ts", ">=", lo), F.cmp("ts", "<=", hi))
+                for chat, lo, hi in windows(targets, params.window_seconds)
+            ))
+            rows = self.store.query(
+                F.and_(scope, F.eq("memory_type", "episodic"), chats), fields=["id", "chat_id", "ts", "who"],
+                limit=_NEIGHBOUR_ROWS, partition=part,
+            )
+            if len(rows) >= _NEIGHBOUR_ROWS:  # cut off: a farther turn could pass for a neighbour
+                log.info("more than %d memories around the candidates; no neighbour bonus this time", _NEIGHBOUR_ROWS)
+                rows = []
+            near = neighbours(targets, rows, params.window_seconds)
+            known = {c.id for c in cands}
+            missing = sorted({j for ids in near.values() for j in ids} - known)
+            if missing:
+                whos = {int(r["id"]): str(r.get("who") or "") for r in rows}
+                q = np.asarray(vector, dtype=np.float32)
+                q = q / (float(np.linalg.norm(q)) or 1.0)
+                for j, vec in self.store.vectors(missing).items():
+                    v = np.asarray(vec, dtype=np.float32)
+                    outside[j] = (float(v @ q) / (float(np.linalg.norm(v)) or 1.0), whos.get(j, ""))
+        return apply_context(cands, query, params, near, outside)
+
+
+# Milvus caps a query at 16,384 rows (20 windows of +-10 minutes hold far fewer).
+_NEIGHBOUR_ROWS = 16384
 
 
 def _hit(c: Candidate) -> SearchHit:

@@ -84,3 +84,13 @@ def and_(*parts: str | None) -> str:
     if len(kept) == 1:
         return kept[0]
     return " and ".join(f"({p})" for p in kept)
+
+
+def or_(*parts: str | None) -> str:
+    """Disjunction of already-built expressions; empty when none is given."""
+    kept = [p for p in parts if p]
+    if not kept:
+        return ""
+    if len(kept) == 1:
+        return kept[0]
+    return " or ".join(f"({p})" for p in kept)
