@@ -78,19 +78,17 @@ def in_(field: str, values: Iterable[object]) -> str:
 
 
 def and_(*parts: str | None) -> str:
-    kept = [p for p in parts if p]
-    if not kept:
-        return ""
-    if len(kept) == 1:
-        return kept[0]
-    return " and ".join(f"({p})" for p in kept)
+    """Conjunction of already-built expressions; empty when none is given."""
+    return _join("and", parts)
 
 
 def or_(*parts: str | None) -> str:
     """Disjunction of already-built expressions; empty when none is given."""
+    return _join("or", parts)
+
+
+def _join(op: str, parts: tuple[str | None, ...]) -> str:
     kept = [p for p in parts if p]
-    if not kept:
-        return ""
-    if len(kept) == 1:
-        return kept[0]
-    return " or ".join(f"({p})" for p in kept)
+    if len(kept) <= 1:
+        return kept[0] if kept else ""
+    return f" {op} ".join(f"({p})" for p in kept)
