@@ -93,7 +93,22 @@ class SearchResult(BaseModel):
 
     @property
     def all(self) -> list[SearchHit]:
-        return sorted(self.episodic + self.semantic, key=lambda h: h.score, reverse=True)
+        """Both lists in one, each keeping its own order. Where the two meet, the cosine decides:
+        episodic scores carry context bonuses that semantic scores cannot have, so scores are
+        comparable only within a kind (by score where no cosine exists, as in BM25-only search)."""
+        def key(h: SearchHit) -> float:
+            return h.similarity if h.similarity is not None else h.score
+
+        out, e, s = [], 0, 0
+        while e < len(self.episodic) or s < len(self.semantic):
+            take_e = s >= len(self.semantic) or (e < len(self.episodic) and key(self.episodic[e]) >= key(self.semantic[s]))
+            if take_e:
+                out.append(self.episodic[e])
+                e += 1
+            else:
+                out.append(self.semantic[s])
+                s += 1
+        return out
 
     def __len__(self) -> int:
         return len(self.episodic) + len(self.semantic)

@@ -198,3 +198,20 @@ def test_the_default_context_stage_makes_no_extra_store_call(memory):
         assert len(calls) == 1 and "chat_id" in calls[0][0] and "user_id" in calls[0][0]
     finally:
         memory.store.query = real_query
+
+
+def test_search_result_all_keeps_each_kind_in_order_and_meets_them_by_cosine():
+    from hippocampus.models import MemoryRecord, SearchHit, SearchResult
+
+    def hit(i: int, kind: str, score: float, sim: float | None) -> SearchHit:
+        record = MemoryRecord(id=i, user_id="u", memory_type=kind, ts=0, chat_id="c", who="u", text=f"m{i}")
+        return SearchHit(memory=record, score=score, similarity=sim)
+
+    # episodic scores carry a chat bonus (1.3 > 0.9) that must not bury a closer semantic fact
+    episodic = [hit(1, "episodic", 1.30, 0.80), hit(2, "episodic", 1.25, 0.85), hit(3, "episodic", 0.60, 0.50)]
+    semantic = [hit(4, "semantic", 0.90, 0.90), hit(5, "semantic", 0.70, 0.70)]
+    assert [h.id for h in SearchResult(episodic=episodic, semantic=semantic).all] == [4, 1, 2, 5, 3]
+    assert [h.id for h in SearchResult(episodic=episodic).all] == [1, 2, 3]
+    # BM25-only search has no cosine: scores decide
+    bm = SearchResult(episodic=[hit(1, "episodic", 5.0, None)], semantic=[hit(2, "semantic", 7.0, None)])
+    assert [h.id for h in bm.all] == [2, 1]
