@@ -1,5 +1,5 @@
-"""Finds a user's memories for a query: dense, BM25 or hybrid, then the context stage (a memory's
-chat neighbours, retrieval/context.py) and the ranking stage.
+"""Finds a user's memories for a query: dense, BM25 or hybrid, then the context stage (the best
+match's chat, a named who and, opt-in, chat neighbours: retrieval/context.py) and the ranking stage.
 
 The facade decides what to do with the hits. Three guarantees hold in every mode:
 - the result holds min(limit, memories in scope) hits: when the index returns fewer while more
