@@ -33,7 +33,7 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 @dataclass(frozen=True)
 class ContextParams:
     neighbour_weight: float = 0.0  # opt-in: one more store call per search
-    chat_weight: float = 0.5
+    chat_weight: float = 0.3
     who_weight: float = 0.08
     window_seconds: int = 600
 
