@@ -14,8 +14,8 @@ Per size, in a fresh subprocess (so peak RSS is that size's own):
 - open time of the store holding N rows;
 - search p50/p99 with a user filter, top 10: dense with the query embedding excluded and included,
   hybrid excluded, and dense with the opt-in neighbour bonus of the context stage, which shows what
-  its extra store query costs (each user's rows sit in one chat, one row per second across the
-  100 users, so ~100 s apart within a user's chat);
+  its extra store query costs (a user's embedded rows share chat "default" and the synthetic ones
+  chat "bench"; one row per second across the 100 users, so ~100 s apart within a user's chat);
 - the floor: numpy brute-force cosine over the same N vectors with the same user mask (full scan,
   argpartition), printed with the ratio dense / floor.
 """
@@ -66,7 +66,7 @@ def pct(values: list[float], q: float) -> float:
 def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
     from hippocampus import Memory
     from hippocampus.embeddings import OfflineEmbedder
-    from hippocampus.retrieval import ContextParams, Retriever
+    from hippocampus.retrieval import Retriever
 
     out: dict[str, Any] = {"n": n, "users": users}
     emb = OfflineEmbedder()

@@ -10,6 +10,7 @@ caption), its dia_id in metadata. Every question of categories 1-4 is searched w
 
     python scripts/eval_locomo.py                       # all 10 conversations, 3 modes
     python scripts/eval_locomo.py --conversations 2     # quick run
+    python scripts/eval_locomo.py --offset 5            # conversations 6-10 (tune on 1-5, check here)
     python scripts/eval_locomo.py --json out.json --variant rrf:hybrid_fusion=rrf
 
 The data (CC BY-NC 4.0) is read from ../shared/bench/locomo/ and never copied into the repo.
@@ -113,13 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--json", type=Path, help="write the metrics here")
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    ap.add_argument("--offset", type=int, default=0, help="skip the first N conversations (held-out checks)")
     ap.add_argument("--modes", default="dense,bm25,hybrid")
     ap.add_argument("--exchange", action="store_true", help="store each turn with the turn before it (one memory per turn still)")
     ap.add_argument("--variant", action="append", default=[],
                     help="extra mode 'name:key=value,...' (MemoryConfig overrides; latency excludes the query embedding)")
     args = ap.parse_args(argv)
 
-    data = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
+    data = json.loads(args.data.read_text(encoding="utf-8"))[args.offset :]
+    data = data[: args.conversations]
     modes: list[tuple[str, str, dict[str, Any]]] = [(m, m, {}) for m in args.modes.split(",") if m]
     n_plain = len(modes)
     modes += [parse_variant(v) for v in args.variant]

@@ -215,3 +215,13 @@ def test_search_result_all_keeps_each_kind_in_order_and_meets_them_by_cosine():
     # BM25-only search has no cosine: scores decide
     bm = SearchResult(episodic=[hit(1, "episodic", 5.0, None)], semantic=[hit(2, "semantic", 7.0, None)])
     assert [h.id for h in bm.all] == [2, 1]
+
+
+@pytest.mark.parametrize("field", ["rank_neighbour_weight", "rank_chat_weight", "rank_who_weight", "rank_neighbour_window_seconds"])
+def test_negative_context_settings_are_refused(field):
+    from pydantic import ValidationError
+
+    from hippocampus.config import MemoryConfig
+
+    with pytest.raises(ValidationError, match=field):
+        MemoryConfig(**{field: -1})

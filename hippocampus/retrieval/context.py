@@ -43,7 +43,7 @@ class ContextParams:
 
     @property
     def needs_neighbours(self) -> bool:
-        return self.neighbour_weight != 0 and self.window_seconds > 0
+        return self.neighbour_weight != 0  # a window of 0 still links turns of the same second
 
     @classmethod
     def from_config(cls, config: Any) -> "ContextParams":
