@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+TEXT_MAX_BYTES = 65535  # the longest memory text, in UTF-8 bytes: Milvus's VARCHAR limit for the text field
+
 
 class MemoryType(str, Enum):
     EPISODIC = "episodic"

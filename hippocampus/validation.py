@@ -9,11 +9,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InvalidInput
-from .models import MemoryType
+from .models import TEXT_MAX_BYTES, MemoryType
 
 ID_MAX_CHARS = 128  # the schema's VARCHAR(128); Milvus counts bytes, so we check bytes too
 WHO_MAX = 128  # who defaults to user_id, so it holds any valid user_id
-TEXT_MAX_BYTES = 65535
 LIMIT_MAX = 1000
 TS_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z: the last second an ISO 8601 date (metadata.time) can say
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import LLMError
-from ..models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
+from ..models import TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from . import rules as R
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 ACTOR = "consolidation"
 CHUNK = 1024
-TEXT_MAX_BYTES = 65535
 SEMANTIC = MemoryType.SEMANTIC.value
 
 

@@ -36,7 +36,6 @@ from .distill import DistillMixin, _fits, _row
 log = logging.getLogger(__name__)
 ACTOR = "consolidation"
 CHUNK = 1024  # anchors per batched search: a filtered milvus-lite search costs about the same for 1 or 1024 vectors
-TEXT_MAX_BYTES = 65535
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 EPISODIC = MemoryType.EPISODIC.value
 SEMANTIC = MemoryType.SEMANTIC.value

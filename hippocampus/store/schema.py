@@ -11,12 +11,12 @@ from typing import Any
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 from ..errors import SchemaMismatchError
+from ..models import TEXT_MAX_BYTES
 from .analyzer import analyzer_params
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "3"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py)
-TEXT_MAX_BYTES = 65535
 ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 PROP_MODEL = "hippocampus.embedding_model"
