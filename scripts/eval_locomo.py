@@ -59,11 +59,12 @@ def normalise_evidence(raw: list[Any], known: set[str]) -> list[str]:
     return out
 
 
-def turns_of(sample: dict[str, Any], now: int | None = None, exchange: bool = False) -> list[dict[str, Any]]:
+def turns_of(sample: dict[str, Any], now: int | None = None, exchange: int = 0) -> list[dict[str, Any]]:
     """The turns as add_many items; with `now`, dates shift so that the last turn happened at `now`
     (the conversation ends today), which gives the ranking stage's recency term its meaning.
-    With `exchange`, each memory is the turn with the one before it (add's `messages` list, as a
-    chat hook that stores the exchange would call it), so "Yes, in April" carries its question."""
+    With `exchange` = n, each memory is the turn with the n turns of its session before it (add's
+    `messages` list, as a chat hook that stores the exchange would call it), so "Yes, in April"
+    carries its question."""
     conv = sample["conversation"]
     sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
     out = []
@@ -78,8 +79,9 @@ def turns_of(sample: dict[str, Any], now: int | None = None, exchange: bool = Fa
             dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else dia
             item = {"text": text, "who": turn["speaker"], "chat_id": f"session_{n}", "ts": ts + i, "metadata": {"dia_id": dia}}
             if exchange and i > 0:
-                prev = conv[f"session_{n}"][i - 1]
-                item["messages"] = [{"role": prev["speaker"], "content": prev["text"]}, {"role": turn["speaker"], "content": text.split(": ", 1)[1]}]
+                before = conv[f"session_{n}"][max(0, i - exchange) : i]
+                item["messages"] = [{"role": b["speaker"], "content": b["text"]} for b in before]
+                item["messages"].append({"role": turn["speaker"], "content": text.split(": ", 1)[1]})
                 del item["text"]
             out.append(item)
     if now is not None and out:
@@ -87,6 +89,13 @@ def turns_of(sample: dict[str, Any], now: int | None = None, exchange: bool = Fa
         for t in out:
             t["ts"] += shift
     return out
+
+
+def _turns_before(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError("--exchange takes a number of turns of 1 or more")
+    return n
 
 
 def parse_variant(spec: str) -> tuple[str, str, dict[str, Any]]:
@@ -116,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     ap.add_argument("--offset", type=int, default=0, help="skip the first N conversations (held-out checks)")
     ap.add_argument("--modes", default="dense,bm25,hybrid")
-    ap.add_argument("--exchange", action="store_true", help="store each turn with the turn before it (one memory per turn still)")
+    ap.add_argument("--exchange", type=_turns_before, nargs="?", const=1, default=0, metavar="N",
+                    help="store each turn with the N turns before it (1 if N is left out; one memory per turn still)")
     ap.add_argument("--variant", action="append", default=[],
                     help="extra mode 'name:key=value,...' (MemoryConfig overrides; latency excludes the query embedding)")
     args = ap.parse_args(argv)
@@ -224,7 +234,7 @@ def print_table(report: dict[str, Any], meta: dict[str, Any]) -> None:
         f"\nLoCoMo retrieval: {meta['conversations']} conversations, {meta['turns']} turns, "
         f"{meta['questions']} questions (categories 1-4), {meta['skipped_questions']} skipped (no usable evidence); "
         f"ingestion {meta['ingest_turns_per_s']:.0f} turns/s"
-        + ("; each memory = the turn with the one before it (--exchange)" if meta.get("exchange") else "")
+        + (f"; each memory = the turn with the {meta['exchange']} turn(s) before it (--exchange)" if meta.get("exchange") else "")
     )
     header = f"{'mode':<14}{'category':<16}{'n':>5}" + "".join(f"{m:>9}" for m in METRICS) + f"{'p50 ms':>9}{'p99 ms':>9}"
     print(header)

@@ -59,6 +59,21 @@ def test_exchange_ingestion_stores_each_turn_with_the_one_before():
     assert "messages" not in paired[3]  # sessions do not run into each other
 
 
+def test_exchange_of_two_turns_stores_the_two_before_within_the_session():
+    one, two = turns_of(SAMPLE, exchange=1), turns_of(SAMPLE, exchange=2)
+    assert two[1]["messages"] == one[1]["messages"]  # only one turn lies before the second
+    assert [m["role"] for m in two[2]["messages"]] == ["Ana", "Ben", "Ana"]
+    assert two[2]["messages"][1:] == one[2]["messages"]
+    assert "messages" not in two[3]
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two"])
+def test_exchange_needs_a_positive_number_of_turns(tmp_path, bad: str, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--data", str(tmp_path / "missing.json"), "--exchange", bad])
+    assert exit_info.value.code == 2 and "--exchange" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("exchange", [False, True])
 def test_the_script_writes_mode_category_metric_json(tmp_path, exchange: bool):
     data, out = tmp_path / "locomo.json", tmp_path / "out.json"

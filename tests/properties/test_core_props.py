@@ -1,8 +1,9 @@
 """Seed 002's Properties 1, 2, 5, 6 and 14, filter escaping and settings precedence, as hypothesis
 properties against real milvus-lite.
 
-One Memory per module (opening a store costs a second or more); each example works under its own
-fresh user id, so examples never see each other's rows. The embedder is the plain lexical
+One Memory per module (opening a store costs a second or more), except for the two properties that
+count rows across the whole store (they get their own); each example works under its own fresh user
+id, so examples never see each other's rows. The embedder is the plain lexical
 `HashedBagOfWords` (tests/core_support.py): these properties are about storage, scoping and
 limits, not about meaning, and it keeps 100 examples per property fast.
 
