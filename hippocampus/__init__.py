@@ -2,6 +2,7 @@
 
 from .config import MemoryConfig
 from .errors import (
+    AuthError,
     ConfigError,
     EmbeddingError,
     HippocampusError,
@@ -19,6 +20,7 @@ from .models import (
     ConsolidationStats,
     HistoryAction,
     HistoryEvent,
+    MemoryPage,
     MemoryRecord,
     MemoryType,
     SearchHit,
@@ -30,6 +32,7 @@ __all__ = [
     "Memory",
     "MemoryConfig",
     "MemoryRecord",
+    "MemoryPage",
     "MemoryType",
     "SearchHit",
     "SearchResult",
@@ -39,6 +42,7 @@ __all__ = [
     "ConsolidationStats",
     "HippocampusError",
     "ConfigError",
+    "AuthError",
     "InvalidInput",
     "NotFound",
     "StoreError",

@@ -2,6 +2,7 @@
 
 HippocampusError
  +-- ConfigError          bad settings, missing API key for a remote provider, bad URI
+ |    +-- AuthError            the service refused the API key (missing, unknown); only a Client raises it
  +-- InvalidInput         bad arguments; raised before anything is written
  +-- NotFound             no such memory for this user (also: another user's memory)
  +-- StoreError           Milvus failures
@@ -23,6 +24,10 @@ class HippocampusError(Exception):
 
 class ConfigError(HippocampusError):
     pass
+
+
+class AuthError(ConfigError):
+    """A service answered 401: the client's API key is missing or unknown."""
 
 
 class InvalidInput(HippocampusError, ValueError):
@@ -58,8 +63,40 @@ class EmbeddingError(HippocampusError):
 
 
 class LLMError(HippocampusError):
-    def __init__(self, model: str, attempts: int, last_error: BaseException | str):
+    def __init__(self, model: str, attempts: int, last_error: BaseException | str, message: str | None = None):
         self.model = model
         self.attempts = attempts
         self.last_error = last_error
-        super().__init__(f"LLM {model!r} failed after {attempts} attempt(s): {last_error}")
+        super().__init__(message or f"LLM {model!r} failed after {attempts} attempt(s): {last_error}")
+
+
+# How the service answers each error, and how a Client turns the answer back into the same class.
+# Most specific first: the first class an error is an instance of decides its status.
+HTTP_STATUS: tuple[tuple[type[HippocampusError], int], ...] = (
+    (AuthError, 401),
+    (InvalidInput, 422),
+    (NotFound, 404),
+    (ConfigError, 400),
+    (StoreLockedError, 503),
+    (SchemaMismatchError, 503),
+    (StoreCorruptedError, 503),
+    (StoreError, 503),
+    (EmbeddingError, 503),
+    (LLMError, 502),
+    (HippocampusError, 500),
+)
+_BY_NAME: dict[str, type[HippocampusError]] = {cls.__name__: cls for cls, _ in HTTP_STATUS}
+
+
+def http_status(exc: HippocampusError) -> int:
+    return next(status for cls, status in HTTP_STATUS if isinstance(exc, cls))
+
+
+def from_wire(kind: str, message: str, status: int) -> HippocampusError:
+    """The exception a service's error body names, so a Client raises what Memory would have raised."""
+    cls = _BY_NAME.get(kind) or next((c for c, s in HTTP_STATUS if s == status), HippocampusError)
+    if issubclass(cls, StoreError):
+        return cls(message)
+    if issubclass(cls, LLMError):
+        return LLMError("service", 0, message, message=message)  # the server's message, word for word
+    return cls(message)

@@ -20,6 +20,7 @@ from .models import (
     HistoryAction,
     HistoryEvent,
     MemoryRecord,
+    MemoryPage,
     MemoryType,
     SearchResult,
     now_ts,
@@ -219,6 +220,15 @@ class Memory:
         """Every memory of this user, oldest event first; paged internally, never capped."""
         return sorted(self.iter_all(user_id, memory_type), key=lambda r: (r.ts, r.id))
 
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> MemoryPage:
+        """A page of `get_all`: what a service or a UI lists without sending every memory at once."""
+        offset = V.check_offset(offset)
+        limit = V.check_limit(limit)
+        records = self.get_all(user_id, memory_type)
+        end = offset + limit
+        return MemoryPage(items=records[offset:end], total=len(records), offset=offset,
+                          next_offset=end if end < len(records) else None)
+
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
         user_id = V.check_id("user_id", user_id)
         mtype = V.check_memory_type(memory_type)
@@ -264,6 +274,11 @@ class Memory:
 
             self._llm = make_llm(self.config)
         return self._llm
+
+    @llm.setter
+    def llm(self, model: ChatModel) -> None:
+        """Swap the ChatModel (a service wraps it to count calls; tests script it)."""
+        self._llm = model
 
     def _add_inferred(
         self, user_id: str, chat_id: str, who: str, metadata: dict[str, Any], ts: int, text: str, turns: list[dict[str, str]]

@@ -138,6 +138,15 @@ class AddResult(BaseModel):
     pending_decision: bool = False
 
 
+class MemoryPage(BaseModel):
+    """One page of a user's memories, oldest event first; `next_offset` is None on the last page."""
+
+    items: list[MemoryRecord] = Field(default_factory=list)
+    total: int = 0
+    offset: int = 0
+    next_offset: int | None = None
+
+
 class ConsolidationStats(BaseModel):
     examined: int = 0
     merged: int = 0

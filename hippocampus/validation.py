@@ -57,6 +57,13 @@ def check_text(value: Any, name: str = "text") -> str:
     return value
 
 
+def check_offset(value: Any) -> int:
+    """A paging offset: a whole number from 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"offset must be a whole number >= 0, got {value!r}")
+    return value
+
+
 def check_limit(value: Any, name: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"{name} must be an integer, got {value!r}")

@@ -1,0 +1,173 @@
+"""API keys and the tenants they stand for.
+
+Keys come from the environment or a keys file, never from config.yaml:
+
+- `HIPPOCAMPUS_API_KEY=<key>`: one operator key (every user id).
+- `HIPPOCAMPUS_API_KEYS="<key>=alice,bob;<key2>=*"`: keys bound to user ids (`*`: operator).
+- a keys file (`serve --keys-file`, or `HIPPOCAMPUS_KEYS_FILE`), YAML or JSON::
+
+      keys:
+        - name: support-bot          # shown in logs and metrics instead of the key
+          key: "s3cr3t..."           # or sha256: "<hex digest of the key>", so the file holds no secret
+          users: [alice, bob]        # or "*" for an operator key
+
+A presented key is hashed and compared with every stored digest in constant time; keys are never
+logged (a tenant is named by its `name`, or by the first 8 hex digits of its digest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional
+
+import yaml
+
+from ..errors import AuthError, ConfigError, NotFound
+
+ENV_KEY = "HIPPOCAMPUS_API_KEY"
+ENV_KEYS = "HIPPOCAMPUS_API_KEYS"
+ENV_KEYS_FILE = "HIPPOCAMPUS_KEYS_FILE"
+MIN_KEY_CHARS = 16  # a shorter key is refused at start-up: it could be guessed
+
+
+def digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """Who a request speaks for: a set of user ids, or every user (`users is None`, an operator)."""
+
+    name: str
+    users: Optional[frozenset[str]] = None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.users is None
+
+    def may(self, user_id: str) -> bool:
+        return self.users is None or user_id in self.users
+
+    def check(self, user_id: Optional[str], missing: str) -> None:
+        """A user id this tenant may not touch is answered like a missing memory: `missing` is the
+        very message the library gives for one, so the answer tells nothing about other tenants."""
+        if user_id is not None and isinstance(user_id, str) and not self.may(user_id):
+            raise NotFound(missing)
+
+    def scope(self, user_id: Optional[str]) -> list[Optional[str]]:
+        """The user ids a store-wide verb (consolidate, stats) runs over for this tenant."""
+        if user_id is not None:
+            return [user_id]
+        return [None] if self.users is None else sorted(self.users)
+
+
+OPEN = Tenant(name="anonymous (no keys configured)")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    digest: bytes
+    tenant: Tenant
+
+
+class KeyRing:
+    """The configured keys. Empty means an open server, which may only listen on loopback."""
+
+    def __init__(self, entries: Iterable[_Entry] = ()):
+        self._entries = tuple(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def is_open(self) -> bool:
+        return not self._entries
+
+    def resolve(self, presented: Optional[str]) -> Tenant:
+        """The tenant a presented key stands for; AuthError (401) when keys are configured and it is none."""
+        if self.is_open:
+            return OPEN
+        if not presented:
+            raise AuthError("this server requires an API key: send 'Authorization: Bearer <key>'")
+        probe = digest(presented)
+        found: Optional[Tenant] = None
+        for entry in self._entries:  # no early exit: every stored digest is compared
+            if hmac.compare_digest(probe, entry.digest):
+                found = entry.tenant
+        if found is None:
+            raise AuthError("the API key is not valid for this server")
+        return found
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, keys_file: Optional[str | Path] = None, env: Optional[Mapping[str, str]] = None) -> "KeyRing":
+        """Keys from the environment and the keys file (argument, else HIPPOCAMPUS_KEYS_FILE)."""
+        env = os.environ if env is None else env
+        entries: list[_Entry] = []
+        if env.get(ENV_KEY):
+            entries.append(_entry(env[ENV_KEY], "*", f"{ENV_KEY}"))
+        for n, part in enumerate(p for p in env.get(ENV_KEYS, "").split(";") if p.strip()):
+            key, sep, users = part.strip().partition("=")
+            if not sep:
+                raise ConfigError(f"{ENV_KEYS}: entry {n + 1} is not key=user,user (or key=*)")
+            entries.append(_entry(key.strip(), users, f"{ENV_KEYS}[{n + 1}]"))
+        path = keys_file or env.get(ENV_KEYS_FILE)
+        if path:
+            entries += _read_keys_file(Path(path))
+        digests = [e.digest for e in entries]
+        if len(set(digests)) != len(digests):
+            raise ConfigError("the same API key is configured twice")
+        return cls(entries)
+
+
+def _users(value: Any, where: str) -> Optional[frozenset[str]]:
+    if value == "*" or value == ["*"]:
+        return None
+    if isinstance(value, str):
+        value = [u.strip() for u in value.split(",")]
+    if not isinstance(value, list) or not value or not all(isinstance(u, str) and u.strip() for u in value):
+        raise ConfigError(f"{where}: users must be '*' or a non-empty list of user ids")
+    return frozenset(u.strip() for u in value)
+
+
+def _entry(key: str, users: Any, where: str, name: Optional[str] = None) -> _Entry:
+    if not isinstance(key, str) or len(key.strip()) < MIN_KEY_CHARS:
+        raise ConfigError(f"{where}: an API key must have at least {MIN_KEY_CHARS} characters")
+    d = digest(key.strip())
+    return _Entry(d, Tenant(name=name or f"key:{d.hex()[:8]}", users=_users(users, where)))
+
+
+def _read_keys_file(path: Path) -> list[_Entry]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"keys file {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"keys file {path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    rows = data.get("keys") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise ConfigError(f"keys file {path}: expected a mapping with a 'keys' list")
+    entries = []
+    for n, row in enumerate(rows):
+        where = f"keys file {path}, entry {n + 1}"
+        if not isinstance(row, dict):
+            raise ConfigError(f"{where}: expected a mapping with key (or sha256) and users")
+        name = row.get("name")
+        if "sha256" in row:
+            try:
+                d = bytes.fromhex(str(row["sha256"]))
+            except ValueError:
+                d = b""
+            if len(d) != 32:
+                raise ConfigError(f"{where}: sha256 must be 64 hex digits")
+            entries.append(_Entry(d, Tenant(name=str(name or f"key:{d.hex()[:8]}"), users=_users(row.get("users"), where))))
+        else:
+            entries.append(_entry(row.get("key"), row.get("users"), where, str(name) if name else None))
+    return entries

@@ -1,0 +1,143 @@
+"""The REST routes: one typed endpoint per verb of `Memory`, each a thin call into the facade.
+
+Every route checks the caller's tenant first (a user id the key may not touch is NotFound, worded
+as the library words a missing memory), then calls Memory; the facade validates and does the work.
+Routes are plain `def`s: FastAPI runs them in its thread pool, and Memory is thread-safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from ..memory import Memory
+from ..models import AddResult, ConsolidationStats, HistoryEvent, MemoryPage, MemoryRecord, SearchResult
+from ..wire import (
+    API_PREFIX,
+    AddManyRequest,
+    AddRequest,
+    ConsolidateRequest,
+    Deleted,
+    ErrorBody,
+    IdsResult,
+    MarkUsedRequest,
+    ResetResult,
+    SearchRequest,
+    UpdateRequest,
+)
+from .auth import Tenant
+from .deps import authenticate, consolidations, memory_of
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in (
+        (401, "API key missing or unknown"),
+        (404, "no such memory for this user (also: a user id the key may not touch)"),
+        (422, "invalid input; nothing was changed"),
+        (502, "the LLM failed"),
+        (503, "the store or the embedder is unavailable"),
+    )
+}
+router = APIRouter(prefix=API_PREFIX, responses=ERRORS)
+
+
+def _missing(memory_id: int) -> str:
+    return f"memory {memory_id} not found for this user"  # Memory.get's own words
+
+
+@router.post("/memories", response_model=AddResult, summary="Remember a turn (add)")
+def add(body: AddRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> AddResult:
+    tenant.check(body.user_id, f"user {body.user_id!r} not found")
+    return memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
+                      infer=body.infer, ts=body.ts, memory_type=body.memory_type)
+
+
+@router.post("/memories/batch", response_model=IdsResult, summary="Store many turns as-is (add_many)")
+def add_many(body: AddManyRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> IdsResult:
+    for item in body.items:
+        user_id = item.get("user_id") if isinstance(item, dict) else None
+        tenant.check(user_id, f"user {user_id!r} not found")
+    return IdsResult(ids=memory.add_many(body.items, batch_size=body.batch_size))
+
+
+@router.post("/search", response_model=SearchResult, summary="Recall memories for a query")
+def search(body: SearchRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> SearchResult:
+    tenant.check(body.user_id, f"user {body.user_id!r} not found")
+    return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
+                         filters=body.filters, mode=body.mode)
+
+
+@router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
+def page(
+    user_id: str,
+    memory_type: Optional[str] = None,
+    offset: int = Query(0, ge=0),
+    limit: int = Query(100, ge=0, le=1000),
+    tenant: Tenant = Depends(authenticate),
+    memory: Memory = Depends(memory_of),
+) -> MemoryPage:
+    tenant.check(user_id, f"user {user_id!r} not found")
+    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit)
+
+
+@router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="One memory")
+def get(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> MemoryRecord:
+    tenant.check(user_id, _missing(memory_id))
+    return memory.get(memory_id, user_id=user_id)
+
+
+@router.patch("/memories/{memory_id}", response_model=MemoryRecord, summary="Replace a memory's text (the id stays)")
+def update(memory_id: int, body: UpdateRequest, tenant: Tenant = Depends(authenticate),
+           memory: Memory = Depends(memory_of)) -> MemoryRecord:
+    tenant.check(body.user_id, _missing(memory_id))
+    return memory.update(memory_id, body.text, user_id=body.user_id, metadata=body.metadata)
+
+
+@router.delete("/memories/{memory_id}", response_model=Deleted, summary="Delete one memory (its history stays)")
+def delete(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> Deleted:
+    tenant.check(user_id, _missing(memory_id))
+    memory.delete(memory_id, user_id=user_id)
+    return Deleted(deleted=memory_id)
+
+
+@router.get("/memories/{memory_id}/history", response_model=list[HistoryEvent], summary="Every change to a memory")
+def history(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate),
+            memory: Memory = Depends(memory_of)) -> list[HistoryEvent]:
+    tenant.check(user_id, f"no history for memory {memory_id} for this user")
+    return memory.history(memory_id, user_id=user_id)
+
+
+@router.post("/memories/used", response_model=list[MemoryRecord], summary="Report which recalled memories an answer used")
+def mark_used(body: MarkUsedRequest, tenant: Tenant = Depends(authenticate),
+              memory: Memory = Depends(memory_of)) -> list[MemoryRecord]:
+    tenant.check(body.user_id, f"memories {sorted(set(body.memory_ids))} not found for this user; nothing was changed")
+    return memory.mark_used(body.memory_ids, user_id=body.user_id, context=body.context)
+
+
+@router.delete("/users/{user_id}/memories", response_model=ResetResult, summary="Erase a user's memories and history")
+def reset(user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> ResetResult:
+    tenant.check(user_id, f"user {user_id!r} not found")
+    return ResetResult(user_id=user_id, deleted=memory.reset(user_id))
+
+
+@router.post("/consolidate", response_model=ConsolidationStats, summary="Run consolidation now (waits for a run in progress)")
+def consolidate(request: Request, body: Optional[ConsolidateRequest] = None, tenant: Tenant = Depends(authenticate)) -> ConsolidationStats:
+    user_id = body.user_id if body else None
+    tenant.check(user_id, f"user {user_id!r} not found")
+    return consolidations(request).run(tenant.scope(user_id), trigger="api")
+
+
+@router.get("/stats", summary="Memories by kind; with an operator key also the service's own figures")
+def stats(request: Request, user_id: Optional[str] = None, tenant: Tenant = Depends(authenticate),
+          memory: Memory = Depends(memory_of)) -> dict[str, Any]:
+    tenant.check(user_id, f"user {user_id!r} not found")
+    scope = tenant.scope(user_id)
+    if scope == [None] or len(scope) == 1:
+        out = memory.stats(scope[0])
+    else:  # a tenant key without user_id: the sum over its own users
+        parts = [memory.stats(u) for u in scope]
+        out = {**parts[0], **{k: sum(p[k] for p in parts) for k in ("total", "episodic", "semantic")}}
+    if tenant.is_operator:
+        out["service"] = request.app.state.service_stats()
+    return out

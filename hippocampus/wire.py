@@ -1,0 +1,93 @@
+"""The service's request and reply bodies: one contract shared by `server/` and `client.py`.
+
+Replies are the library's own models (MemoryRecord, SearchResult, ...); this module adds only the
+request bodies and the error envelope. Field types are deliberately as loose as `Memory` accepts,
+so that the facade's validation, not a second copy of it here, decides what is InvalidInput.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+API_PREFIX = "/v1"
+KEY_HEADER = "Authorization"  # "Bearer <key>"; X-API-Key is accepted too
+ALT_KEY_HEADER = "X-API-Key"
+
+Message = dict[str, str]
+Timestamp = Union[int, float, datetime, None]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AddRequest(_Body):
+    messages: Union[str, list[Message]] = Field(description="the turn: a string or [{role, content}, ...]")
+    user_id: str
+    chat_id: str = "default"
+    who: Optional[str] = None
+    metadata: Optional[dict[str, Any]] = None
+    infer: bool = False
+    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
+    memory_type: str = "episodic"
+
+
+class AddManyRequest(_Body):
+    items: list[dict[str, Any]] = Field(description="each as for add: messages (or text), user_id, chat_id, ...")
+    batch_size: int = Field(default=256, ge=1, le=4096)
+
+
+class IdsResult(BaseModel):
+    ids: list[int] = Field(default_factory=list)
+
+
+class SearchRequest(_Body):
+    query: str
+    user_id: str
+    limit: Optional[int] = None
+    memory_type: Optional[str] = None
+    filters: Optional[dict[str, Any]] = None
+    mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
+
+
+class UpdateRequest(_Body):
+    user_id: str
+    text: str
+    metadata: Optional[dict[str, Any]] = None
+
+
+class MarkUsedRequest(_Body):
+    user_id: str
+    memory_ids: list[int]
+    context: Optional[str] = None
+
+
+class ConsolidateRequest(_Body):
+    user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
+
+
+class Deleted(BaseModel):
+    deleted: int
+
+
+class ResetResult(BaseModel):
+    user_id: str
+    deleted: int
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="the library's exception class, e.g. NotFound, InvalidInput, StoreError")
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx and 5xx answer of the service has this shape."""
+
+    error: ErrorDetail
+
+
+def error_body(kind: str, message: str) -> dict[str, Any]:
+    return ErrorBody(error=ErrorDetail(type=kind, message=message)).model_dump()
