@@ -10,10 +10,13 @@ from .errors import (
     LLMError,
     NotFound,
     SchemaMismatchError,
+    ServiceUnavailable,
     StoreCorruptedError,
     StoreError,
     StoreLockedError,
 )
+from .client import AsyncClient, Client
+from .launcher import connect
 from .memory import Memory
 from .models import (
     AddResult,
@@ -30,6 +33,9 @@ from .models import (
 __version__ = "0.1.0"
 __all__ = [
     "Memory",
+    "Client",
+    "AsyncClient",
+    "connect",
     "MemoryConfig",
     "MemoryRecord",
     "MemoryPage",
@@ -47,6 +53,7 @@ __all__ = [
     "NotFound",
     "StoreError",
     "StoreLockedError",
+    "ServiceUnavailable",
     "SchemaMismatchError",
     "StoreCorruptedError",
     "EmbeddingError",

@@ -10,7 +10,8 @@ HippocampusError
  |    +-- SchemaMismatchError  store created with another embedder/dimension/schema, or not a
  |    |                        store of this format (e.g. a plain file); vectors of the wrong dimension
  |    +-- StoreCorruptedError  a store whose files are damaged or unreadable, or a non-empty
- |                             directory that is not a milvus-lite store
+ |    |                        directory that is not a milvus-lite store
+ |    +-- ServiceUnavailable   a Client could not reach the service (not running, wrong URL)
  +-- EmbeddingError       the embedder failed after retries
  +-- LLMError             the LLM failed after retries, or never returned valid JSON
 """
@@ -58,6 +59,10 @@ class StoreCorruptedError(StoreError):
     pass
 
 
+class ServiceUnavailable(StoreError):
+    """A Client could not reach the Hippocampus service; nothing was sent, or no answer came back."""
+
+
 class EmbeddingError(HippocampusError):
     pass
 
@@ -77,6 +82,7 @@ HTTP_STATUS: tuple[tuple[type[HippocampusError], int], ...] = (
     (InvalidInput, 422),
     (NotFound, 404),
     (ConfigError, 400),
+    (ServiceUnavailable, 503),
     (StoreLockedError, 503),
     (SchemaMismatchError, 503),
     (StoreCorruptedError, 503),

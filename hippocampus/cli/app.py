@@ -1,8 +1,11 @@
-"""The `hippocampus` command line: add, search, get, list, update, delete, reset, history, stats, demo.
+"""The `hippocampus` command line: add, search, get, list, update, delete, reset, history, stats, demo,
+consolidate, schedule, serve.
 
 Every command prints a rich table for people and, with `--json`, plain JSON for scripts. The store
 comes from the global options `--uri` / `--collection`, otherwise from MemoryConfig (keyword >
-HIPPOCAMPUS_* environment > config.yaml > defaults). Errors of the library print one line on
+HIPPOCAMPUS_* environment > config.yaml > defaults). With `--server URL` (or HIPPOCAMPUS_SERVER)
+every command goes through a running service instead (a Client has Memory's verbs), so a cron
+line can consolidate while the agent's service holds the store. Errors of the library print one line on
 stderr and exit with 2 for the caller's mistakes (InvalidInput, ConfigError) and 1 otherwise
 (NotFound, StoreError, EmbeddingError, LLMError); no traceback.
 
@@ -19,6 +22,7 @@ from typing import Any, Callable, List, Optional, TypeVar
 
 import typer
 
+from ..client import ENV_SERVER, Client
 from ..errors import ConfigError, HippocampusError, InvalidInput
 from ..memory import Memory
 from . import render
@@ -69,6 +73,7 @@ app = _App(
 )
 
 _STORE: dict[str, Optional[str]] = {"milvus_uri": None, "collection_name": None}
+_SERVER: dict[str, Optional[str]] = {"url": None}
 
 
 @app.callback()
@@ -77,18 +82,27 @@ def _global_options(
         None, "--uri", help="store: a milvus-lite path ending in .db or http://host:19530 (default: settings)"
     ),
     collection: Optional[str] = typer.Option(None, "--collection", help="collection name (default: settings, 'memories')"),
+    server: Optional[str] = typer.Option(
+        None, "--server", envvar=ENV_SERVER, help="go through a running service, e.g. http://127.0.0.1:8765 (key: HIPPOCAMPUS_API_KEY)"
+    ),
 ) -> None:
     """Global options, applied to every command's store."""
     _STORE["milvus_uri"] = uri
     _STORE["collection_name"] = collection
+    _SERVER["url"] = server
 
 
 def store_overrides() -> dict[str, Any]:
     return {k: v for k, v in _STORE.items() if v is not None}
 
 
-def open_memory(**overrides: Any) -> Memory:
-    """The Memory the global options ask for; other command modules use this too."""
+def open_memory(**overrides: Any) -> Memory | Client:
+    """The Memory the global options ask for, or a Client to the service named by --server;
+    other command modules use this too."""
+    if _SERVER["url"]:
+        if store_overrides():
+            raise ConfigError("--uri/--collection choose a store to open here; with --server the service's store is used")
+        return Client(_SERVER["url"])
     return Memory(**{**store_overrides(), **overrides})
 
 
@@ -248,6 +262,8 @@ def stats(
     with open_memory() as memory:
         numbers = memory.stats(user)
     emit(as_json, numbers, render.stats_table(numbers))
+    if not as_json and "service" in numbers:
+        render.Console(highlight=False).print(render.endpoints_table(numbers["service"]))
 
 
 def main() -> None:
@@ -263,3 +279,4 @@ def main() -> None:
 # Each module does `from .app import app` and decorates `@app.command()`; add one import per module.
 from . import demo as _demo  # noqa: E402,F401
 from . import consolidate as _consolidate  # noqa: E402,F401
+from . import serve as _serve  # noqa: E402,F401

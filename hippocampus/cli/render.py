@@ -109,7 +109,18 @@ def stats_table(stats: dict[str, Any]) -> Table:
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
     for key, value in stats.items():
-        table.add_row(str(key), str(value))
+        if key != "service":  # a service's own figures get a table of their own
+            table.add_row(str(key), str(value))
+    return table
+
+
+def endpoints_table(service: dict[str, Any]) -> Table:
+    """A service's requests per endpoint with p50/p99 latency (from its Prometheus histograms)."""
+    table = Table(title=f"service {service.get('version', '')}, up {service.get('uptime_s', 0):.0f} s")
+    for name, justify in (("endpoint", "left"), ("requests", "right"), ("errors", "right"), ("p50 ms", "right"), ("p99 ms", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for endpoint, row in service.get("endpoints", {}).items():
+        table.add_row(endpoint, f"{row['requests']:.0f}", f"{row['errors']:.0f}", f"{row['p50_ms']:.1f}", f"{row['p99_ms']:.1f}")
     return table
 
 

@@ -35,19 +35,20 @@ class Consolidations:
         """Consolidate each of `user_ids` (None: every user) after any run in progress has finished."""
         with self._lock:
             started, total = time.time(), ConsolidationStats()
-            record: dict[str, Any] = {"trigger": trigger, "started_at": int(started), "users": user_ids}
+            record: dict[str, Any] = {"trigger": trigger, "started_at": round(started, 3), "users": user_ids}
             try:
                 for user_id in user_ids:
                     stats = self.memory.consolidate(user_id=user_id)
                     for field, value in stats.model_dump().items():
                         setattr(total, field, getattr(total, field) + value)
             except HippocampusError as exc:
-                record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}", seconds=round(time.time() - started, 3))
+                record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}", finished_at=round(time.time(), 3))
                 self.runs.append(record)
                 self.metrics.consolidations.labels(trigger, "failed").inc()
                 raise
-            total.seconds = round(time.time() - started, 3)
-            record.update(outcome="ok", seconds=total.seconds, stats=total.model_dump())
+            finished = time.time()
+            total.seconds = round(finished - started, 3)
+            record.update(outcome="ok", finished_at=round(finished, 3), stats=total.model_dump())
             self.runs.append(record)
             self.metrics.consolidations.labels(trigger, "ok").inc()
             return total

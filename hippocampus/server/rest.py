@@ -115,7 +115,7 @@ def mark_used(body: MarkUsedRequest, tenant: Tenant = Depends(authenticate),
     return memory.mark_used(body.memory_ids, user_id=body.user_id, context=body.context)
 
 
-@router.delete("/users/{user_id}/memories", response_model=ResetResult, summary="Erase a user's memories and history")
+@router.delete("/memories", response_model=ResetResult, summary="Erase a user's memories and history")
 def reset(user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> ResetResult:
     tenant.check(user_id, f"user {user_id!r} not found")
     return ResetResult(user_id=user_id, deleted=memory.reset(user_id))

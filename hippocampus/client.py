@@ -1,0 +1,325 @@
+"""`Client` and `AsyncClient`: the verbs of `Memory`, served by a Hippocampus service over HTTP.
+
+The same method names, arguments, return models and exception classes as `Memory`, so moving a
+chat hook from in-process to a service is one line::
+
+    memory = Memory()                     # in-process, owns the store
+    memory = hippocampus.connect()        # the local service (started in the background if needed)
+
+Each verb is written once, as a request builder in `_Verbs`; `Client` sends it with httpx's sync
+client and `AsyncClient` with its async one. Arguments go to the service as given, so the service's
+Memory validates them exactly as in-process and a bad one comes back as the same InvalidInput.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, AsyncIterator, Callable, Generic, Iterator, Optional, Sequence, TypeVar
+
+import httpx
+from pydantic import TypeAdapter
+
+from .errors import HippocampusError, InvalidInput, ServiceUnavailable, from_wire
+from .models import AddResult, ConsolidationStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult
+from . import validation as V
+from .wire import API_PREFIX, IdsResult
+
+ENV_SERVER = "HIPPOCAMPUS_SERVER"
+ENV_KEY = "HIPPOCAMPUS_API_KEY"
+DEFAULT_URL = "http://127.0.0.1:8765"
+DEFAULT_TIMEOUT_S = 120.0  # add with infer=True waits for the LLM
+PAGE = 1000
+R = TypeVar("R")
+
+
+@dataclass
+class Call(Generic[R]):
+    """One request and how to read its answer."""
+
+    method: str
+    path: str
+    reply: Any  # a pydantic model class, a TypeAdapter, or None (raw JSON)
+    params: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    timeout: Any = "default"
+
+    def read(self, payload: Any) -> R:
+        if self.reply is None:
+            return payload
+        if isinstance(self.reply, TypeAdapter):
+            return self.reply.validate_python(payload)
+        return self.reply.model_validate(payload)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready without judging the value: enums by value, datetimes as the epoch seconds Memory would
+    make of them (naive means UTC); the service decides what is valid."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.timestamp() if value.tzinfo else value.replace(tzinfo=timezone.utc).timestamp()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _json(body: Any) -> bytes:
+    try:
+        return json.dumps(_plain(body), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"not JSON-serialisable: {exc}") from None
+
+
+def _id(memory_id: Any) -> int:
+    """Ids go into the URL path and user ids into the query string, where every value becomes text:
+    they are checked here, with the facade's own checks, so a bad one is the same InvalidInput."""
+    return V.check_memory_id(memory_id)
+
+
+def _uid(user_id: Any) -> str:
+    return V.check_id("user_id", user_id)
+
+
+_HISTORY = TypeAdapter(list[HistoryEvent])
+_RECORDS = TypeAdapter(list[MemoryRecord])
+
+
+class _Verbs:
+    """The request of each verb; the signatures are Memory's."""
+
+    def add(self, messages: Any, user_id: str, chat_id: str = "default", who: Optional[str] = None,
+            metadata: Optional[dict[str, Any]] = None, *, infer: bool = False, ts: Any = None,
+            memory_type: MemoryType | str = MemoryType.EPISODIC) -> Call[AddResult]:
+        """Remember a turn (see Memory.add)."""
+        body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
+                    ts=ts, memory_type=memory_type)
+        return Call("POST", "/memories", AddResult, body=body)
+
+    def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
+        """Store many turns as-is (see Memory.add_many); the ids in input order."""
+        call: Call[Any] = Call("POST", "/memories/batch", IdsResult, body={"items": list(items), "batch_size": batch_size})
+        call.read = lambda payload: IdsResult.model_validate(payload).ids  # type: ignore[method-assign]
+        return call
+
+    def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
+               filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None) -> Call[SearchResult]:
+        """Recall memories for a query (see Memory.search)."""
+        body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode)
+        return Call("POST", "/search", SearchResult, body=body)
+
+    def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
+        """One memory; another user's is NotFound, like a missing one."""
+        return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
+
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
+             limit: int = 100) -> Call[MemoryPage]:
+        """A page of the user's memories, oldest event first."""
+        params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
+                  "limit": V.check_limit(limit)}
+        return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
+
+    def update(self, memory_id: int, text: str, user_id: str, metadata: Optional[dict[str, Any]] = None) -> Call[MemoryRecord]:
+        """Replace a memory's text; the id stays, the old text goes to history."""
+        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body={"user_id": user_id, "text": text, "metadata": metadata})
+
+    def delete(self, memory_id: int, user_id: str) -> Call[None]:
+        """Delete one memory (its history stays)."""
+        call: Call[Any] = Call("DELETE", f"/memories/{_id(memory_id)}", None, params={"user_id": _uid(user_id)})
+        call.read = lambda payload: None  # type: ignore[method-assign]
+        return call
+
+    def reset(self, user_id: str) -> Call[int]:
+        """Erase every memory of this user and its history; how many memories went."""
+        call: Call[Any] = Call("DELETE", "/memories", None, params={"user_id": _uid(user_id)})
+        call.read = lambda payload: int(payload["deleted"])  # type: ignore[method-assign]
+        return call
+
+    def history(self, memory_id: int, user_id: str) -> Call[list[HistoryEvent]]:
+        """Every change to this memory, oldest first."""
+        return Call("GET", f"/memories/{_id(memory_id)}/history", _HISTORY, params={"user_id": _uid(user_id)})
+
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: Optional[str] = None) -> Call[list[MemoryRecord]]:
+        """Report which recalled memories the answer used (see Memory.mark_used)."""
+        ids = [memory_ids] if isinstance(memory_ids, (int, str)) else list(memory_ids)
+        return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
+
+    def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> Call[ConsolidationStats]:
+        """Run consolidation in the service (after any run in progress); `progress` is not streamed."""
+        return Call("POST", "/consolidate", ConsolidationStats, body={"user_id": user_id}, timeout=None)
+
+    def stats(self, user_id: Optional[str] = None) -> Call[dict[str, Any]]:
+        """Memories by kind; with an operator key also the service's latency per endpoint and runs."""
+        return Call("GET", "/stats", None, params={"user_id": _uid(user_id)} if user_id is not None else {})
+
+
+def _sync(build: Callable[..., Call[Any]]) -> Callable[..., Any]:
+    @functools.wraps(build)
+    def verb(self: "Client", *args: Any, **kwargs: Any) -> Any:
+        return self._send(build(self, *args, **kwargs))
+
+    verb.__annotations__ = {**build.__annotations__, "return": _reply_type(build)}
+    return verb
+
+
+def _async(build: Callable[..., Call[Any]]) -> Callable[..., Any]:
+    @functools.wraps(build)
+    async def verb(self: "AsyncClient", *args: Any, **kwargs: Any) -> Any:
+        return await self._send(build(self, *args, **kwargs))
+
+    verb.__annotations__ = {**build.__annotations__, "return": _reply_type(build)}
+    return verb
+
+
+def _reply_type(build: Callable[..., Any]) -> str:
+    text = str(build.__annotations__.get("return", "Any"))
+    return text[len("Call[") : -1] if text.startswith("Call[") else text
+
+
+class _Base:
+    def __init__(self, url: Optional[str], api_key: Optional[str], timeout: float):
+        self.url = (url or os.environ.get(ENV_SERVER) or DEFAULT_URL).rstrip("/")
+        key = api_key if api_key is not None else os.environ.get(ENV_KEY)
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._headers["Content-Type"] = "application/json"
+        self.timeout = timeout
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"{type(self).__name__}({self.url!r})"
+
+    def _request_args(self, call: Call[Any]) -> dict[str, Any]:
+        return dict(method=call.method, url=API_PREFIX + call.path, params=call.params,
+                    content=_json(call.body) if call.body is not None else None,
+                    timeout=self.timeout if call.timeout == "default" else call.timeout)
+
+    def _read(self, call: Call[R], response: httpx.Response) -> R:
+        if response.status_code >= 400:
+            raise _error(response)
+        return call.read(response.json())
+
+    def _unreachable(self, exc: httpx.HTTPError) -> ServiceUnavailable:
+        return ServiceUnavailable(f"cannot reach the Hippocampus service at {self.url}: {type(exc).__name__}: {exc}", uri=self.url)
+
+
+def _error(response: httpx.Response) -> HippocampusError:
+    try:
+        detail = response.json()["error"]
+        return from_wire(str(detail["type"]), str(detail["message"]), response.status_code)
+    except (ValueError, KeyError, TypeError):
+        return from_wire("", f"HTTP {response.status_code}: {response.text[:200]}", response.status_code)
+
+
+class Client(_Base):
+    """A Memory served by a Hippocampus service (`hippocampus serve`); a context manager like Memory.
+
+    >>> with Client("http://127.0.0.1:8765") as memory:
+    ...     memory.add("I moved to Berlin in May", user_id="alice")
+    """
+
+    def __init__(self, url: Optional[str] = None, *, api_key: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 transport: Optional[httpx.BaseTransport] = None):
+        super().__init__(url, api_key, timeout)
+        self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
+
+    add = _sync(_Verbs.add)
+    add_many = _sync(_Verbs.add_many)
+    search = _sync(_Verbs.search)
+    get = _sync(_Verbs.get)
+    page = _sync(_Verbs.page)
+    update = _sync(_Verbs.update)
+    delete = _sync(_Verbs.delete)
+    reset = _sync(_Verbs.reset)
+    history = _sync(_Verbs.history)
+    mark_used = _sync(_Verbs.mark_used)
+    consolidate = _sync(_Verbs.consolidate)
+    stats = _sync(_Verbs.stats)
+
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
+        """Every memory of this user, a page at a time."""
+        offset: Optional[int] = 0
+        while offset is not None:
+            page = self.page(user_id, memory_type, offset=offset, limit=PAGE)
+            yield from page.items
+            offset = page.next_offset
+
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
+        """Every memory of this user, oldest event first."""
+        return list(self.iter_all(user_id, memory_type))
+
+    def healthy(self) -> bool:
+        """Whether the service answers /healthz."""
+        try:
+            return self._http.get("/healthz", timeout=2.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _send(self, call: Call[R]) -> R:
+        try:
+            response = self._http.request(**self._request_args(call))
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        return self._read(call, response)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient(_Base):
+    """Client for asyncio agents: every verb is a coroutine."""
+
+    def __init__(self, url: Optional[str] = None, *, api_key: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 transport: Optional[httpx.AsyncBaseTransport] = None):
+        super().__init__(url, api_key, timeout)
+        self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport)
+
+    add = _async(_Verbs.add)
+    add_many = _async(_Verbs.add_many)
+    search = _async(_Verbs.search)
+    get = _async(_Verbs.get)
+    page = _async(_Verbs.page)
+    update = _async(_Verbs.update)
+    delete = _async(_Verbs.delete)
+    reset = _async(_Verbs.reset)
+    history = _async(_Verbs.history)
+    mark_used = _async(_Verbs.mark_used)
+    consolidate = _async(_Verbs.consolidate)
+    stats = _async(_Verbs.stats)
+
+    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> AsyncIterator[MemoryRecord]:
+        offset: Optional[int] = 0
+        while offset is not None:
+            page = await self.page(user_id, memory_type, offset=offset, limit=PAGE)
+            for record in page.items:
+                yield record
+            offset = page.next_offset
+
+    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
+        return [r async for r in self.iter_all(user_id, memory_type)]
+
+    async def _send(self, call: Call[R]) -> R:
+        try:
+            response = await self._http.request(**self._request_args(call))
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        return self._read(call, response)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

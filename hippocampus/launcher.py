@@ -1,0 +1,74 @@
+"""`connect()`: a Client to the local service, starting one in the background when none answers.
+
+Seed 003's client does the same: every program (agent, cron line, GUI) talks to one long-lived
+service that owns the store and has loaded the embedder once. The service started here outlives
+the caller (its own session, its log in HIPPOCAMPUS_HOME/serve.log) and is stopped like any
+other: `kill <pid>` (SIGTERM finishes the requests in flight and closes the store).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+from urllib.parse import urlparse
+
+from .client import DEFAULT_URL, ENV_SERVER, Client
+from .config import DEFAULT_HOME
+from .errors import ConfigError, ServiceUnavailable
+
+START_TIMEOUT_S = 90.0  # opening the store and loading the embedder on a slow machine
+
+
+def connect(url: Optional[str] = None, *, api_key: Optional[str] = None, start: bool = True,
+            start_timeout: float = START_TIMEOUT_S, milvus_uri: Optional[str] = None) -> Client:
+    """A Client to the service at `url` (default: HIPPOCAMPUS_SERVER, else http://127.0.0.1:8765).
+
+    When nothing answers there and `start` is true, `hippocampus serve` is started in the background
+    on that loopback address (on `milvus_uri`, else the configured store) and this waits until it
+    answers. A remote URL is never started, only connected to."""
+    client = Client(url, api_key=api_key)
+    if client.healthy():
+        return client
+    if not start:
+        client.close()
+        raise ServiceUnavailable(f"no Hippocampus service answers at {client.url} (start one with `hippocampus serve`)")
+    parsed = urlparse(client.url)
+    if parsed.hostname not in ("127.0.0.1", "localhost", "::1"):
+        client.close()
+        raise ConfigError(f"no service answers at {client.url}, and only a loopback service can be started from here")
+    log_path = Path(os.environ.get("HIPPOCAMPUS_HOME", DEFAULT_HOME)) / "serve.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "hippocampus", "serve", "--host", parsed.hostname, "--port", str(parsed.port or 80)]
+    if milvus_uri:
+        command[3:3] = ["--uri", milvus_uri]  # a global option: before the command
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    deadline = time.monotonic() + start_timeout
+    while time.monotonic() < deadline:
+        if client.healthy():
+            return client
+        if process.poll() is not None and not client.healthy():  # it died (another one may have won the port)
+            time.sleep(0.5)
+            if client.healthy():
+                return client
+            client.close()
+            raise ServiceUnavailable(f"the service did not start (exit {process.returncode}); last lines of {log_path}:\n"
+                                     + _tail(log_path))
+        time.sleep(0.25)
+    client.close()
+    raise ServiceUnavailable(f"the service started at {client.url} did not answer within {start_timeout:.0f} s; see {log_path}")
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+__all__ = ["connect", "DEFAULT_URL", "ENV_SERVER"]

@@ -1,0 +1,200 @@
+"""The service through its Client, on a real uvicorn server on a free loopback port over real milvus-lite:
+every verb, the error classes, keys and tenants, metrics, and consolidation runs that never overlap."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+
+from hippocampus import (
+    AsyncClient,
+    AuthError,
+    Client,
+    ConfigError,
+    HistoryAction,
+    InvalidInput,
+    Memory,
+    NotFound,
+    ServiceUnavailable,
+)
+from hippocampus.server import KeyRing, create_app
+from hippocampus.server.app import run_server
+from tests.service_support import served
+
+OPERATOR = "operator-key-0123456789"
+ALICE_KEY = "alice-key-0123456789ab"
+
+
+@pytest.fixture(scope="module")
+def service(shared_db, embedder):
+    """One service for the module: an operator key and a key bound to alice (and carol)."""
+    memory = Memory(milvus_uri=str(shared_db), collection_name=f"svc_{uuid.uuid4().hex[:10]}", embedder=embedder)
+    keys = KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": f"{OPERATOR}=*;{ALICE_KEY}=alice,carol"})
+    app = create_app(memory, keys, mcp=False)
+    with served(app) as url:
+        yield url, memory, app
+
+
+@pytest.fixture
+def client(service):
+    with Client(service[0], api_key=OPERATOR) as c:
+        yield c
+
+
+def test_every_verb_through_the_client(client: Client):
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    added = client.add("I moved to Berlin in May", user_id=user, chat_id="c1", metadata={"source": "import"}, ts=1_700_000_000)
+    assert added.stored and len(added.ids) == 1
+    mid = added.ids[0]
+    ids = client.add_many([{"text": "I am allergic to peanuts", "user_id": user},
+                           {"messages": "我喜欢喝绿茶", "user_id": user, "ts": datetime(2024, 5, 1, tzinfo=timezone.utc)}])
+    assert len(ids) == 2
+    record = client.get(mid, user_id=user)
+    assert record.text == "I moved to Berlin in May" and record.metadata["source"] == "import" and record.ts == 1_700_000_000
+    hits = client.search("moved to Berlin", user_id=user, limit=3)
+    assert hits.episodic[0].id == mid
+    page = client.page(user, limit=2)
+    assert page.total == 3 and len(page.items) == 2 and page.next_offset == 2
+    assert [r.id for r in client.get_all(user)] == [r.id for r in client.page(user, limit=10).items]
+    updated = client.update(mid, "I moved to Hamburg in June", user_id=user)
+    assert updated.id == mid and client.get(mid, user).text == "I moved to Hamburg in June"
+    used = client.mark_used([mid], user_id=user)
+    assert used[0].hit_count == 1
+    actions = [e.action for e in client.history(mid, user_id=user)]
+    assert actions[:2] == [HistoryAction.CREATED, HistoryAction.UPDATED] and HistoryAction.HIT in actions
+    stats = client.consolidate(user_id=user)
+    assert stats.examined >= 1 and stats.errors == 0
+    assert client.stats(user)["total"] >= 3
+    client.delete(mid, user_id=user)
+    with pytest.raises(NotFound):
+        client.get(mid, user_id=user)
+    assert client.history(mid, user_id=user)[-1].action is HistoryAction.DELETED
+    assert client.reset(user) >= 2
+    assert client.get_all(user) == []
+
+
+def test_errors_come_back_as_the_library_classes(client: Client):
+    with pytest.raises(InvalidInput, match="empty"):
+        client.add("   ", user_id="alice")
+    with pytest.raises(InvalidInput):
+        client.add("text", user_id=123)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        client.search("q", user_id="alice", mode="telepathy")
+    with pytest.raises(InvalidInput):
+        client.get("1/history", user_id="alice")  # never reaches a path it was not meant for
+    with pytest.raises(InvalidInput):
+        client.add("x", user_id="alice", metadata={"bad": {1, 2}})  # not JSON: refused before sending
+    with pytest.raises(NotFound, match="not found for this user"):
+        client.update(987654321, "new", user_id="alice")
+    with pytest.raises(ServiceUnavailable):
+        Client("http://127.0.0.1:9", api_key=OPERATOR).stats()
+
+
+def test_async_client_has_the_same_verbs(service):
+    async def run() -> None:
+        async with AsyncClient(service[0], api_key=ALICE_KEY) as memory:
+            mid = (await memory.add("async hello from alice", user_id="alice")).ids[0]
+            assert (await memory.get(mid, "alice")).text == "async hello from alice"
+            assert any(h.id == mid for h in (await memory.search("async hello", user_id="alice")).episodic)
+            assert mid in [r.id for r in await memory.get_all("alice")]
+            with pytest.raises(NotFound):
+                await memory.get(mid, "bob")
+            await memory.delete(mid, "alice")
+
+    asyncio.run(run())
+
+
+def test_keys_tenants_and_quiet_logs(service, caplog):
+    url, memory, _app = service
+    bob_id = memory.add("bob's secret diary entry", user_id="bob").ids[0]
+    caplog.set_level(logging.DEBUG)
+    with Client(url, api_key=ALICE_KEY) as alice:
+        with pytest.raises(NotFound) as foreign:
+            alice.get(bob_id, user_id="bob")
+        with pytest.raises(NotFound) as missing:
+            alice.get(10**15, user_id="alice")
+        assert str(foreign.value) == f"memory {bob_id} not found for this user"
+        assert str(missing.value) == f"memory {10**15} not found for this user"
+        with pytest.raises(NotFound):
+            alice.delete(bob_id, user_id="bob")
+        with pytest.raises(NotFound):
+            alice.reset("bob")
+        with pytest.raises(NotFound):
+            alice.consolidate(user_id="bob")
+        assert "service" not in alice.stats()  # the service's own figures are the operator's
+    for key in (None, "wrong-key-0123456789"):
+        with Client(url, api_key=key or "") as stranger, pytest.raises(AuthError):
+            stranger.search("diary", user_id="bob")
+    assert memory.get(bob_id, "bob").text == "bob's secret diary entry"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert ALICE_KEY not in logged and "wrong-key-0123456789" not in logged
+
+
+def test_no_keys_means_loopback_only(monkeypatch, tmp_path):
+    for var in ("HIPPOCAMPUS_API_KEY", "HIPPOCAMPUS_API_KEYS", "HIPPOCAMPUS_KEYS_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ConfigError, match="without API keys"):
+        run_server("0.0.0.0", 1, milvus_uri=str(tmp_path / "never.db"))
+    assert not (tmp_path / "never.db").exists()  # refused before the store was opened
+
+
+def test_keys_file_and_bad_keys(tmp_path):
+    good = tmp_path / "keys.yaml"
+    good.write_text("keys:\n  - name: bot\n    key: bot-key-0123456789abc\n    users: [dora]\n"
+                    "  - sha256: " + ("ab" * 32) + "\n    users: '*'\n", encoding="utf-8")
+    ring = KeyRing.load(good, env={})
+    assert ring.resolve("bot-key-0123456789abc").may("dora") and not ring.resolve("bot-key-0123456789abc").may("eve")
+    for text, needle in (("keys: 3\n", "'keys' list"), ("keys:\n  - key: short\n    users: '*'\n", "at least"),
+                         ("keys:\n  - key: long-enough-key-1234\n    users: []\n", "users")):
+        good.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=needle):
+            KeyRing.load(good, env={})
+    with pytest.raises(ConfigError, match="twice"):
+        KeyRing.load(env={"HIPPOCAMPUS_API_KEY": OPERATOR, "HIPPOCAMPUS_API_KEYS": f"{OPERATOR}=a"})
+
+
+def test_metrics_and_latency_table(service, client: Client):
+    url = service[0]
+    client.search("anything at all", user_id="alice")
+    text = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {OPERATOR}"}).text
+    assert 'hippocampus_requests_total{endpoint="/v1/search",method="POST",status="200"}' in text
+    assert "hippocampus_request_seconds_bucket" in text and 'hippocampus_memories{memory_type="episodic"}' in text
+    assert "hippocampus_llm_calls_total" in text or "hippocampus_llm_calls" in text
+    assert httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {ALICE_KEY}"}).status_code == 404
+    table = client.stats()["service"]["endpoints"]
+    assert table["POST /v1/search"]["requests"] >= 1 and table["POST /v1/search"]["p99_ms"] >= table["POST /v1/search"]["p50_ms"]
+    openapi = httpx.get(url + "/openapi.json").json()
+    assert {"/v1/memories", "/v1/search", "/v1/consolidate", "/v1/memories/{memory_id}/history"} <= set(openapi["paths"])
+
+
+def test_consolidation_runs_never_overlap_and_are_recorded(service):
+    url, _memory, app = service
+    jobs = app.state.consolidations
+    before = len(jobs.runs)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with Client(url, api_key=OPERATOR) as c:
+                c.consolidate(user_id="alice")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    jobs.consolidate()  # the scheduler's entry point takes the same lock
+    for t in threads:
+        t.join()
+    assert errors == []
+    runs = list(jobs.runs)[before:]
+    assert len(runs) == 4 and {r["trigger"] for r in runs} == {"api", "cron"}
+    for first, second in zip(runs, runs[1:]):  # each started after the one before had finished
+        assert second["started_at"] >= first["finished_at"]
+    assert all(r["outcome"] == "ok" for r in runs)
