@@ -1,0 +1,91 @@
+"""Tenant isolation through the service: 1,200 generated (key, user id, verb) requests on a real uvicorn
+server. A key never reads or changes a memory of a user it is not bound to (every such request is a
+404 worded like a missing memory), nor another user's memory through its own user id; afterwards
+every memory and its history are exactly as planted."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from hippocampus import Client, Memory, NotFound
+from hippocampus.server import KeyRing, create_app
+from tests.service_support import served
+
+COMBINATIONS = 1200
+TENANTS = {f"tenant-{t}-key-0123456789": [f"t{t}-user-a", f"t{t}-user-b"] for t in range(4)}
+UNBOUND = ["nobody-holds-me", "admin"]  # users no tenant key may touch
+ALL_USERS = [u for users in TENANTS.values() for u in users] + UNBOUND
+
+
+def _snapshot(memory: Memory) -> dict[int, tuple]:
+    out = {}
+    for user in ALL_USERS:
+        for r in memory.get_all(user):
+            out[r.id] = (r.user_id, r.text, r.hit_count, r.ts, tuple(sorted((k, str(v)) for k, v in r.metadata.items())),
+                         len(memory.history(r.id, user)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(shared_db, embedder):
+    memory = Memory(milvus_uri=str(shared_db), collection_name=f"iso_{uuid.uuid4().hex[:10]}", embedder=embedder)
+    ids = memory.add_many([{"text": f"{u} keeps secret number {n} in the drawer", "user_id": u, "ts": 1_700_000_000 + n}
+                           for u in ALL_USERS for n in range(2)])
+    owner = {i: u for i, u in zip(ids, [u for u in ALL_USERS for _ in range(2)])}
+    keys = KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": ";".join(f"{k}={','.join(v)}" for k, v in TENANTS.items())})
+    with served(create_app(memory, keys, mcp=False, close_memory=False)) as url:
+        yield url, memory, owner
+    memory.close()
+
+
+def _forbidden_call(client: Client, verb: str, user: str, mid: int) -> None:
+    """Any verb, writes and store-wide ones included, for a user the key may not touch."""
+    calls = {
+        "get": lambda: client.get(mid, user), "history": lambda: client.history(mid, user),
+        "search": lambda: client.search("secret number", user), "page": lambda: client.page(user),
+        "update": lambda: client.update(mid, "overwritten", user), "delete": lambda: client.delete(mid, user),
+        "mark_used": lambda: client.mark_used([mid], user, context="user: hi"), "reset": lambda: client.reset(user),
+        "add": lambda: client.add("planted by a stranger", user), "consolidate": lambda: client.consolidate(user),
+        "stats": lambda: client.stats(user), "add_many": lambda: client.add_many([{"text": "x", "user_id": user}]),
+    }
+    with pytest.raises(NotFound):
+        calls[verb]()
+
+
+def test_no_request_crosses_tenants(world):
+    url, memory, owner = world
+    before = _snapshot(memory)
+    rng = random.Random(20261125)
+    clients = {k: Client(url, api_key=k) for k in TENANTS}
+    verbs = ["get", "history", "search", "page", "update", "delete", "mark_used", "reset", "add", "consolidate", "stats", "add_many"]
+    counted = {"forbidden": 0, "own user, foreign id": 0, "allowed reads": 0}
+    try:
+        for _ in range(COMBINATIONS):
+            key = rng.choice(list(TENANTS))
+            client, mine = clients[key], TENANTS[key]
+            kind = rng.random()  # ~60% a foreign user, ~20% a foreign id, ~20% its own memories
+            user = rng.choice([u for u in ALL_USERS if u not in mine] if kind < 0.6 else mine)
+            mid = rng.choice([i for i, u in owner.items() if (u == user) == (kind >= 0.8)] if kind >= 0.6 else list(owner))
+            if user not in mine:
+                _forbidden_call(client, rng.choice(verbs), user, mid)
+                counted["forbidden"] += 1
+            elif owner[mid] != user:  # its own user id, someone else's memory id
+                verb = rng.choice(["get", "history", "update", "delete", "mark_used"])
+                _forbidden_call(client, verb, user, mid)
+                counted["own user, foreign id"] += 1
+            else:  # allowed: reads see this user's memories only
+                assert client.get(mid, user).user_id == user
+                hits = client.search("secret number drawer", user, limit=5)
+                assert hits.episodic and all(h.memory.user_id == user for h in hits.all)
+                assert {r.user_id for r in client.page(user).items} == {user}
+                assert client.stats(user)["total"] == 2
+                counted["allowed reads"] += 1
+    finally:
+        for c in clients.values():
+            c.close()
+    assert sum(counted.values()) == COMBINATIONS and min(counted.values()) > 50, counted
+    assert _snapshot(memory) == before  # nothing read-only changed, nothing forbidden happened
+    assert memory.stats()["total"] == len(owner)
