@@ -51,7 +51,7 @@ class ServiceProcess:
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
         command = [sys.executable, "-m", "hippocampus", "--uri", db, "serve", "--port", str(port), "--no-mcp",
-                   "--log-level", "warning", *extra]
+                   "--log-level", "info", *extra]
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env={**os.environ, **(env or {})}, start_new_session=True)
@@ -68,11 +68,13 @@ class ServiceProcess:
         except httpx.HTTPError:
             return False
 
-    def stop(self) -> int:
-        """SIGTERM: the graceful path (in-flight requests finish, the store closes)."""
+    def stop(self) -> bool:
+        """SIGTERM: the graceful path. True when the service said it closed the store (uvicorn re-raises
+        the signal after its shutdown, so the exit status is -15 either way)."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
-        return self.proc.wait(timeout=60)
+        self.proc.wait(timeout=60)
+        return "store closed" in self.log.read_text(errors="replace")
 
     def kill(self) -> None:
         if self.proc.poll() is None:
