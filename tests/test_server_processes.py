@@ -147,3 +147,27 @@ def test_kill_9_during_a_write_burst_loses_no_acknowledged_write(home: Path):
         restarted.stop()
     assert not [t for t in acked if texts[t] != 1], "an acknowledged write is missing or duplicated"
     assert max(texts.values()) == 1  # unacknowledged writes may or may not be there, never twice
+
+
+@pytest.mark.slow
+def test_connect_starts_a_service_when_none_answers(home: Path):
+    import signal
+
+    from hippocampus import ServiceUnavailable, connect
+
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ServiceUnavailable):
+        connect(url, start=False)
+    client = connect(url, milvus_uri=str(home / "started.db"))
+    try:
+        mid = client.add("started on demand", user_id="eve").ids[0]
+        assert client.get(mid, "eve").text == "started on demand"
+        again = connect(url)  # the running one is reused, not started twice
+        assert again.stats()["store"] == str(home / "started.db")
+        again.close()
+    finally:
+        client.close()
+        pids = subprocess.run(["pgrep", "-f", f"--port {url.rsplit(':', 1)[1]}"], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            os.kill(int(pid), signal.SIGTERM)
+    assert len(pids) == 1  # one background service was started, and it is stopped now
