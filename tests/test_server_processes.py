@@ -167,7 +167,7 @@ def test_connect_starts_a_service_when_none_answers(home: Path):
         again.close()
     finally:
         client.close()
-        pids = subprocess.run(["pgrep", "-f", f"--port {url.rsplit(':', 1)[1]}"], capture_output=True, text=True).stdout.split()
+        pids = subprocess.run(["pgrep", "-f", "--", f"serve --host 127.0.0.1 --port {url.rsplit(':', 1)[1]}"], capture_output=True, text=True).stdout.split()
         for pid in pids:
             os.kill(int(pid), signal.SIGTERM)
     assert len(pids) == 1  # one background service was started, and it is stopped now
