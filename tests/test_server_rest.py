@@ -198,3 +198,24 @@ def test_consolidation_runs_never_overlap_and_are_recorded(service):
     for first, second in zip(runs, runs[1:]):  # each started after the one before had finished
         assert second["started_at"] >= first["finished_at"]
     assert all(r["outcome"] == "ok" for r in runs)
+
+
+def test_serve_with_a_cron_schedule_runs_consolidation_in_the_service(shared_db, embedder):
+    import time
+    from datetime import datetime, timezone
+
+    from hippocampus.consolidation.schedule import JOB_ID
+
+    memory = Memory(milvus_uri=str(shared_db), collection_name=f"cron_{uuid.uuid4().hex[:10]}", embedder=embedder)
+    memory.add("I adopted a cat named Miso", user_id="fay")
+    app = create_app(memory, cron="0 3 * * *", mcp=False)
+    with served(app) as url:
+        jobs = app.state.consolidations
+        assert jobs.next_run() is not None and jobs.next_run().startswith(tuple("0123456789"))
+        jobs.scheduler.modify_job(JOB_ID, next_run_time=datetime.now(timezone.utc))  # as if 03:00 had come
+        deadline = time.monotonic() + 60
+        while not jobs.runs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with Client(url) as client:
+            runs = client.stats()["service"]["consolidation"]["runs"]
+    assert runs and runs[0]["trigger"] == "cron" and runs[0]["outcome"] == "ok" and runs[0]["stats"]["examined"] == 1

@@ -69,6 +69,11 @@ class Consolidations:
         self._scheduler.start()
         log.info("consolidation scheduled on %r", cron)
 
+    @property
+    def scheduler(self) -> Optional[BackgroundScheduler]:
+        """The running schedule, if `serve --consolidate-cron` asked for one."""
+        return self._scheduler
+
     def next_run(self) -> Optional[str]:
         job = self._scheduler.get_job("hippocampus-consolidation") if self._scheduler else None
         return job.next_run_time.isoformat() if job and job.next_run_time else None
