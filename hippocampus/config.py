@@ -104,9 +104,15 @@ class MemoryConfig(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=1, le=10)
     llm_retry_base_delay_s: float = Field(default=1.0, ge=0)
-    # how chat_json asks for JSON: json_schema (OpenAI, vLLM, Ollama), json_object_schema (llama-cpp-python), json_object, none
-    llm_response_format: Literal["json_schema", "json_object_schema", "json_object", "none"] = "json_schema"
+    # how chat_json asks for JSON: auto (json_schema, stepping down once per server on refusal; llm/formats.py),
+    # json_schema (OpenAI, vLLM, Ollama), json_object_schema (llama-cpp-python), json_object, none
+    llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = "auto"
     prompts_dir: Path | None = None  # overrides files in the packaged prompts/
+    # the write path of add(infer=True) (processors/gate.py, write_decider.decide_turn): `llm_gate` decides the
+    # certain turns (greetings, knowledge questions, remember/forget phrases) by rules, without a model call;
+    # `deferred` stores the other turns raw with pending_decision for Memory.decide_pending or consolidation
+    llm_gate: Literal["on", "off"] = "on"
+    write_decision: Literal["online", "deferred"] = "online"
 
     # --- retrieval ---
     k_semantic: int = Field(default=5, ge=0, le=1000)
@@ -148,6 +154,12 @@ class MemoryConfig(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _YamlSource(settings_cls, _config_path()))
+
+    @field_validator("llm_gate", mode="before")
+    @classmethod
+    def _on_off(cls, value: Any) -> Any:
+        """YAML reads a bare `on` / `off` as a boolean."""
+        return ("on" if value else "off") if isinstance(value, bool) else value
 
     @field_validator("milvus_uri")
     @classmethod

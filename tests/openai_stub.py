@@ -35,14 +35,36 @@ def hash_embedding(text: str, dim: int = 8) -> list[float]:
     return [x / norm for x in raw]
 
 
+def llama_cpp_refusal(fmt_type: str) -> dict[str, Any]:
+    """What llama-cpp-python's server answers (HTTP 500) to a response_format type other than
+    'text' / 'json_object': its request model's pydantic error, wrapped as an internal error."""
+    message = (
+        "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+        f"  Input should be 'text' or 'json_object' [type=literal_error, input_value='{fmt_type}', input_type=str]\n"
+        "    For further information visit https://errors.pydantic.dev/2.9/v/literal_error"
+    )
+    return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+
+
+PLAIN_REFUSAL = {"error": {"message": "Unrecognized request argument supplied: response_format",
+                           "type": "invalid_request_error", "param": None, "code": None}}
+
+
 class OpenAIStub:
+    """`refuse_formats`: response_format types refused the llama-cpp-python way (500);
+    `refuse_any_format`: any response_format refused the way a plain server does (400)."""
+
     def __init__(
         self,
         chat: Callable[[dict[str, Any]], str] | None = None,
         embed: Callable[[list[str]], list[list[float]]] | None = None,
+        refuse_formats: set[str] | frozenset[str] = frozenset(),
+        refuse_any_format: bool = False,
     ):
         self.chat = chat or (lambda body: "{}")
         self.embed = embed or (lambda texts: [hash_embedding(t) for t in texts])
+        self.refuse_formats = set(refuse_formats)
+        self.refuse_any_format = refuse_any_format
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.faults: list[Fault] = []
         self._lock = threading.Lock()
@@ -66,6 +88,16 @@ class OpenAIStub:
     def _next_fault(self) -> Fault | None:
         with self._lock:
             return self.faults.pop(0) if self.faults else None
+
+    def _refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        fmt = body.get("response_format")
+        if not isinstance(fmt, dict):
+            return None
+        if self.refuse_any_format:
+            return 400, PLAIN_REFUSAL
+        if fmt.get("type") in self.refuse_formats:
+            return 500, llama_cpp_refusal(str(fmt.get("type")))
+        return None
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         stub = self
@@ -120,6 +152,10 @@ class OpenAIStub:
                         }
                         self._send(fault.status, payload)
                         return
+                refusal = stub._refusal(body) if path.endswith("/chat/completions") else None
+                if refusal is not None:
+                    self._send(*refusal)
+                    return
                 if path.endswith("/chat/completions"):
                     content = fault.content if fault is not None and fault.content is not None else stub.chat(body)
                     self._send(

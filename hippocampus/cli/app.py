@@ -280,3 +280,4 @@ def main() -> None:
 from . import demo as _demo  # noqa: E402,F401
 from . import consolidate as _consolidate  # noqa: E402,F401
 from . import serve as _serve  # noqa: E402,F401
+from . import mcp_cmd as _mcp_cmd  # noqa: E402,F401

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import openai
@@ -11,14 +11,13 @@ from pydantic import BaseModel, ValidationError
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..errors import ConfigError, LLMError
+from . import formats
 from .base import Prompt
+from .formats import Mode, ResponseFormat
 from .json_parse import extract_json
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
-# json_schema: OpenAI, vLLM, Ollama; json_object_schema: llama-cpp-python's server, which rejects
-# json_schema but enforces a schema given inside json_object; json_object / none: plain endpoints.
-ResponseFormat = Literal["json_schema", "json_object_schema", "json_object", "none"]
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
@@ -34,6 +33,14 @@ def is_transient(exc: BaseException) -> bool:
 
 class _BadReply(Exception):
     """The model answered, but not with JSON that fits the schema; worth asking again."""
+
+
+class _Refused(Exception):
+    """The server refused the response_format: not transient, so no retry; `auto` steps down."""
+
+    def __init__(self, error: openai.APIStatusError):
+        super().__init__(str(error))
+        self.error = error
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -54,10 +61,11 @@ def require_key(base_url: str | None, key: str, what: str) -> str:
 class LLMClient:
     """Chat completions over the `openai` package with any `base_url`.
 
-    `chat_json` asks for a JSON-schema response (`response_format`), parses the
-    reply robustly, validates it into the pydantic model, and retries transient
-    HTTP errors and unusable replies with exponential backoff; after the last
-    attempt it raises LLMError naming the model, the attempts and the last error.
+    `chat_json` asks for JSON the way `response_format` says (`auto`: negotiated once per
+    server and model, see formats.py), parses the reply robustly, validates it into the
+    pydantic model, and retries transient HTTP errors and unusable replies with exponential
+    backoff; after the last attempt it raises LLMError naming the model, the attempts and the
+    last error.
     """
 
     def __init__(
@@ -68,10 +76,11 @@ class LLMClient:
         timeout_s: float = 60.0,
         max_retries: int = 3,
         retry_base_delay_s: float = 1.0,
-        response_format: ResponseFormat = "json_schema",
+        response_format: ResponseFormat = "auto",
         temperature: float = 0.0,
     ):
         self.model = model
+        self.base_url = base_url
         self.max_retries = max_retries
         self.retry_base_delay_s = retry_base_delay_s
         self.response_format = response_format
@@ -83,27 +92,37 @@ class LLMClient:
         return self._with_retries(lambda: self._complete(system, user, None))
 
     def chat_json(self, prompt: Prompt, schema: type[T]) -> T:
-        fmt = self._format(schema)
-
-        def attempt() -> T:
-            reply = self._complete(prompt.system, prompt.user, fmt)
+        auto = self.response_format == "auto"
+        mode: Mode = formats.start_mode(self.base_url, self.model) if auto else self.response_format  # type: ignore[assignment]
+        while True:
             try:
-                return schema.model_validate(extract_json(reply))
-            except (ValueError, ValidationError) as exc:
-                log.warning("LLM %s gave an unusable reply for %s: %s", self.model, prompt.name, exc)
-                raise _BadReply(str(exc)) from exc
-
-        return self._with_retries(attempt)
+                result = self._with_retries(lambda m=mode: self._attempt_json(prompt, schema, m))
+            except _Refused as refused:
+                lower = formats.step_down(self.base_url, self.model, mode) if auto else None
+                if lower is None:
+                    raise LLMError(self.model, 1, refused.error, message=(
+                        f"LLM {self.model!r} refuses response_format {mode}; set llm_response_format to auto "
+                        f"or a mode it accepts: {' '.join(str(refused.error).split())[:300]}")) from refused.error
+                mode = lower
+                continue
+            if auto and formats.confirm(self.base_url, self.model, mode):
+                log.warning(formats.describe(self.model, self.base_url, mode))
+            return result
 
     # ------------------------------------------------------------------
-    def _format(self, schema: type[BaseModel]) -> dict[str, Any] | None:
-        if self.response_format == "json_schema":
-            return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
-        if self.response_format == "json_object_schema":
-            return {"type": "json_object", "schema": schema.model_json_schema()}
-        if self.response_format == "json_object":
-            return {"type": "json_object"}
-        return None
+    def _attempt_json(self, prompt: Prompt, schema: type[T], mode: Mode) -> T:
+        system = formats.system_text(mode, prompt.system, schema)
+        try:
+            reply = self._complete(system, prompt.user, formats.request_format(mode, schema))
+        except openai.APIStatusError as exc:
+            if mode != "none" and formats.is_format_refusal(exc):
+                raise _Refused(exc) from exc
+            raise
+        try:
+            return schema.model_validate(extract_json(reply))
+        except (ValueError, ValidationError) as exc:
+            log.warning("LLM %s gave an unusable reply for %s: %s", self.model, prompt.name, exc)
+            raise _BadReply(str(exc)) from exc
 
     def _complete(self, system: str, user: str, response_format: dict[str, Any] | None) -> str:
         self.calls += 1

@@ -88,8 +88,8 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
             raise NotFound("not found")
         return PlainTextResponse(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
-    if mcp_app is not None:
-        app.mount("/mcp", mcp_app)
+    if mcp_app is not None:  # a route, not a mount: the endpoint is /mcp itself, never a redirect to /mcp/
+        app.add_route("/mcp", mcp_app, include_in_schema=False)
     app.add_middleware(_Observe, metrics=metrics)
     return app
 

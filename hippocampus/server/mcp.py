@@ -1,0 +1,240 @@
+"""MCP: the memory verbs as Model Context Protocol tools, for agents that speak MCP.
+
+Seven tools (add_memory, search_memory, list_memories, get_memory, update_memory, delete_memory,
+memory_history), each a thin call into anything with Memory's verbs: an embedded `Memory`, or a
+`hippocampus.Client` talking to a running service. Built on the official SDK (mcp 2.x, `MCPServer`).
+
+- Streamable HTTP: `hippocampus serve` answers at **http://HOST:PORT/mcp** (exactly that path, no
+  redirect; `/mcp/` redirects there). Stateless, JSON replies, POST only (GET and DELETE are 405).
+  The key travels as for REST (`Authorization: Bearer <key>` or `X-API-Key`); a missing or unknown
+  key is refused with 401 before MCP sees the request.
+- stdio: `hippocampus mcp` (see cli/mcp_cmd.py); the tenant is fixed when the process starts.
+
+Tenancy follows REST: a user id the key may not touch is answered word for word like a missing
+memory. Library errors come back as tool errors (`isError`) with one line, "<ErrorClass>: <message>",
+never a traceback, and the session goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Annotated, Any, Awaitable, Callable, Literal, Optional, Protocol
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .. import __version__
+from ..errors import AuthError, HippocampusError
+from ..wire import error_body
+from .auth import KeyRing, Tenant
+from .deps import presented_key
+
+log = logging.getLogger("hippocampus.mcp")
+MCP_PATH = "/mcp"
+MemoryKind = Optional[Literal["episodic", "semantic"]]
+UserId = Annotated[str, Field(description="whose memories: the user this conversation is with")]
+MemoryId = Annotated[int, Field(description="a memory id, from search_memory, list_memories or add_memory")]
+INSTRUCTIONS = (
+    "Long-term memory, scoped by user_id. Before answering, call search_memory with the user's question; "
+    "after a turn worth keeping, call add_memory with the exchange. Ids from search_memory and "
+    "list_memories feed get_memory, update_memory, delete_memory and memory_history."
+)
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+class Verbs(Protocol):
+    """What the tools call: `Memory`, or `hippocampus.Client` (same names, arguments and models)."""
+
+    def add(self, messages: Any, user_id: str, chat_id: str = ..., who: Any = ..., metadata: Any = ...,
+            *, infer: bool = ..., ts: Any = ..., memory_type: Any = ...) -> Any: ...
+    def search(self, query: str, user_id: str, limit: Any = ..., memory_type: Any = ..., filters: Any = ...) -> Any: ...
+    def page(self, user_id: str, memory_type: Any = ..., offset: int = ..., limit: int = ...) -> Any: ...
+    def get(self, memory_id: int, user_id: str) -> Any: ...
+    def update(self, memory_id: int, text: str, user_id: str, metadata: Any = ...) -> Any: ...
+    def delete(self, memory_id: int, user_id: str) -> Any: ...
+    def history(self, memory_id: int, user_id: str) -> Any: ...
+
+
+TenantOf = Callable[[Context], Tenant]
+
+
+def one_line(exc: HippocampusError) -> str:
+    """One line, e.g. "NotFound: memory 7 not found for this user": the class tells an agent what to do next."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {' | '.join(lines) or 'failed'}"
+
+
+def _missing(memory_id: int) -> str:
+    return f"memory {memory_id} not found for this user"  # Memory.get's own words, as in rest.py
+
+
+def _user(user_id: str) -> str:
+    return f"user {user_id!r} not found"
+
+
+def _tool_errors(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[Any]]:
+    """A library error becomes a tool error (isError, one line) instead of a crash report."""
+
+    @functools.wraps(fn)  # the SDK reads the schema from the wrapped signature
+    async def tool(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except HippocampusError as exc:
+            log.info("MCP tool %s refused: %s", fn.__name__, type(exc).__name__)
+            return CallToolResult(content=[TextContent(type="text", text=one_line(exc))], is_error=True)
+
+    return tool
+
+
+def build_server(verbs: Verbs, tenant_of: TenantOf) -> MCPServer:
+    """The tools over `verbs`; `tenant_of(ctx)` says whom the calling request speaks for."""
+
+    async def run(ctx: Context, owner: str, missing: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """The tenant check (refused exactly like `missing`), then the blocking verb in a worker thread."""
+        tenant_of(ctx).check(owner, missing)
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    root = logging.getLogger()  # MCPServer() calls logging.basicConfig: keep the host's logging as it was
+    saved = (root.level, root.handlers[:])
+    server = MCPServer("hippocampus", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    root.setLevel(saved[0])
+    root.handlers[:] = saved[1]
+
+    def tool(**kwargs: Any) -> Callable[[Callable[..., Awaitable[dict[str, Any]]]], Any]:
+        return lambda fn: server.tool(**kwargs)(_tool_errors(fn))
+
+    @tool()
+    async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: Optional[str] = None,
+                         metadata: Optional[dict[str, Any]] = None, infer: bool = False,
+                         memory_type: Literal["episodic", "semantic"] = "episodic",
+                         ts: Optional[int | str] = None) -> dict[str, Any]:
+        """Remember something about user_id. Call it after a turn worth keeping; give the exchange
+        ("assistant: Do you travel alone? user: With my sister"), not a bare reply. infer=true lets
+        the write decider choose what (and whether) to keep; memory_type="semantic" stores a stable
+        fact. ts: when it happened (epoch seconds or ISO 8601; default now).
+        Returns {ids, stored, reason, pending_decision}."""
+        result = await run(ctx, user_id, _user(user_id), verbs.add, text, user_id=user_id, chat_id=chat_id, who=who,
+                           metadata=metadata, infer=infer, ts=ts, memory_type=memory_type)
+        return result.model_dump(mode="json")
+
+    @tool(annotations=_READ)
+    async def search_memory(ctx: Context, query: str, user_id: UserId, limit: Optional[int] = None,
+                            memory_type: MemoryKind = None, filters: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        """Recall user_id's memories related to query; call it before answering. limit caps each kind
+        (episodic, semantic); filters match metadata keys exactly. Returns {memories: [{id, text,
+        score, memory_type, time}]}, most relevant first; an empty list means nothing is remembered."""
+        result = await run(ctx, user_id, _user(user_id), verbs.search, query, user_id=user_id, limit=limit,
+                           memory_type=memory_type, filters=filters)
+        hits = [(h.memory, round(h.score, 4)) for h in result.all]
+        return {"memories": [{"id": m.id, "text": m.text, "score": score, "memory_type": m.memory_type.value,
+                              "time": m.time_iso} for m, score in hits]}
+
+    @tool(annotations=_READ)
+    async def list_memories(ctx: Context, user_id: UserId, memory_type: MemoryKind = None, offset: int = 0,
+                            limit: int = 50) -> dict[str, Any]:
+        """A page of everything remembered about user_id, oldest event first (to review, not to
+        recall: search_memory answers questions). Returns {items: [memory], total, offset,
+        next_offset}; call again with offset=next_offset until next_offset is null."""
+        page = await run(ctx, user_id, _user(user_id), verbs.page, user_id, memory_type=memory_type,
+                         offset=offset, limit=limit)
+        return page.model_dump(mode="json")
+
+    @tool(annotations=_READ)
+    async def get_memory(ctx: Context, memory_id: MemoryId, user_id: UserId) -> dict[str, Any]:
+        """One memory of user_id with all its fields (text, memory_type, ts, chat_id, who, hit_count,
+        metadata). An id that is unknown or not this user's is NotFound."""
+        record = await run(ctx, user_id, _missing(memory_id), verbs.get, memory_id, user_id=user_id)
+        return record.model_dump(mode="json")
+
+    @tool(annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False))
+    async def update_memory(ctx: Context, memory_id: MemoryId, text: str, user_id: UserId,
+                            metadata: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        """Correct a memory in place when the user says it changed ("I moved again"): replaces its
+        text (the id stays, the old text goes to memory_history) and merges metadata into it.
+        Returns the updated memory."""
+        record = await run(ctx, user_id, _missing(memory_id), verbs.update, memory_id, text, user_id=user_id,
+                           metadata=metadata)
+        return record.model_dump(mode="json")
+
+    @tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))
+    async def delete_memory(ctx: Context, memory_id: MemoryId, user_id: UserId) -> dict[str, Any]:
+        """Forget one memory (the user asks to, or it is wrong beyond correcting); its history is
+        kept. Returns {deleted: memory_id}."""
+        await run(ctx, user_id, _missing(memory_id), verbs.delete, memory_id, user_id=user_id)
+        return {"deleted": memory_id}
+
+    @tool(annotations=_READ)
+    async def memory_history(ctx: Context, memory_id: MemoryId, user_id: UserId) -> dict[str, Any]:
+        """Every change to a memory, oldest first (created, updated, deleted, merged, ...), with old
+        and new text; kept after the memory is deleted. Returns {events: [...]}."""
+        events = await run(ctx, user_id, f"no history for memory {memory_id} for this user", verbs.history,
+                           memory_id, user_id=user_id)
+        return {"events": [e.model_dump(mode="json") for e in events]}
+
+    return server
+
+
+# ---------------------------------------------------------------------- transports
+def _http_tenant(keys: KeyRing) -> TenantOf:
+    def tenant_of(ctx: Context) -> Tenant:
+        request = ctx.request_context.request
+        return keys.resolve(presented_key(request) if isinstance(request, Request) else None)
+
+    return tenant_of
+
+
+class _Gate:
+    """ASGI middleware before MCP: POST only (a stateless server has no stream for GET to hold open,
+    and an idle one would stall a graceful shutdown), and a missing or unknown key is a 401 with the
+    service's error body."""
+
+    def __init__(self, app: ASGIApp, keys: KeyRing):
+        self.app, self.keys = app, keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = None
+            if scope["method"] != "POST":
+                refusal = JSONResponse(error_body("MethodNotAllowed", "MCP here is stateless: POST only"),
+                                       status_code=405, headers={"Allow": "POST"})
+            elif not self.keys.is_open:
+                try:
+                    self.keys.resolve(presented_key(Request(scope)))
+                except AuthError as exc:
+                    refusal = JSONResponse(error_body("AuthError", str(exc)), status_code=401,
+                                           headers={"WWW-Authenticate": 'Bearer realm="hippocampus"'})
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH) -> Starlette:
+    """Streamable HTTP at `path` (stateless: any replica answers any request). Its lifespan must
+    run (create_app enters it); route it at `path` itself, e.g. `app.add_route(path, mcp_app)`.
+    An open server (no keys) is loopback-only, so it also refuses foreign Host/Origin headers
+    (DNS rebinding); with keys the key is the guard, and any Host is served."""
+    loopback = TransportSecuritySettings(
+        enable_dns_rebinding_protection=keys.is_open,
+        allowed_hosts=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+    server = build_server(verbs, _http_tenant(keys))
+    app = server.streamable_http_app(streamable_http_path=path, stateless_http=True, json_response=True,
+                                     transport_security=loopback)
+    app.add_middleware(_Gate, keys=keys)
+    return app
+
+
+def run_stdio(verbs: Verbs, tenant: Tenant) -> None:
+    """Serve MCP on stdin/stdout until the client hangs up; every call speaks for `tenant`."""
+    server = build_server(verbs, lambda ctx: tenant)
+    anyio.run(server.run_stdio_async)
