@@ -7,6 +7,8 @@ The facade decides what to do with the hits. Three guarantees hold in every mode
   retriever falls back to an exact scan (dense) or fills up with the scope's other memories (BM25);
 - BM25 scores are used only relatively (Milvus returns them negated), never thresholded;
 - with no working embedder (EmbeddingError), search degrades to BM25 and logs it (seed 000).
+On a server without full-text search (store/capabilities.py) hybrid and bm25 run dense, and with
+no working embedder either the scope's newest memories are returned.
 """
 
 from __future__ import annotations
@@ -81,12 +83,13 @@ class Retriever:
 
     def encode_query(self, query: str, mode: SearchMode | None = None) -> Sequence[float] | None:
         """The query's vector, or None when BM25 alone will serve (bm25 mode, or the embedder failed)."""
-        if (mode or self.params.mode) == "bm25":
+        if self.store.capabilities.serve(mode or self.params.mode) == "bm25":
             return None
         try:
             return self.embedder.encode([query], role="query")[0]
         except EmbeddingError as exc:
-            log.warning("query embedding failed (%s); falling back to BM25 search", exc)
+            fallback = "BM25 search" if self.store.capabilities.full_text else "the newest memories (no full-text search)"
+            log.warning("query embedding failed (%s); falling back to %s", exc, fallback)
             return None
 
     def search(
@@ -107,8 +110,8 @@ class Retriever:
         mode = mode or self.params.mode
         if query_vector is None and mode != "bm25":
             query_vector = self.encode_query(query, mode)
-        if query_vector is None:
-            mode = "bm25"
+        # without full text (store/capabilities.py) hybrid and bm25 run dense; with no vector either, the newest serve
+        mode = self.store.capabilities.serve(mode) if query_vector is not None else "bm25"
         scope = self.scope(user_id, memory_type, metadata)
         part = self.store.partition_for(user_id)  # the user's bucket: scan only it (store/buckets.py)
         if part is None:
@@ -143,7 +146,7 @@ class Retriever:
         return rows
 
     def _bm25(self, query: str, scope: str, limit: int, part: str | None = None) -> list[Candidate]:
-        rows = self.store.search_bm25([query], scope, limit, partition=part)[0]
+        rows = self.store.search_bm25([query], scope, limit, partition=part)[0] if self.store.capabilities.full_text else []
         cands = collect([], rows)
         for c in cands:
             c.score = c.bm25 or 0.0

@@ -42,6 +42,8 @@ class _DropUnimplemented(logging.Filter):
 
 logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
 logging.getLogger("pymilvus").addFilter(_DropNoise())
+# pymilvus 3 logs it from the iterator's own logger (a parent's filter does not see it); Milvus 2.3 has none either
+logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(_DropNoise())
 for _h in logging.getLogger("pymilvus").handlers:
     _h.addFilter(_DropNoise())
 try:  # milvus-lite's jieba analyzer announces its dictionary on stderr

@@ -1,6 +1,7 @@
 """MilvusStore: one collection for every memory, a second for their history.
 
-What the collections hold is in store/schema.py; opening and locking in store/connection.py.
+What the collections hold is in store/schema.py; opening and locking in store/connection.py;
+what the server can do (full text, who assigns ids) in store/capabilities.py.
 
 The same code runs on milvus-lite (a local path, the default) and on a Milvus
 server or cluster (an http:// URI). Filters come only from `filters.py`.
@@ -18,8 +19,10 @@ from pymilvus.exceptions import MilvusException
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
 from . import filters as F
 from .buckets import bucket_of, group_by_bucket
+from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, release
-from .schema import PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema, remove_half_created
+from .ids import new_ids
+from .schema import PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema, remove_half_created
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,7 @@ class MilvusStore:
         self._buckets: set[str] = set()  # user-bucket partitions known to exist (store/buckets.py)
         self._client = connect(uri, token)
         try:
+            self.capabilities: Capabilities = detect(self._client, uri)  # the server's; then the collection's
             self._ensure_memories()
             self._ensure_history()
         except MilvusException as exc:
@@ -75,20 +79,19 @@ class MilvusStore:
         return self._client
 
     def _ensure_memories(self) -> None:
-        c = self.client
+        c, server, info = self.client, self.capabilities, None
         if c.has_collection(self.collection):
-            self._check_existing()
+            info = self._check_existing()
+            self.capabilities = for_collection(server, info)
             c.load_collection(self.collection)
-            self._buckets = set(c.list_partitions(self.collection))
-            return
-        schema, index = memories_schema(c, self.dim)
-        self._create_collection(
-            self.collection,
-            schema=schema,
-            index_params=index,
-            properties={PROP_MODEL: self.embedding_model, PROP_VERSION: SCHEMA_VERSION},
-        )
+        else:
+            schema, index = memories_schema(c, self.dim, server.full_text, auto_id=not server.client_ids)
+            props = {PROP_MODEL: self.embedding_model, PROP_VERSION: SCHEMA_VERSION}
+            props.update({} if server.full_text else {PROP_FULL_TEXT: "false"})
+            self._create_collection(self.collection, schema=schema, index_params=index, properties=props, **server.create_kwargs())
         self._buckets = set(c.list_partitions(self.collection))
+        for line in warnings(server, self.capabilities, self.uri, self.collection, info):
+            log.warning("%s", line)
 
     def _bucket_ready(self, name: str, create: bool) -> bool:
         """Bucket partitions are made on first write (making all 64 up front costs ~2 s per collection).
@@ -115,8 +118,10 @@ class MilvusStore:
         name = bucket_of(user_id)
         return name if self._bucket_ready(name, create=False) else None
 
-    def _check_existing(self) -> None:
-        check_existing(self.client.describe_collection(self.collection), self.collection, self.uri, self.dim, self.embedding_model)
+    def _check_existing(self) -> dict[str, Any]:
+        info = self.client.describe_collection(self.collection)
+        check_existing(info, self.collection, self.uri, self.dim, self.embedding_model)
+        return info
 
     def _ensure_history(self) -> None:
         c = self.client
@@ -124,7 +129,7 @@ class MilvusStore:
             c.load_collection(self.history_collection)
             return
         schema, index = history_schema(c)
-        self._create_collection(self.history_collection, schema=schema, index_params=index)
+        self._create_collection(self.history_collection, schema=schema, index_params=index, **self.capabilities.create_kwargs())
 
     def _create_collection(self, name: str, **kwargs: Any) -> None:
         """Create a collection; on milvus-lite, first clear what a process killed mid-creation left behind."""
@@ -151,6 +156,8 @@ class MilvusStore:
         if not rows:
             return []
         self._check_vectors(rows)
+        if self.capabilities.client_ids:
+            rows = [{**row, "id": pk} for row, pk in zip(rows, new_ids(len(rows)))]  # store/ids.py
         ids = [0] * len(rows)
         with self._lock:  # one insert per user bucket (usually one: a batch of one user)
             for part, idx in group_by_bucket(rows).items():
@@ -249,6 +256,7 @@ class MilvusStore:
         partition: str | None = None,
     ) -> list[list[dict[str, Any]]]:
         """Full-text BM25 over `text`; Milvus returns scores as negative distances, so never threshold them."""
+        self.capabilities.require_full_text("search_bm25", self.uri)
         with self._lock:
             res = self._call(
                 "search",
@@ -282,6 +290,7 @@ class MilvusStore:
         ranker's fused score."""
         from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
 
+        self.capabilities.require_full_text("search_hybrid", self.uri)
         depth = max(limit, candidates or limit)
         reqs = [
             AnnSearchRequest(data=[list(map(float, vector))], anns_field="vector", param={"metric_type": "COSINE"}, limit=depth, expr=filter_expr or None),

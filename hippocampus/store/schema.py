@@ -21,35 +21,36 @@ ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 PROP_MODEL = "hippocampus.embedding_model"
 PROP_VERSION = "hippocampus.schema_version"
+PROP_FULL_TEXT = "hippocampus.full_text"  # "false" on a collection made without BM25 (absent otherwise)
 
 
-def memories_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
+def memories_schema(c: MilvusClient, dim: int, full_text: bool = True, auto_id: bool = True) -> tuple[Any, Any]:
     """Every memory, episodic and semantic: scalar fields, the dense vector and the BM25 sparse
-    vector that Milvus computes from `text`."""
-    schema = c.create_schema(auto_id=True, enable_dynamic_field=True)
+    vector that Milvus computes from `text`. Without `full_text` (a server before Milvus 2.5:
+    store/capabilities.py) there is no analyzer, sparse field or BM25 function; without `auto_id`
+    hippocampus assigns the ids (store/ids.py)."""
+    schema = c.create_schema(auto_id=auto_id, enable_dynamic_field=True)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
     schema.add_field("memory_type", DataType.VARCHAR, max_length=32)
     schema.add_field("ts", DataType.INT64)
     schema.add_field("chat_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
     schema.add_field("who", DataType.VARCHAR, max_length=WHO_MAX_LEN)
-    schema.add_field(
-        "text",
-        DataType.VARCHAR,
-        max_length=TEXT_MAX_BYTES,
-        enable_analyzer=True,
-        analyzer_params=analyzer_params(),  # jieba: Chinese words + English tokens, stop words dropped
-    )
+    # jieba: Chinese words + English tokens, stop words dropped
+    analyzed = {"enable_analyzer": True, "analyzer_params": analyzer_params()} if full_text else {}
+    schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES, **analyzed)
     schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
-    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    if full_text:
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
     schema.add_field("hit_count", DataType.INT64)
     schema.add_field("metadata", DataType.JSON)
-    schema.add_function(
-        Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
-    )
     index = c.prepare_index_params()
     index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
-    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    if full_text:
+        schema.add_function(
+            Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
+        )
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     return schema, index
 
 
@@ -73,7 +74,8 @@ def check_existing(info: dict[str, Any], collection: str, uri: str, dim: int, mo
     fields = {f["name"]: f for f in info.get("fields", [])}
     vec = fields.get("vector")
     props = info.get("properties") or {}
-    if vec is None or "sparse" not in fields or props.get(PROP_VERSION) != SCHEMA_VERSION:
+    sparse_ok = "sparse" in fields or props.get(PROP_FULL_TEXT) == "false"
+    if vec is None or not sparse_ok or props.get(PROP_VERSION) != SCHEMA_VERSION:
         raise SchemaMismatchError(
             f"collection {collection!r} at {uri} was not created by this version of hippocampus "
             f"(schema version {props.get(PROP_VERSION)!r}, expected {SCHEMA_VERSION!r})",
