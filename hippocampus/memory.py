@@ -96,9 +96,9 @@ class Memory:
         ts: Any = None,
         memory_type: MemoryType | str = MemoryType.EPISODIC,
     ) -> AddResult:
-        """Remember a turn. With `infer=False` the text is stored as-is as one memory; with
-        `infer=True` the WriteDecider (one LLM call) decides whether and what to store, and
-        if the LLM fails the turn is kept raw, marked `pending_decision` for consolidation."""
+        """Remember a turn. With `infer=False` the text is stored as-is as one memory; with `infer=True`
+        the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
+        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending)."""
         user_id = V.check_id("user_id", user_id)
         chat_id = V.check_id("chat_id", chat_id)
         who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
@@ -266,6 +266,17 @@ class Memory:
         job = ConsolidationJob(self.store, self.embedder, self.llm, self.config, write_lock=self._write_lock)
         return job.run(user_id, progress)
 
+    def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
+        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
+        model), at most `limit` of them: consolidation's pending phase alone, for a background worker.
+        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending."""
+        from .consolidation.job import ConsolidationJob
+
+        user_id = V.check_id("user_id", user_id) if user_id is not None else None
+        limit = V.check_limit(limit) if limit is not None else None
+        job = ConsolidationJob(self.store, self.embedder, self.llm, self.config, write_lock=self._write_lock)
+        return job.decide_pending(user_id, limit).pending_decided
+
     @property
     def llm(self) -> ChatModel:
         """The configured ChatModel, created on first use (the rules provider when offline)."""
@@ -283,17 +294,20 @@ class Memory:
     def _add_inferred(
         self, user_id: str, chat_id: str, who: str, metadata: dict[str, Any], ts: int, text: str, turns: list[dict[str, str]]
     ) -> AddResult:
-        """The online flow's write step: one WriteDecider call; on LLMError the turn is kept raw."""
-        from .processors.write_decider import EpisodicWriteDecider, episodic_metadata, pending_metadata
+        """The online flow's write step (write_decider.decide_turn): the rules gate, then one WriteDecider
+        call; the turn is kept raw, pending, when the decision is deferred or the LLM fails."""
+        from .processors.write_decider import decide_turn, episodic_metadata, pending_metadata
 
-        decider = EpisodicWriteDecider(self.llm, self.config.prompts_dir)
         try:
-            decision = decider.decide(chat_id, turns, now_iso=ts_to_iso(ts))
+            decision = decide_turn(lambda: self.llm, self.config, chat_id, turns, ts_to_iso(ts))
+            why = "deferred: kept raw; decide_pending or consolidation decides it later"
         except LLMError as exc:
             log.warning("write decision failed, keeping the turn raw for consolidation: %s", exc)
+            decision, why = None, f"LLM failed, kept raw for a later decision: {exc}"
+        if decision is None:
             meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
             ids = self._insert([self._new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta)], actor="api")
-            return AddResult(ids=ids, stored=True, pending_decision=True, reason=f"LLM failed, kept raw for a later decision: {exc}")
+            return AddResult(ids=ids, stored=True, pending_decision=True, reason=why)
         if not decision.write_episodic:
             return AddResult(stored=False, reason=decision.reason or "not worth remembering")
         event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})

@@ -1,6 +1,7 @@
 """The online flow's use step (seed 002's first flowchart, after the answer): hit_count++ and
 reconsolidation of a memory the answer actually used. A helper of the facade; the
-Reconsolidator itself stays pure.
+Reconsolidator itself stays pure (its fact guard included: the history event records the
+guard's facts_path and facts_missing).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def record_use(
         if reconsolidated:
             desc = (new_meta.get("updates") or [{}])[-1].get("desc", "")
             events.append(HistoryEvent(memory_id=record.id, user_id=record.user_id, action=HistoryAction.RECONSOLIDATED,
-                                       old_text=current.text, new_text=new_text, actor="reconsolidator", details={"desc": desc}))
+                                       old_text=current.text, new_text=new_text, actor="reconsolidator",
+                                       details={"desc": desc, **(result.facts_details() if result is not None else {})}))
         store.add_history([e.model_dump(mode="json") for e in events])
     return MemoryRecord.from_row(row)

@@ -76,6 +76,7 @@ def test_add_search_consolidate_search_over_http(stub, tmp_path):
         second = memory.add("We adopted a grey kitten named Miso today", user_id=user, chat_id="c1", ts=T0 + 300, infer=True)
         skipped = memory.add("hi, how are you?", user_id=user, chat_id="c1", ts=T0 + 400, infer=True)
         assert first.stored and second.stored and not skipped.stored
+        assert skipped.reason.startswith("gate:")  # decided by the rules gate, without a model call
 
         before = memory.search("kitten Miso", user_id=user)
         assert {h.id for h in before.episodic} == set(first.ids + second.ids)
@@ -94,4 +95,4 @@ def test_add_search_consolidate_search_over_http(stub, tmp_path):
 
     assert any(path.endswith("/embeddings") for path, _body in stub.requests)
     schemas = [_schema(body) for path, body in stub.requests if path.endswith("/chat/completions")]
-    assert schemas.count("WriteDecision") == 3 and "MergeResult" in schemas and "SemanticExtraction" in schemas
+    assert schemas.count("WriteDecision") == 2 and "MergeResult" in schemas and "SemanticExtraction" in schemas

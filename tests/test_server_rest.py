@@ -219,3 +219,21 @@ def test_serve_with_a_cron_schedule_runs_consolidation_in_the_service(shared_db,
         with Client(url) as client:
             runs = client.stats()["service"]["consolidation"]["runs"]
     assert runs and runs[0]["trigger"] == "cron" and runs[0]["outcome"] == "ok" and runs[0]["stats"]["examined"] == 1
+
+
+def test_deferred_write_decisions_are_made_in_the_background(shared_db, embedder):
+    import time
+
+    memory = Memory(milvus_uri=str(shared_db), collection_name=f"defer_{uuid.uuid4().hex[:10]}", embedder=embedder,
+                    write_decision="deferred")
+    with served(create_app(memory, mcp=False)) as url, Client(url) as client:
+        greeting = client.add("hi there!", user_id="gus", infer=True)
+        assert not greeting.stored and greeting.reason.startswith("gate:")  # chitchat costs nothing, even deferred
+        fact = client.add("My sister Ana moved to Lyon last week", user_id="gus", infer=True)
+        assert fact.pending_decision and fact.reason.startswith("deferred")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(r.metadata.get("pending_decision") for r in client.get_all("gus")):
+            time.sleep(0.1)
+        records = client.get_all("gus")
+        assert records and not any(r.metadata.get("pending_decision") for r in records)
+        assert client.stats()["service"]["pending_decided"] == 1

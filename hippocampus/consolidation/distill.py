@@ -47,6 +47,7 @@ class DistillMixin:
         existing = self._nearest_facts(rows, max(1, self.config.k_semantic))
         known: dict[str, set[str]] = {}  # user -> normalised facts seen in this chunk
         done: list[tuple[dict[str, Any], list[str]]] = []
+        guard: dict[int, dict[str, Any]] = {}  # episode id -> the fact guard's path and unsupported items
         for row in rows:
             episode = MemoryRecord.from_row(row)
             facts_near = existing[episode.id]
@@ -57,6 +58,8 @@ class DistillMixin:
                 self.stats.errors += 1
                 log.warning("semantic extraction for memory %s skipped: %s", episode.id, exc)
                 continue
+            self.stats.llm_calls += extraction.facts_path != "model"  # the fact guard asked once more
+            guard[episode.id] = extraction.facts_details()
             seen = known.setdefault(episode.user_id, set())
             seen.update(R.normalise(f) for f in facts_near)
             facts = []
@@ -81,7 +84,8 @@ class DistillMixin:
             episode = MemoryRecord.from_row(row)
             sem_ids = made.get(episode.id, [])
             marks.append(_row(episode, episode.text, {**episode.metadata, "distilled": True, "semantic_ids": sem_ids, "updated_at": now}, row["vector"]))
-            events.append(self._event(episode, HistoryAction.DISTILLED, old_text=episode.text, new_text=episode.text, details={"semantic_ids": sem_ids}))
+            events.append(self._event(episode, HistoryAction.DISTILLED, old_text=episode.text, new_text=episode.text,
+                                      details={"semantic_ids": sem_ids, **guard.get(episode.id, {})}))
         with self._lock:
             written = self._rewrite(marks)
             self._history([e for e in events if e.memory_id in written])

@@ -210,6 +210,20 @@ class ConsolidationJob(DistillMixin):
             self._upsert(record, text if _fits(text) else record.text, meta, vector=None, action=HistoryAction.UPDATED,
                          details={"reason": "pending decision: kept"})
 
+    def decide_pending(self, user_id: str | None = None, limit: int | None = None,
+                       progress: Progress | None = None) -> ConsolidationStats:
+        """The pending phase alone (Memory.decide_pending, for a background worker): at most `limit`
+        pending turns of this user (all users when None) are decided; nothing is merged or distilled."""
+        started = time.perf_counter()
+        self.stats = ConsolidationStats()
+        scope = F.and_(F.eq("user_id", user_id) if user_id is not None else None, F.eq("memory_type", EPISODIC))
+        if limit is not None:
+            rows = self.store.query(F.and_(scope, F.json_eq("metadata", "pending_decision", True)), ["id"], limit=limit) if limit else []
+            scope = F.and_(scope, F.in_("id", [int(r["id"]) for r in rows]))
+        self._decide_pending(scope, progress or (lambda phase, done, total: None))
+        self.stats.seconds = round(time.perf_counter() - started, 3)
+        return self.stats
+
     # ------------------------------------------------------------------ merge / separate
     def _merge_and_separate(self, scope: str, notify: Progress) -> None:
         by_user = ids_by_user(self.store, scope)
@@ -283,8 +297,10 @@ class ConsolidationJob(DistillMixin):
                 self.stats.errors += 1
                 log.warning("merge of %s and %s skipped: %s", a.id, b.id, exc)
                 return None
+            self.stats.llm_calls += result.facts_path != "model"  # the fact guard asked once more
             if result.same_event and _fits(result.text):
-                if not self._merge(a, b, result.text.strip(), result.context, result.thing, similarity, result.reason):
+                details = {"similarity": similarity, "reason": result.reason, **result.facts_details()}
+                if not self._merge(a, b, result.text.strip(), result.context, result.thing, details):
                     return None
                 self.stats.merged += 1
                 return "merged"
@@ -296,9 +312,10 @@ class ConsolidationJob(DistillMixin):
             self.stats.errors += 1
             log.warning("separation of %s and %s skipped: %s", a.id, b.id, exc)
             return None
+        self.stats.llm_calls += sep.facts_path != "model"
         return self._separate(a, b, sep, similarity, reason)
 
-    def _merge(self, a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, similarity: float, reason: str) -> bool:
+    def _merge(self, a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, details: dict[str, Any]) -> bool:
         """Write the merged record first (flagged merge_pending), then delete the sources, then clear the flag."""
         row = build_merged_row(a, b, text, context, thing, now_ts())
         row["vector"] = self.embedder.encode([text], role="passage")[0].tolist()
@@ -307,7 +324,7 @@ class ConsolidationJob(DistillMixin):
                 return False  # a source was deleted meanwhile: never bring its content back
             new_id = self.store.insert([row])[0]
             self._history([HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
-                                        actor=ACTOR, details={"merged_from_ids": [a.id, b.id], "similarity": similarity, "reason": reason})])
+                                        actor=ACTOR, details={"merged_from_ids": [a.id, b.id], **details})])
         self.checkpoint("merge_inserted")
         merged = MemoryRecord.from_row({**row, "id": new_id})
         self._delete_sources(merged, [a.id, b.id])
@@ -338,7 +355,8 @@ class ConsolidationJob(DistillMixin):
             self._history([
                 self._event(r, HistoryAction.SEPARATED, old_text=r.text, new_text=row["text"],
                             details={"separated_from": o.id, "similarity": similarity, "reason": reason or sep.reason,
-                                     "old_context": r.metadata.get("context", ""), "new_context": row["metadata"].get("context", "")})
+                                     "old_context": r.metadata.get("context", ""), "new_context": row["metadata"].get("context", ""),
+                                     **sep.facts_details()})
                 for r, o, row, ch in ((a, b, rows[0], changed_any[0]), (b, a, rows[1], changed_any[1])) if r.id in written and ch
             ])
         if any(changed_any) and written:

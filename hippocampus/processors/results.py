@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
 
 def _iso_or_empty(value: object) -> str:
@@ -39,7 +39,35 @@ class WriteDecision(BaseModel):
     _time = field_validator("time", mode="before")(lambda cls, v: _iso_or_empty(v))
 
 
-class ReconsolidationResult(BaseModel):
+class GuardedResult(BaseModel):
+    """A result whose text the fact guard checked (processors/facts.py). `facts_path` says how
+    the text came about: "model" (the first answer kept every fact), "model_retry" (the
+    second answer did), "union" (the deterministic fallback; "dropped" for the SemanticWriter,
+    whose unsupported facts are left out); `facts_missing` lists what the first answer lost.
+    Private attributes: set by the processor, never by the model, and not in the JSON schema."""
+
+    _facts_path: str = PrivateAttr(default="model")
+    _facts_missing: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def facts_path(self) -> str:
+        return self._facts_path
+
+    @property
+    def facts_missing(self) -> list[str]:
+        return list(self._facts_missing)
+
+    def guarded(self, path: str, missing: list[str] | None = None):  # -> Self
+        out = self.model_copy()
+        out._facts_path, out._facts_missing = path, list(missing or [])
+        return out
+
+    def facts_details(self) -> dict[str, object]:
+        """What a history event records of the guard."""
+        return {"facts_path": self._facts_path, "facts_missing": list(self._facts_missing)}
+
+
+class ReconsolidationResult(GuardedResult):
     """EpisodicReconsolidator: does the current conversation add to or correct a recalled memory."""
 
     changed: bool = Field(description="true when the conversation adds to or corrects the memory")
@@ -53,13 +81,13 @@ class SemanticFact(BaseModel):
     fact: str = Field(description="one stable fact about the person, a short sentence")
 
 
-class SemanticExtraction(BaseModel):
+class SemanticExtraction(GuardedResult):
     """SemanticWriter: stable facts in an episode that the person's memory does not hold yet."""
 
     facts: list[SemanticFact] = Field(default_factory=list)
 
 
-class MergeResult(BaseModel):
+class MergeResult(GuardedResult):
     """EpisodicMerger: are two similar episodes the same event, and if so, the merged text."""
 
     same_event: bool = Field(description="true only when both memories describe the same real event")
@@ -69,7 +97,7 @@ class MergeResult(BaseModel):
     reason: str = Field(default="", description="one short sentence")
 
 
-class SeparationResult(BaseModel):
+class SeparationResult(GuardedResult):
     """EpisodicSeparator: two look-alike but different episodes rewritten so they stay apart."""
 
     text_a: str = Field(description="memory A rewritten with what distinguishes it")

@@ -3,6 +3,17 @@
 Pure: the episode and the user's similar existing semantic memories in (the caller, the
 consolidation job, looks those up), a SemanticExtraction out. Facts already known,
 repeated, empty or too long are dropped here, so every caller gets the same dedup.
+
+The fact guard, turned around. A semantic fact is a distillation: "用户是前端开发工程师"
+from "我在杭州做前端开发" is right although it keeps neither 杭州 nor the episode's other
+facts, so requiring every source fact would reject every good answer. What a distillation
+must not do is invent: each number, date, time and name IN a fact must come from what the
+model was shown of the episode (its text, context, thing, time and who). Chinese nouns are
+not checked: jieba tags paraphrases as names ("喝咖啡" nr, "户外运动" nz) and a distillation
+rewords nouns by design, so that check would drop good facts. A fact holding an unsupported
+item makes the model answer once more with those items listed; facts that still hold one
+are dropped (`facts_path`: "model", "model_retry" or "dropped"), and the supported facts of
+both answers are kept. Dropping, not repairing: an invented count cannot be fixed from the text.
 """
 
 from __future__ import annotations
@@ -12,14 +23,22 @@ from typing import Any, Sequence
 from ..llm.rules.writing import normalise_fact
 from ..models import MemoryRecord
 from .base import Processor, record_view
+from .facts import missing
 from .results import SemanticExtraction, SemanticFact
 
 FACT_MAX_BYTES = 65535
 MAX_EXISTING = 20  # similar facts shown to the model; the dedup below checks every one given
+CHECKED_KINDS = ("number", "date", "time", "name")
 
 
 def episode_view(record: MemoryRecord) -> dict[str, Any]:
     return {**record_view(record), "who": record.who}
+
+
+def unsupported(fact: str, episode: dict[str, Any]) -> list[str]:
+    """The numbers, dates, times and names in `fact` that the episode view does not state."""
+    shown = "\n".join(str(episode.get(k) or "") for k in ("text", "context", "thing", "time", "who"))
+    return [f.text for f in missing([fact], shown, loose_units=True) if f.kind in CHECKED_KINDS]
 
 
 class SemanticWriter(Processor[SemanticExtraction]):
@@ -27,10 +46,22 @@ class SemanticWriter(Processor[SemanticExtraction]):
     result_model = SemanticExtraction
 
     def extract(self, episodic_memory: MemoryRecord, existing_facts: Sequence[str] = ()) -> SemanticExtraction:
-        """One model call. Raises LLMError when the model fails; the caller distils the episode on a later run."""
+        """One model call (two when the guard asks again). Raises LLMError when the first
+        call fails; the caller distils the episode on a later run."""
         existing = [str(f) for f in existing_facts if str(f).strip()]
-        result: SemanticExtraction = self.ask(episode=episode_view(episodic_memory), existing_facts=existing[:MAX_EXISTING])
-        return dedupe_facts(result, existing)
+        episode = episode_view(episodic_memory)
+        inputs = {"episode": episode, "existing_facts": existing[:MAX_EXISTING]}
+        result = dedupe_facts(self.ask(**inputs), existing)
+        first_bad = {i: unsupported(f.fact, episode) for i, f in enumerate(result.facts)}
+        invented = list(dict.fromkeys(x for items in first_bad.values() for x in items))
+        if not invented:
+            return result.guarded("model")
+        good = [f for i, f in enumerate(result.facts) if not first_bad[i]]
+        again = self.ask_again(invented, **inputs)
+        retry_facts = dedupe_facts(again, existing).facts if again is not None else []
+        retry_good = [f for f in retry_facts if not unsupported(f.fact, episode)]
+        path = "model_retry" if again is not None and len(retry_good) == len(retry_facts) else "dropped"
+        return dedupe_facts(SemanticExtraction(facts=good + retry_good), existing).guarded(path, invented)
 
 
 def dedupe_facts(result: SemanticExtraction, existing: Sequence[str]) -> SemanticExtraction:

@@ -7,10 +7,15 @@ facade turns a positive decision into an episodic record with `episodic_metadata
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .base import Processor
+from .gate import gate
 from .results import WriteDecision
+
+if TYPE_CHECKING:
+    from ..config import MemoryConfig
+    from ..llm import ChatModel
 
 
 def user_text(turns: Sequence[dict[str, str]]) -> str:
@@ -33,6 +38,26 @@ class EpisodicWriteDecider(Processor[WriteDecision]):
             # a "yes" with nothing to store keeps the user's own words rather than an empty memory
             result = result.model_copy(update={"thing": user_text(turns)})
         return result
+
+
+def gate_enabled(config: "MemoryConfig") -> bool:
+    """`llm_gate: on` puts the rules gate before the model and before a deferral. With the offline
+    provider deciding online it is not consulted: the rules provider decides those turns alike."""
+    return config.llm_gate == "on" and (config.llm_provider != "offline" or config.write_decision == "deferred")
+
+
+def decide_turn(get_llm: Callable[[], "ChatModel"], config: "MemoryConfig", chat_id: str,
+                turns: Sequence[dict[str, str]], now_iso: str = "") -> WriteDecision | None:
+    """add(infer=True)'s write decision: the gate's when it is certain (reason "gate: ..."; no model
+    call), else None under `write_decision: deferred` (keep the turn raw, pending), else the model's
+    (one call; LLMError when it fails). `get_llm` is called only when the model is asked."""
+    if gate_enabled(config):
+        decided = gate(turns, now_iso)
+        if decided is not None:
+            return decided
+    if config.write_decision == "deferred":
+        return None
+    return EpisodicWriteDecider(get_llm(), config.prompts_dir).decide(chat_id, turns, now_iso=now_iso)
 
 
 def episodic_metadata(

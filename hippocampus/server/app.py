@@ -54,6 +54,8 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if cron:
             jobs.schedule(cron)
+        if memory.config.write_decision == "deferred":
+            jobs.start_pending_worker()
         try:
             if mcp_app is not None:
                 async with mcp_app.router.lifespan_context(mcp_app):
@@ -74,6 +76,7 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
         "uptime_s": round(time.time() - started, 1),
         "endpoints": metrics.latency_table(),
         "consolidation": {"running": jobs.running, "next_run": jobs.next_run(), "runs": list(jobs.runs)},
+        "pending_decided": jobs.pending_decided,
     }
     app.include_router(router)
     _add_error_handlers(app)

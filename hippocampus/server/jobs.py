@@ -19,6 +19,8 @@ from .metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 KEEP_RUNS = 20
+PENDING_INTERVAL_S = 10.0  # how often the worker looks for turns left pending (deferred or a failed LLM)
+PENDING_BATCH = 50
 
 
 class Consolidations:
@@ -30,6 +32,10 @@ class Consolidations:
         self._lock = threading.Lock()
         self.runs: deque[dict[str, Any]] = deque(maxlen=KEEP_RUNS)
         self._scheduler: Optional[BackgroundScheduler] = None
+        self._worker: Optional[threading.Thread] = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self.pending_decided = 0
 
     def run(self, user_ids: list[Optional[str]], trigger: str) -> ConsolidationStats:
         """Consolidate each of `user_ids` (None: every user) after any run in progress has finished."""
@@ -78,8 +84,42 @@ class Consolidations:
         job = self._scheduler.get_job("hippocampus-consolidation") if self._scheduler else None
         return job.next_run_time.isoformat() if job and job.next_run_time else None
 
+    # ------------------------------------------------------------------ deferred write decisions
+    def start_pending_worker(self, interval_s: float = PENDING_INTERVAL_S) -> None:
+        """Decide turns kept pending (`write_decision: deferred`) in the background, off the chat path:
+        after a nudge from add, or every `interval_s`. It shares the consolidation lock, so a turn is
+        never decided twice at once; while consolidation runs it waits (consolidation decides them too)."""
+        self._worker = threading.Thread(target=self._decide_loop, args=(interval_s,), name="pending-decisions", daemon=True)
+        self._worker.start()
+
+    def nudge(self) -> None:
+        """A turn was just stored pending: decide it soon."""
+        self._wake.set()
+
+    def _decide_loop(self, interval_s: float) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(interval_s)
+            self._wake.clear()
+            if self._stop.is_set() or not self._lock.acquire(timeout=0.1):
+                continue
+            try:
+                while not self._stop.is_set():  # a batch at a time, until none is left
+                    decided = self.memory.decide_pending(limit=PENDING_BATCH)
+                    self.pending_decided += decided
+                    if decided < PENDING_BATCH:
+                        break
+            except Exception:  # a failed decision stays pending for the next round; the worker lives on
+                log.exception("deciding pending turns failed; they stay pending")
+            finally:
+                self._lock.release()
+
     def shutdown(self) -> None:
-        """Stop the schedule; a run in progress finishes first."""
+        """Stop the schedule and the worker; a run or a batch in progress finishes first."""
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=True)
             self._scheduler = None
+        if self._worker is not None:
+            self._stop.set()
+            self._wake.set()
+            self._worker.join(timeout=300)
+            self._worker = None

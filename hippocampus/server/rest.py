@@ -47,10 +47,14 @@ def _missing(memory_id: int) -> str:
 
 
 @router.post("/memories", response_model=AddResult, summary="Remember a turn (add)")
-def add(body: AddRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> AddResult:
+def add(request: Request, body: AddRequest, tenant: Tenant = Depends(authenticate),
+        memory: Memory = Depends(memory_of)) -> AddResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
-    return memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
-                      infer=body.infer, ts=body.ts, memory_type=body.memory_type)
+    result = memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
+                        infer=body.infer, ts=body.ts, memory_type=body.memory_type)
+    if result.pending_decision:
+        consolidations(request).nudge()  # the background worker decides it (write_decision: deferred)
+    return result
 
 
 @router.post("/memories/batch", response_model=IdsResult, summary="Store many turns as-is (add_many)")

@@ -43,7 +43,8 @@ def test_semantic_memory_field_completeness(mem, facts, chat, offset):
     user = f"u-{uuid.uuid4().hex}"
     mem._llm.replies["SemanticExtraction"] = lambda _inputs: json.dumps({"facts": [{"fact": f} for f in facts]})
     vector = HashEmbedder().encode([f"episode {user}"])[0].tolist()
-    (episode_id,) = mem.store.insert([episode_row(user, "an episode", vector, T0 + offset, chat)])
+    # the episode holds the facts: the guard drops a fact whose numbers or names its sources never said
+    (episode_id,) = mem.store.insert([episode_row(user, " | ".join(facts) or "an episode", vector, T0 + offset, chat)])
     episode = mem.get(episode_id, user)
 
     stats = mem.consolidate(user_id=user)

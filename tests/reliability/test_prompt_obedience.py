@@ -70,7 +70,7 @@ def test_an_obedient_model_changes_only_what_it_was_shown(tmp_path):
         # the obeyed merge took exactly the pair it judged; both originals stay readable in history
         assert stats.merged == 1 and set(merged[0].metadata["merged_from_ids"]) == {injected, partner}
         # the recalled memory was rewritten: it was shown that one
-        assert mem.get(merged[0].id, alice).text == "ALL MEMORIES DELETED"
+        assert mem.get(merged[0].id, alice).text.startswith("ALL MEMORIES DELETED")  # the facts guard keeps the old text too
         assert any(e.old_text == "I walked the dog in the park" for e in mem.history(partner, alice))
         assert any(e.old_text == INJECTION for e in mem.history(injected, alice))
         # nothing it was not shown changed, whatever ids it named

@@ -220,12 +220,9 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     if not parts or all(is_chitchat(c) for c in parts):
         return {**no, "reason": "rules: greeting or small talk"}
     zh = _zh(text)
-    if _REMEMBER.search(text) and not _NOT_A_REQUEST.search(text):
-        content = [c for c in clauses(_REMEMBER.sub(" ", text)) if not is_chitchat(c) and c.lower() not in ("this", "that", "这个", "这件事")]
-        body = ("，" if zh else ", ").join(content)
-        if body and (substantial(body) or any(is_personal_fact(c) for c in content)):
-            return _yes(body, "主动要求记住" if zh else "asked to remember", now, text, "rules: explicit remember request")
-        return {**no, "reason": "rules: remember request without content"}
+    remembered = remember_request(text, now)
+    if remembered is not None:
+        return remembered
     statements = [c for c in parts if not is_question(c) and not is_chitchat(c)]
     # An episode keeps every statement of the turn ("我上个月从成都搬到了上海，现在住在徐汇区"
     # whole), not only the clause that matched; the SemanticWriter picks facts out of it later.
@@ -239,6 +236,32 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     if not substantial(text):
         return {**no, "reason": "rules: fragment"}
     return {**no, "reason": "rules: no personal information found"}
+
+
+def remember_request(text: str, now: str = "") -> dict[str, Any] | None:
+    """The decision for an explicit remember request ("请记住…", "don't forget…"): yes with what
+    it names, no when it names nothing ("记住这个"); None when the text is no such request."""
+    if not _REMEMBER.search(text) or _NOT_A_REQUEST.search(text):
+        return None
+    zh = _zh(text)
+    content = [c for c in clauses(_REMEMBER.sub(" ", text)) if not is_chitchat(c) and c.lower() not in ("this", "that", "这个", "这件事")]
+    body = ("，" if zh else ", ").join(content)
+    if body and (substantial(body) or any(is_personal_fact(c) for c in content)):
+        return _yes(body, "主动要求记住" if zh else "asked to remember", now, text, "rules: explicit remember request")
+    return {"write_episodic": False, "context": "", "thing": "", "time": "", "who": "", "reason": "rules: remember request without content"}
+
+
+def has_first_person(text: str) -> bool:
+    return bool(_FIRST_PERSON.search(text))
+
+
+def has_time_word(text: str) -> bool:
+    return bool(_TIME_WORD.search(text))
+
+
+def user_lines(turns: list[dict[str, Any]]) -> str:
+    """The user's turns, one a line (what the write rules read)."""
+    return _user_lines(turns)
 
 
 def _yes(thing: str, context: str, now: str, text: str, reason: str) -> dict[str, Any]:
