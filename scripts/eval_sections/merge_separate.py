@@ -1,29 +1,28 @@
 """Merge-or-separate section of scripts/eval_processors.py (tests/data/eval_merge_pairs.jsonl).
 
-Each case is two episodes of one kind that an embedder scores alike; the label says whether
-they are the same event. The Merger must judge same_event (a false merge loses a memory, so
-`false_merges` is reported on its own); for the different-event pairs the Separator's
-rewrite must keep each original's content words (`separation_keeps_facts`).
+Each case is two episodes and a `kind`: `duplicate` (one event told twice: merge), `look_alike`
+(two events of one kind, such as two dentist visits a week apart: keep apart) or `unrelated`; and
+`must_keep`, the facts (numbers with units, names, dates) that must survive a merge, each a string
+or a list of spellings. The Merger judges same_event: `merges_found` counts the duplicates merged,
+`wrong_merges` the other pairs merged (a false merge loses a memory), `facts_lost` the must_keep
+facts missing from the merged texts of the duplicates (`guard_stepped_in`: merges whose text the
+facts guard had to ask again for or build itself). For the pairs that are not one event, the
+Separator's rewrites must keep each original's facts (`separation_facts_lost`) and content words
+(`separation_keeps_facts`: the share of pairs keeping 80%).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from hippocampus.errors import LLMError
 from hippocampus.llm.rules.consolidation import content_tokens
-from hippocampus.models import MemoryRecord
 from hippocampus.processors import EpisodicMerger, EpisodicSeparator
+from scripts.eval_common import keeps, lost, ratio, record
 
 KEEP_SHARE = 0.8  # share of an original's content words its rewritten text must still hold
-
-
-def _record(m: dict[str, Any], memory_id: int) -> MemoryRecord:
-    ts = int(datetime.fromisoformat(m["time"]).timestamp())
-    meta = {"context": m.get("context", ""), "thing": m["text"], "time": m["time"], "chatid": m["chat_id"], "who": m.get("who", "user")}
-    return MemoryRecord(id=memory_id, user_id="eval", memory_type="episodic", ts=ts, chat_id=m["chat_id"], who=m.get("who", "user"),
-                        text=m["text"], metadata=meta)
+METRICS = ["accuracy", "precision", "recall", "merges_found", "duplicates", "wrong_merges", "facts_lost", "facts_kept",
+           "guard_stepped_in", "accuracy_en", "accuracy_zh", "separation_facts_lost", "separation_keeps_facts", "errors", "cases"]
 
 
 def _kept(original: str, rewritten: str) -> bool:
@@ -31,24 +30,45 @@ def _kept(original: str, rewritten: str) -> bool:
     return not words or len(words & content_tokens(rewritten)) / len(words) >= KEEP_SHARE
 
 
+def _separation_lost(case: dict[str, Any], text_a: str, text_b: str) -> list[str]:
+    """must_keep facts a rewrite dropped: each is checked in the rewrite of the memory that stated it."""
+    out = []
+    for item in case.get("must_keep", []):
+        if keeps(case["a"]["text"], item):
+            where = text_a
+        elif keeps(case["b"]["text"], item):
+            where = text_b
+        else:
+            where = f"{text_a}\n{text_b}"
+        out += lost(where, [item])
+    return out
+
+
 def evaluate(llm: Any, cases: list[dict[str, Any]]) -> dict[str, float]:
     merger, separator = EpisodicMerger(llm), EpisodicSeparator(llm)
-    tp = fp = fn = tn = errors = kept = separated = 0
-    by_lang: dict[str, list[int]] = {}
+    tp = fp = fn = tn = errors = kept = separated = facts_checked = facts_lost = guard = sep_lost = 0
+    groups: dict[str, list[int]] = {}
     for case in cases:
-        a, b = _record(case["a"], 1), _record(case["b"], 2)
+        a, b = record(case["a"], case["id"], 1), record(case["b"], case["id"], 2)
         want = bool(case["same_event"])
         try:
-            got = merger.merge(a, b).same_event
+            result = merger.merge(a, b)
+            got: bool | None = result.same_event
         except LLMError:
             errors += 1
-            got = None
+            result, got = None, None
         ok = got is want
         tp += ok and want
         tn += ok and not want
         fp += (got is True) and not want
         fn += (got is not True) and want
-        by_lang.setdefault(case.get("lang", "?"), []).append(int(ok))
+        groups.setdefault(f"accuracy_{case.get('lang', '?')}", []).append(int(ok))
+        groups.setdefault(f"accuracy_kind_{case.get('kind', '?')}", []).append(int(ok))
+        if got and want and result is not None:
+            items = case.get("must_keep", [])
+            facts_checked += len(items)
+            facts_lost += len(lost(result.text, items))
+            guard += getattr(result, "facts_path", "model") != "model"
         if not want:
             try:
                 sep = separator.separate(a, b)
@@ -57,14 +77,15 @@ def evaluate(llm: Any, cases: list[dict[str, Any]]) -> dict[str, float]:
                 continue
             separated += 1
             kept += _kept(a.text, sep.text_a) and _kept(b.text, sep.text_b)
+            sep_lost += len(_separation_lost(case, sep.text_a, sep.text_b))
     n = len(cases)
-    out = {"accuracy": (tp + tn) / n if n else float("nan"), "precision": tp / (tp + fp) if tp + fp else float("nan"),
-           "recall": tp / (tp + fn) if tp + fn else float("nan"), "false_merges": fp}
-    out.update({f"accuracy_{lang}": sum(v) / len(v) for lang, v in sorted(by_lang.items())})
-    out.update({"separation_keeps_facts": kept / separated if separated else float("nan"), "errors": errors, "cases": n})
+    out: dict[str, float] = {"accuracy": ratio(tp + tn, n), "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn),
+                             "merges_found": tp, "duplicates": tp + fn, "wrong_merges": fp, "facts_lost": facts_lost,
+                             "facts_kept": ratio(facts_checked - facts_lost, facts_checked), "guard_stepped_in": guard}
+    out.update({name: ratio(sum(v), len(v)) for name, v in sorted(groups.items())})
+    out.update({"separation_facts_lost": sep_lost, "separation_keeps_facts": ratio(kept, separated), "errors": errors, "cases": n})
     return out
 
 
 def register(add: Any) -> None:
-    add("merge_separate", "eval_merge_pairs.jsonl", evaluate,
-        ["accuracy", "precision", "recall", "false_merges", "accuracy_en", "accuracy_zh", "separation_keeps_facts", "errors", "cases"])
+    add("merge_separate", "eval_merge_pairs.jsonl", evaluate, METRICS)

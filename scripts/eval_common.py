@@ -1,0 +1,138 @@
+"""What the sections of scripts/eval_processors.py share: ratios, keyword and fact matching,
+the episodic record a case describes, and the meters that count a model's calls, seconds
+and valid JSON replies. No section lives here; importing it has no side effects."""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from typing import Any, Sequence
+
+import openai
+
+from hippocampus.errors import LLMError
+from hippocampus.llm import LLMClient, Prompt
+from hippocampus.llm import client as _client_module
+from hippocampus.models import MemoryRecord
+
+try:  # the facts guard's matching; without it a must_keep item needs its own words
+    from hippocampus.processors import facts as _facts
+except ImportError:  # pragma: no cover - an older checkout
+    _facts = None  # type: ignore[assignment]
+
+
+def ratio(num: float, den: float) -> float:
+    return num / den if den else float("nan")
+
+
+def has(text: str, keyword: str) -> bool:
+    """`keyword` in `text`, NFKC-normalised and case-folded."""
+    norm = lambda s: unicodedata.normalize("NFKC", s).casefold()  # noqa: E731
+    return norm(keyword) in norm(text)
+
+
+# ------------------------------------------------------------------ must_keep items
+def keeps(text: str, item: str | Sequence[str]) -> bool:
+    """Does `text` state this must_keep fact? An item is a string, or a list of spellings
+    (any one will do). A spelling counts when its own words are in the text, or when the facts
+    guard finds facts in it (a number with its unit, a date, a time, a name) and the text keeps
+    every one of them: "$2,150" is kept by "2150 dollars", "May 12" by "12 May"."""
+    spellings = [item] if isinstance(item, str) else list(item)
+    return any(_keeps_one(text, spelling) for spelling in spellings)
+
+
+def _keeps_one(text: str, spelling: str) -> bool:
+    if has(text, spelling):
+        return True
+    if _facts is None:
+        return False
+    found = _facts.facts(spelling)
+    return bool(found) and all(_facts.kept(fact, text) for fact in found)
+
+
+def lost(text: str, items: Sequence[str | Sequence[str]]) -> list[str]:
+    """The must_keep items `text` does not state (a list of spellings shown by its first)."""
+    return [item if isinstance(item, str) else item[0] for item in items if not keeps(text, item)]
+
+
+def record(memory: dict[str, Any], cid: str, memory_id: int | None = None) -> MemoryRecord:
+    """The episodic record a case's memory describes (text, context, thing, time, chat, who)."""
+    from datetime import datetime
+
+    when = memory.get("time", "")
+    try:
+        ts = int(datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp()) if when else 0
+    except ValueError:
+        ts = 0
+    chat, who = memory.get("chat_id", "eval"), memory.get("who", "user")
+    meta = {"context": memory.get("context", ""), "thing": memory.get("thing", memory["text"]), "time": when, "chatid": chat, "who": who}
+    return MemoryRecord(id=memory_id if memory_id is not None else abs(hash(cid)) % 10**9, user_id="eval", memory_type="episodic",
+                        ts=ts, chat_id=chat, who=who, text=memory["text"], metadata=meta)
+
+
+# ------------------------------------------------------------------ meters
+class CountingClient(LLMClient):
+    """LLMClient that also counts the replies it got and how many of them were valid JSON that
+    fit the schema (`valid_json_rate`). A refusal of the response_format or a transport error is
+    no reply; an unusable reply (not JSON, or not the schema) is one, and LLMClient asks again."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.replies = 0
+        self.valid = 0
+
+    def _attempt_json(self, prompt: Prompt, schema: Any, mode: Any) -> Any:  # LLMClient's one try
+        try:
+            result = super()._attempt_json(prompt, schema, mode)
+        except openai.OpenAIError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, getattr(_client_module, "_BadReply", ())):
+                self.replies += 1
+            raise
+        self.replies += 1
+        self.valid += 1
+        return result
+
+
+class Metered:
+    """A ChatModel wrapper: processor calls (`asks`), the seconds they took, and failed calls
+    (LLMError after the model's own retries); reply counts come from the model when it keeps them."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.model = getattr(inner, "model", "?")
+        self.asks = 0
+        self.failures = 0
+        self.seconds = 0.0
+
+    @property
+    def calls(self) -> int:  # HTTP requests for a client (retries included); chat_json calls otherwise
+        return int(getattr(self.inner, "calls", self.asks))
+
+    def chat(self, system: str, user: str) -> str:
+        return self.inner.chat(system, user)
+
+    def chat_json(self, prompt: Prompt, schema: Any) -> Any:
+        self.asks += 1
+        start = time.perf_counter()
+        try:
+            return self.inner.chat_json(prompt, schema)
+        except LLMError:
+            self.failures += 1
+            raise
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def snapshot(self) -> dict[str, float]:
+        return {"asks": self.asks, "failures": self.failures, "seconds": self.seconds, "calls": self.calls,
+                "replies": getattr(self.inner, "replies", float("nan")), "valid": getattr(self.inner, "valid", float("nan"))}
+
+    @staticmethod
+    def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+        """The per-section figures: seconds per model call, valid JSON rate, requests."""
+        asks = after["asks"] - before["asks"]
+        replies = after["replies"] - before["replies"]
+        return {"seconds_per_call": ratio(after["seconds"] - before["seconds"], asks),
+                "valid_json_rate": ratio(after["valid"] - before["valid"], replies) if replies == replies else float("nan"),
+                "model_calls": asks, "llm_requests": after["calls"] - before["calls"]}
