@@ -25,6 +25,30 @@ def ratio(num: float, den: float) -> float:
     return num / den if den else float("nan")
 
 
+class Confusion:
+    """Binary decisions against labels (None: the model failed), with the groups each case falls in."""
+
+    def __init__(self) -> None:
+        self.tp = self.fp = self.fn = self.tn = 0
+        self.groups: dict[str, list[int]] = {}
+
+    def add(self, got: bool | None, want: bool, *groups: str) -> bool:
+        ok = got is want
+        self.tp += ok and want
+        self.tn += ok and not want
+        self.fp += (got is True) and not want
+        self.fn += (got is not True) and want
+        for name in groups:
+            self.groups.setdefault(name, []).append(int(ok))
+        return ok
+
+    def metrics(self, n: int) -> dict[str, float]:
+        out = {"accuracy": ratio(self.tp + self.tn, n), "precision": ratio(self.tp, self.tp + self.fp),
+               "recall": ratio(self.tp, self.tp + self.fn)}
+        out.update({name: ratio(sum(v), len(v)) for name, v in sorted(self.groups.items())})
+        return out
+
+
 def has(text: str, keyword: str) -> bool:
     """`keyword` in `text`, NFKC-normalised and case-folded."""
     norm = lambda s: unicodedata.normalize("NFKC", s).casefold()  # noqa: E731

@@ -19,7 +19,7 @@ from hippocampus.llm.rules import RulesProvider
 from hippocampus.processors import EpisodicWriteDecider
 from hippocampus.processors.gate import gate
 
-from scripts.eval_common import ratio
+from scripts.eval_common import Confusion, ratio
 
 WRITE_NOW = "2026-03-01T10:00:00+00:00"
 HARD_KINDS = frozenset({"knowledge_question", "request", "joke_laughter", "personal_question", "life_event"})
@@ -37,24 +37,14 @@ def decide(decider: EpisodicWriteDecider, case: dict[str, Any]) -> bool | None:
 
 def write_metrics(cases: list[dict[str, Any]], decisions: list[bool | None]) -> dict[str, float]:
     """Accuracy, precision, recall, per language, per kind and on the hard kinds; None is a failed case."""
-    tp = fp = fn = tn = errors = 0
-    groups: dict[str, list[int]] = {}
+    tally, errors = Confusion(), 0
     for case, got in zip(cases, decisions):
         errors += got is None
-        want = bool(case["write_episodic"])
-        ok = got is want
-        tp += ok and want
-        tn += ok and not want
-        fp += (got is True) and not want
-        fn += (got is not True) and want
-        groups.setdefault(f"accuracy_{case.get('lang', '?')}", []).append(int(ok))
-        if "kind" in case:
-            groups.setdefault(f"accuracy_kind_{case['kind']}", []).append(int(ok))
-            if case["kind"] in HARD_KINDS:
-                groups.setdefault("accuracy_hard", []).append(int(ok))
+        kind = case.get("kind")
+        groups = [f"accuracy_{case.get('lang', '?')}"] + ([f"accuracy_kind_{kind}"] if kind else [])
+        tally.add(got, bool(case["write_episodic"]), *groups, *(["accuracy_hard"] if kind in HARD_KINDS else []))
     n = len(cases)
-    out = {"accuracy": ratio(tp + tn, n), "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn)}
-    out.update({name: ratio(sum(v), len(v)) for name, v in sorted(groups.items())})
+    out = tally.metrics(n)
     out.update({"errors": errors, "cases": n})
     return out
 

@@ -18,7 +18,7 @@ from typing import Any
 from hippocampus.errors import LLMError
 from hippocampus.llm.rules.consolidation import content_tokens
 from hippocampus.processors import EpisodicMerger, EpisodicSeparator
-from scripts.eval_common import keeps, lost, ratio, record
+from scripts.eval_common import Confusion, keeps, lost, ratio, record
 
 KEEP_SHARE = 0.8  # share of an original's content words its rewritten text must still hold
 METRICS = ["accuracy", "precision", "recall", "merges_found", "duplicates", "wrong_merges", "facts_lost", "facts_kept",
@@ -46,8 +46,8 @@ def _separation_lost(case: dict[str, Any], text_a: str, text_b: str) -> list[str
 
 def evaluate(llm: Any, cases: list[dict[str, Any]]) -> dict[str, float]:
     merger, separator = EpisodicMerger(llm), EpisodicSeparator(llm)
-    tp = fp = fn = tn = errors = kept = separated = facts_checked = facts_lost = guard = sep_lost = 0
-    groups: dict[str, list[int]] = {}
+    tally, errors = Confusion(), 0
+    kept = separated = facts_checked = facts_lost = guard = sep_lost = 0
     for case in cases:
         a, b = record(case["a"], case["id"], 1), record(case["b"], case["id"], 2)
         want = bool(case["same_event"])
@@ -57,13 +57,7 @@ def evaluate(llm: Any, cases: list[dict[str, Any]]) -> dict[str, float]:
         except LLMError:
             errors += 1
             result, got = None, None
-        ok = got is want
-        tp += ok and want
-        tn += ok and not want
-        fp += (got is True) and not want
-        fn += (got is not True) and want
-        groups.setdefault(f"accuracy_{case.get('lang', '?')}", []).append(int(ok))
-        groups.setdefault(f"accuracy_kind_{case.get('kind', '?')}", []).append(int(ok))
+        tally.add(got, want, f"accuracy_{case.get('lang', '?')}", f"accuracy_kind_{case.get('kind', '?')}")
         if got and want and result is not None:
             items = case.get("must_keep", [])
             facts_checked += len(items)
@@ -79,10 +73,9 @@ def evaluate(llm: Any, cases: list[dict[str, Any]]) -> dict[str, float]:
             kept += _kept(a.text, sep.text_a) and _kept(b.text, sep.text_b)
             sep_lost += len(_separation_lost(case, sep.text_a, sep.text_b))
     n = len(cases)
-    out: dict[str, float] = {"accuracy": ratio(tp + tn, n), "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn),
-                             "merges_found": tp, "duplicates": tp + fn, "wrong_merges": fp, "facts_lost": facts_lost,
-                             "facts_kept": ratio(facts_checked - facts_lost, facts_checked), "guard_stepped_in": guard}
-    out.update({name: ratio(sum(v), len(v)) for name, v in sorted(groups.items())})
+    out: dict[str, float] = tally.metrics(n)
+    out.update({"merges_found": tally.tp, "duplicates": tally.tp + tally.fn, "wrong_merges": tally.fp, "facts_lost": facts_lost,
+                "facts_kept": ratio(facts_checked - facts_lost, facts_checked), "guard_stepped_in": guard})
     out.update({"separation_facts_lost": sep_lost, "separation_keeps_facts": ratio(kept, separated), "errors": errors, "cases": n})
     return out
 
