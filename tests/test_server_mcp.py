@@ -132,6 +132,9 @@ def test_http_round_trip(service: str) -> None:
                 await _round_trip(client, "carol")
 
     anyio.run(talk)
+    metrics = httpx.get(service.removesuffix("/mcp") + "/metrics", headers={"Authorization": f"Bearer {OPERATOR_KEY}"}).text
+    assert 'hippocampus_requests_total{endpoint="add_memory",method="MCP",status="200"} 1.0' in metrics
+    assert 'hippocampus_errors_total{endpoint="get_memory",method="MCP",type="NotFound"}' in metrics  # tool calls counted too
 
 
 def test_http_tenant_key_cannot_reach_another_user(service: str) -> None:

@@ -48,7 +48,7 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
     if mcp:
         from .mcp import http_app  # noqa: PLC0415 - the MCP SDK loads only when MCP is served
 
-        mcp_app = http_app(memory, keys)
+        mcp_app = http_app(memory, keys, observe=metrics.observe)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from typing import Annotated, Any, Awaitable, Callable, Literal, Optional, Protocol
 
 import anyio.to_thread
@@ -32,7 +33,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
-from ..errors import AuthError, HippocampusError
+from ..errors import AuthError, HippocampusError, http_status
 from ..wire import error_body
 from .auth import KeyRing, Tenant
 from .deps import presented_key
@@ -80,22 +81,33 @@ def _user(user_id: str) -> str:
     return f"user {user_id!r} not found"
 
 
-def _tool_errors(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[Any]]:
-    """A library error becomes a tool error (isError, one line) instead of a crash report."""
+Observe = Callable[[str, str, int, float, Optional[str]], None]  # ServiceMetrics.observe
+
+
+def _tool_errors(fn: Callable[..., Awaitable[dict[str, Any]]], observe: Optional[Observe] = None) -> Callable[..., Awaitable[Any]]:
+    """A library error becomes a tool error (isError, one line) instead of a crash report; with
+    `observe`, every call is counted and timed like a REST request (method "MCP", the tool's name)."""
 
     @functools.wraps(fn)  # the SDK reads the schema from the wrapped signature
     async def tool(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
         try:
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
         except HippocampusError as exc:
             log.info("MCP tool %s refused: %s", fn.__name__, type(exc).__name__)
+            if observe:
+                observe("MCP", fn.__name__, http_status(exc), time.perf_counter() - started, type(exc).__name__)
             return CallToolResult(content=[TextContent(type="text", text=one_line(exc))], is_error=True)
+        if observe:
+            observe("MCP", fn.__name__, 200, time.perf_counter() - started, None)
+        return result
 
     return tool
 
 
-def build_server(verbs: Verbs, tenant_of: TenantOf) -> MCPServer:
-    """The tools over `verbs`; `tenant_of(ctx)` says whom the calling request speaks for."""
+def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] = None) -> MCPServer:
+    """The tools over `verbs`; `tenant_of(ctx)` says whom the calling request speaks for; `observe`
+    (the service's metrics) counts and times each call."""
 
     async def run(ctx: Context, owner: str, missing: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """The tenant check (refused exactly like `missing`), then the blocking verb in a worker thread."""
@@ -109,7 +121,7 @@ def build_server(verbs: Verbs, tenant_of: TenantOf) -> MCPServer:
     root.handlers[:] = saved[1]
 
     def tool(**kwargs: Any) -> Callable[[Callable[..., Awaitable[dict[str, Any]]]], Any]:
-        return lambda fn: server.tool(**kwargs)(_tool_errors(fn))
+        return lambda fn: server.tool(**kwargs)(_tool_errors(fn, observe))
 
     @tool()
     async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: Optional[str] = None,
@@ -217,7 +229,7 @@ class _Gate:
         await self.app(scope, receive, send)
 
 
-def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH) -> Starlette:
+def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH, observe: Optional[Observe] = None) -> Starlette:
     """Streamable HTTP at `path` (stateless: any replica answers any request). Its lifespan must
     run (create_app enters it); route it at `path` itself, e.g. `app.add_route(path, mcp_app)`.
     An open server (no keys) is loopback-only, so it also refuses foreign Host/Origin headers
@@ -227,7 +239,7 @@ def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH) -> Starlette:
         allowed_hosts=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
     )
-    server = build_server(verbs, _http_tenant(keys))
+    server = build_server(verbs, _http_tenant(keys), observe)
     app = server.streamable_http_app(streamable_http_path=path, stateless_http=True, json_response=True,
                                      transport_security=loopback)
     app.add_middleware(_Gate, keys=keys)
