@@ -92,70 +92,81 @@ _RECORDS = TypeAdapter(list[MemoryRecord])
 
 
 class _Verbs:
-    """The request of each verb; the signatures are Memory's."""
+    """The request of each verb; the signatures and errors are Memory's. Every verb of a Client also
+    raises ServiceUnavailable when the service cannot be reached and AuthError when it refuses the
+    API key; the service's own failures come back as the same errors Memory raises."""
 
     def add(self, messages: Any, user_id: str, chat_id: str = "default", who: Optional[str] = None,
             metadata: Optional[dict[str, Any]] = None, *, infer: bool = False, ts: Any = None,
             memory_type: MemoryType | str = MemoryType.EPISODIC) -> Call[AddResult]:
-        """Remember a turn (see Memory.add)."""
+        """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
+        metadata key (created_at, updated_at, pending_decision, ...)."""
         body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
                     ts=ts, memory_type=memory_type)
         return Call("POST", "/memories", AddResult, body=body)
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
-        """Store many turns as-is (see Memory.add_many); the ids in input order."""
+        """Store many turns as-is (see Memory.add_many); the ids in input order. Raises InvalidInput,
+        before anything is written, for any bad item."""
         call: Call[Any] = Call("POST", "/memories/batch", IdsResult, body={"items": list(items), "batch_size": batch_size})
         call.read = lambda payload: IdsResult.model_validate(payload).ids  # type: ignore[method-assign]
         return call
 
     def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
                filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None) -> Call[SearchResult]:
-        """Recall memories for a query (see Memory.search)."""
+        """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
         body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode)
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
-        """One memory; another user's is NotFound, like a missing one."""
+        """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
         return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
 
     def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
              limit: int = 100) -> Call[MemoryPage]:
-        """A page of the user's memories, oldest event first."""
+        """A page of the user's memories, oldest event first. Raises InvalidInput for a bad argument."""
         params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
                   "limit": V.check_limit(limit)}
         return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
 
     def update(self, memory_id: int, text: str, user_id: str, metadata: Optional[dict[str, Any]] = None) -> Call[MemoryRecord]:
-        """Replace a memory's text; the id stays, the old text goes to history."""
+        """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
+        a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
         return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body={"user_id": user_id, "text": text, "metadata": metadata})
 
     def delete(self, memory_id: int, user_id: str) -> Call[None]:
-        """Delete one memory (its history stays)."""
+        """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it
+        is missing or another user's."""
         call: Call[Any] = Call("DELETE", f"/memories/{_id(memory_id)}", None, params={"user_id": _uid(user_id)})
         call.read = lambda payload: None  # type: ignore[method-assign]
         return call
 
     def reset(self, user_id: str) -> Call[int]:
-        """Erase every memory of this user and its history; how many memories went."""
+        """Erase every memory of this user and its history; how many memories went. Raises InvalidInput
+        for a bad user_id."""
         call: Call[Any] = Call("DELETE", "/memories", None, params={"user_id": _uid(user_id)})
         call.read = lambda payload: int(payload["deleted"])  # type: ignore[method-assign]
         return call
 
     def history(self, memory_id: int, user_id: str) -> Call[list[HistoryEvent]]:
-        """Every change to this memory, oldest first."""
+        """Every change to this memory, oldest first. Raises InvalidInput for a bad id; NotFound when
+        there is no history for this user."""
         return Call("GET", f"/memories/{_id(memory_id)}/history", _HISTORY, params={"user_id": _uid(user_id)})
 
     def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: Optional[str] = None) -> Call[list[MemoryRecord]]:
-        """Report which recalled memories the answer used (see Memory.mark_used)."""
+        """Report which recalled memories the answer used (see Memory.mark_used). Raises InvalidInput
+        for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
         ids = [memory_ids] if isinstance(memory_ids, (int, str)) else list(memory_ids)
         return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
 
     def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> Call[ConsolidationStats]:
-        """Run consolidation in the service (after any run in progress); `progress` is not streamed."""
+        """Run consolidation in the service (after any run in progress); `progress` is not streamed.
+        Raises InvalidInput for a bad user_id."""
         return Call("POST", "/consolidate", ConsolidationStats, body={"user_id": user_id}, timeout=None)
 
     def stats(self, user_id: Optional[str] = None) -> Call[dict[str, Any]]:
-        """Memories by kind; with an operator key also the service's latency per endpoint and runs."""
+        """Memories by kind; with an operator key also the service's latency per endpoint and runs.
+        Raises InvalidInput for a bad user_id."""
         return Call("GET", "/stats", None, params={"user_id": _uid(user_id)} if user_id is not None else {})
 
 

@@ -46,12 +46,9 @@ class _YamlSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        if self.path is None or not self.path.exists():
+        if self.path is None:
             return {}
-        try:
-            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{self.path}: not valid YAML: {exc}") from exc
+        data = yaml_settings(self.path)
         if not isinstance(data, dict):
             raise ConfigError(f"{self.path}: expected a mapping of settings")
         for key in SECRET_FIELDS:
@@ -60,6 +57,27 @@ class _YamlSource(PydanticBaseSettingsSource):
                     f"{self.path}: {key} must not be stored in a file; set HIPPOCAMPUS_{key.upper()}"
                 )
         return {k: v for k, v in data.items() if v is not None}
+
+
+def yaml_settings(path: Path) -> Any:
+    """The parsed config file; a file that cannot be read or parsed is a ConfigError naming it and why."""
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a directory, not a YAML file (check HIPPOCAMPUS_CONFIG)")
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist (HIPPOCAMPUS_CONFIG names it)")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
 
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
@@ -86,6 +104,9 @@ class MemoryConfig(BaseSettings):
     # --- store ---
     milvus_uri: str = Field(default_factory=lambda: str(DEFAULT_HOME / "memories.db"))
     milvus_token: SecretStr | None = None
+    # a new milvus-lite store is made only in an existing directory or the default home unless this is set
+    # (CLI: --create), so that a mistyped path is an error instead of a new, empty memory
+    create_store_dir: bool = False
     collection_name: str = "memories"
 
     # --- embeddings ---
@@ -208,6 +229,26 @@ class MemoryConfig(BaseSettings):
         if not low < high:
             raise ValueError(f"t_amb_low ({low}) must be below t_merge_high ({high})")
         return self
+
+    @model_validator(mode="after")
+    def _check_store_dir(self) -> "MemoryConfig":
+        """A missing parent directory of a local store is a mistake unless asked for (ConfigError, not a
+        ValueError, so that pydantic does not append the whole input, secrets included)."""
+        if not self.is_local_store or self.create_store_dir:
+            return self
+        path = Path(self.milvus_uri).expanduser().absolute()
+        parent = path.parent
+        if path.exists() or parent.is_dir():
+            return self
+        if parent.exists():
+            raise ConfigError(f"milvus_uri {self.milvus_uri}: {parent} is not a directory")
+        homes = {DEFAULT_HOME, Path(os.environ.get("HIPPOCAMPUS_HOME") or DEFAULT_HOME)}
+        if parent in {h.expanduser().absolute() for h in homes}:
+            return self  # the default home is created on first use
+        raise ConfigError(
+            f"milvus_uri {self.milvus_uri}: directory {parent} does not exist; create it, or pass --create "
+            "(create_store_dir: true, HIPPOCAMPUS_CREATE_STORE_DIR=1) to have a new store made there"
+        )
 
     @property
     def is_local_store(self) -> bool:

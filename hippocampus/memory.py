@@ -59,6 +59,17 @@ class Memory:
         llm: ChatModel | None = None,
         **overrides: Any,
     ):
+        """Open (or create) the store that `config` names.
+
+        `config` is a MemoryConfig (default: read from HIPPOCAMPUS_* environment variables and
+        config.yaml); keyword `overrides` are MemoryConfig fields set on top of it for this instance,
+        e.g. `Memory(milvus_uri="./demo.db", k_episodic=5)`. `embedder` and `llm` replace the
+        configured embedding model and chat model (tests, custom providers).
+
+        Raises ConfigError for an unknown or invalid setting; StoreLockedError when another process
+        holds a milvus-lite path; SchemaMismatchError when the store was made with another embedder
+        or dimension; StoreCorruptedError / StoreError when the store cannot be opened.
+        """
         self.config = load_config(config, **overrides)
         self.embedder = embedder or make_embedder(self.config)
         self._llm = llm
@@ -74,7 +85,7 @@ class Memory:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        """Release the store (and milvus-lite's directory lock)."""
+        """Release the store (and milvus-lite's directory lock). Raises nothing; closing twice is harmless."""
         self.store.close()
 
     def __enter__(self) -> "Memory":
@@ -98,11 +109,16 @@ class Memory:
     ) -> AddResult:
         """Remember a turn. With `infer=False` the text is stored as-is as one memory; with `infer=True`
         the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
-        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending)."""
+        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
+
+        Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
+        a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
+        validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
+        failure is not raised: the turn is kept raw."""
         user_id = V.check_id("user_id", user_id)
         chat_id = V.check_id("chat_id", chat_id)
         who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
-        metadata = V.check_metadata(metadata)
+        metadata = V.check_caller_metadata(metadata)
         event_ts = V.event_ts(ts)
         mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
         text, turns = V.messages_to_text(messages)
@@ -121,7 +137,10 @@ class Memory:
 
         Each item holds `messages` (or `text`), `user_id` and optionally `chat_id`, `who`, `metadata`,
         `ts`, `memory_type`, as for `add`. Every item is validated before anything is written; the
-        ids come back in input order."""
+        ids come back in input order.
+
+        Raises InvalidInput (naming the bad item's field) before anything is written, as `add` does;
+        EmbeddingError / StoreError when embedding or writing fails."""
         rows = []
         for item in items:
             if not isinstance(item, dict):
@@ -129,7 +148,7 @@ class Memory:
             user_id = V.check_id("user_id", item.get("user_id"))
             chat_id = V.check_id("chat_id", item.get("chat_id", "default"))
             who = V.check_id("who", item.get("who") or user_id, V.WHO_MAX)
-            metadata = V.check_metadata(item.get("metadata"))
+            metadata = V.check_caller_metadata(item.get("metadata"))
             event_ts = V.event_ts(item.get("ts"))
             mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
             text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
@@ -144,11 +163,15 @@ class Memory:
         return ids
 
     def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
-        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays."""
+        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the
+        old text goes to history.
+
+        Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound
+        when the memory is missing or another user's; EmbeddingError / StoreError on failure."""
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
         text = V.check_text(text)
-        extra = V.check_metadata(metadata)
+        extra = V.check_caller_metadata(metadata)
         old = self.get(memory_id, user_id=user_id)
         new_meta = {**old.metadata, **extra, "updated_at": now_ts()}
         if old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata and "thing" not in extra:
@@ -156,6 +179,10 @@ class Memory:
         return self._rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api")
 
     def delete(self, memory_id: int, user_id: str) -> None:
+        """Delete one memory of this user; its history stays (see `history`).
+
+        Raises InvalidInput for a bad id; NotFound when the memory is missing or another user's
+        (also when a concurrent delete won); StoreError on failure."""
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
         old = self.get(memory_id, user_id=user_id)
@@ -165,7 +192,9 @@ class Memory:
             self._history(old, HistoryAction.DELETED, old_text=old.text, actor="api")
 
     def reset(self, user_id: str) -> int:
-        """Erase every memory of this user and its history, for good; returns how many memories went."""
+        """Erase every memory of this user and its history, for good; returns how many memories went.
+
+        Raises InvalidInput for a bad user_id; StoreError on failure."""
         user_id = V.check_id("user_id", user_id)
         scope = F.eq("user_id", user_id)
         with self._write_lock:
@@ -189,6 +218,10 @@ class Memory:
         `limit` caps both lists at once; `memory_type` restricts to one kind;
         `filters` matches metadata keys exactly; `mode` (hybrid, dense, bm25) overrides
         config.search_mode for this call. Without a working embedder BM25 serves alone.
+
+        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, limit
+        outside 0..1000, filters that are not a JSON object); StoreError on failure. An embedder
+        failure is not raised: BM25 answers instead.
         """
         query = V.check_text(query, "query")
         user_id = V.check_id("user_id", user_id)
@@ -208,7 +241,10 @@ class Memory:
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
-        """One memory of this user; another user's memory is NotFound, exactly like a missing one."""
+        """One memory of this user.
+
+        Raises InvalidInput for a bad id; NotFound when it is missing or another user's (the same
+        answer for both); StoreError on failure."""
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
         rows = self.store.query(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)), limit=1)
@@ -217,11 +253,16 @@ class Memory:
         return MemoryRecord.from_row(rows[0])
 
     def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user, oldest event first; paged internally, never capped."""
+        """Every memory of this user, oldest event first; paged internally, never capped.
+
+        Raises InvalidInput for a bad user_id or memory_type; StoreError on failure."""
         return sorted(self.iter_all(user_id, memory_type), key=lambda r: (r.ts, r.id))
 
     def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> MemoryPage:
-        """A page of `get_all`: what a service or a UI lists without sending every memory at once."""
+        """A page of `get_all`: what a service or a UI lists without sending every memory at once.
+
+        Raises InvalidInput for a bad user_id, memory_type, offset (< 0) or limit (outside 0..1000);
+        StoreError on failure."""
         offset = V.check_offset(offset)
         limit = V.check_limit(limit)
         records = self.get_all(user_id, memory_type)
@@ -230,6 +271,11 @@ class Memory:
                           next_offset=end if end < len(records) else None)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
+        """Every memory of this user, a page at a time from the store, in no particular order
+        (`get_all` sorts them); for exports too large to hold at once.
+
+        Raises InvalidInput for a bad user_id or memory_type (on the first `next`, as a generator
+        does); StoreError on failure."""
         user_id = V.check_id("user_id", user_id)
         mtype = V.check_memory_type(memory_type)
         scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None)
@@ -238,7 +284,10 @@ class Memory:
                 yield MemoryRecord.from_row(row)
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
-        """Every change to this memory, oldest first; kept after the memory is deleted or merged."""
+        """Every change to this memory, oldest first; kept after the memory is deleted or merged.
+
+        Raises InvalidInput for a bad id; NotFound when there is no history for this user (never
+        existed, or another user's); StoreError on failure."""
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
         rows = self.store.history(F.and_(F.eq("memory_id", memory_id), F.eq("user_id", user_id)))
@@ -247,6 +296,10 @@ class Memory:
         return [HistoryEvent.model_validate(r) for r in rows]
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
+        """How many memories there are ("total", "episodic", "semantic"), for one user or, with
+        user_id None, the whole store; plus the store's URI and the embedder's name.
+
+        Raises InvalidInput for a bad user_id; StoreError on failure."""
         scope = F.eq("user_id", V.check_id("user_id", user_id)) if user_id is not None else ""
         out: dict[str, Any] = {"total": self.store.count(scope)}
         for mtype in MemoryType:
@@ -259,7 +312,11 @@ class Memory:
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
         """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
         episodes (all users when user_id is None). The job lives in consolidation/job.py;
-        `progress(phase, done, total)` is called as it goes."""
+        `progress(phase, done, total)` is called as it goes.
+
+        Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the
+        embedder fails. An LLM failure is not raised: it is counted in the returned stats' `errors`
+        and the memory is left for the next run."""
         from .consolidation.job import ConsolidationJob
 
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
@@ -269,7 +326,10 @@ class Memory:
     def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
         """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
         model), at most `limit` of them: consolidation's pending phase alone, for a background worker.
-        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending."""
+        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending.
+
+        Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not
+        raised: the turn stays pending."""
         from .consolidation.job import ConsolidationJob
 
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
@@ -279,7 +339,9 @@ class Memory:
 
     @property
     def llm(self) -> ChatModel:
-        """The configured ChatModel, created on first use (the rules provider when offline)."""
+        """The configured ChatModel, created on first use (the rules provider when offline).
+
+        Raises ConfigError when the configured provider cannot be made (e.g. a missing API key)."""
         if self._llm is None:
             from .llm.factory import make_llm
 
@@ -317,11 +379,13 @@ class Memory:
         return AddResult(ids=ids, stored=True, reason=decision.reason)
 
     def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
-        """The chat hook reports which recalled memories the answer actually used (seed 003:
-        retrieved is not used). Each one's hit_count rises by exactly one (history "hit"); with
-        `context` (the current conversation) each episodic one also goes to the Reconsolidator
-        (one LLM call each; history "reconsolidated"; an LLM failure leaves it as it was).
-        An id that is unknown or another user's raises NotFound before anything changes."""
+        """The chat hook reports which recalled memories the answer actually used (a memory that was
+        only retrieved does not count as used). Each one's hit_count rises by exactly one (history
+        "hit"); with `context` (the current conversation) each episodic one also goes to the
+        Reconsolidator (one LLM call each; history "reconsolidated"; an LLM failure leaves it as it was).
+
+        Raises InvalidInput for a bad id, user_id or context; NotFound, before anything changes,
+        when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
         from .processors.reconsolidator import EpisodicReconsolidator
         from .online import record_use
 

@@ -81,14 +81,31 @@ def check_memory_type(value: Any) -> MemoryType | None:
         raise InvalidInput(f"unknown memory_type {value!r}; use 'episodic' or 'semantic'") from None
 
 
-BOOKKEEPING_KEYS = ("created_at", "updated_at")  # epoch seconds kept in metadata by the library itself
+# Metadata keys the library writes and reads back itself; a caller may not set them on add,
+# add_many or update (they may still be used in search filters). Caller-visible keys that a caller
+# may set stay open: the episodic fields (context, thing, time, chatid, who), the semantic ones
+# (fact, source_chatid, first_seen), `updates`, and the ranking inputs `importance` / `last_used_at`.
+OWNED_KEYS: dict[str, str] = {
+    "created_at": "when the memory was written, in epoch seconds",
+    "updated_at": "when the memory last changed, in epoch seconds",
+    "pending_decision": "marks a turn kept raw until decide_pending or consolidation decides it",
+    "turns": "the raw turns kept beside a pending decision",
+    "source_text": "the raw turn text kept by the write decider",
+    "merge_pending": "marks a merge that consolidation has not finished",
+    "merged_from_ids": "the ids consolidation merged into this memory",
+    "source_chat_ids": "the chats a merged memory came from, kept by consolidation",
+    "separated_from": "the memories consolidation keeps apart from this one",
+    "distilled": "marks an episode consolidation already distilled into facts",
+    "semantic_ids": "the facts consolidation distilled from this episode",
+    "source_memory_ids": "the episodes a distilled fact came from",
+}
+BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)
 
 
 def check_metadata(value: Any) -> dict[str, Any]:
-    """Caller metadata, stored as given in the JSON `metadata` field: any JSON object whose
-    integers fit Milvus' int64, at most 64 KiB. `created_at` / `updated_at`, when given, must be
-    epoch seconds (the library reads them back as such)."""
+    """Metadata as JSON: any JSON object whose integers fit Milvus' int64, at most 64 KiB.
+    Used as is for search filters; writes go through `check_caller_metadata`."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -104,10 +121,18 @@ def check_metadata(value: Any) -> dict[str, Any]:
         raise InvalidInput("metadata is larger than 64 KiB")
     decoded = json.loads(encoded)
     _check_json_ints(decoded)
-    for key in BOOKKEEPING_KEYS:
-        stamp = decoded.get(key)
-        if key in decoded and (isinstance(stamp, bool) or not isinstance(stamp, int) or stamp < 0):
-            raise InvalidInput(f"metadata[{key!r}] is kept by hippocampus as epoch seconds; got {stamp!r}")
+    return decoded
+
+
+def check_caller_metadata(value: Any) -> dict[str, Any]:
+    """Metadata a caller stores with add / add_many / update: `check_metadata`, and none of the
+    keys hippocampus owns (OWNED_KEYS), so a caller can never overwrite the library's bookkeeping."""
+    decoded = check_metadata(value)
+    owned = [key for key in decoded if key in OWNED_KEYS]
+    if owned:
+        key = owned[0]
+        raise InvalidInput(f"metadata[{key!r}] is written by hippocampus itself ({OWNED_KEYS[key]}) and "
+                           f"cannot be set by a caller; use another key name")
     return decoded
 
 

@@ -69,7 +69,7 @@ def test_T_MEM_STORE_03_reopen_restores_text_time_and_embedding(fresh_path: str,
 
 def test_T_MEM_STORE_04_missing_store_opens_empty_and_works(tmp_path: Path, embedder):
     path = tmp_path / "not" / "yet" / "there" / "memories.db"
-    with Memory(milvus_uri=str(path), embedder=embedder) as m:
+    with Memory(milvus_uri=str(path), embedder=embedder, create_store_dir=True) as m:  # asked for: a new directory
         assert m.get_all("u") == []
         assert len(m.search("anything", user_id="u")) == 0
         assert m.stats()["total"] == 0

@@ -72,7 +72,7 @@ app = _App(
     rich_markup_mode=None,
 )
 
-_STORE: dict[str, Optional[str]] = {"milvus_uri": None, "collection_name": None}
+_STORE: dict[str, Any] = {"milvus_uri": None, "collection_name": None, "create_store_dir": None}
 _SERVER: dict[str, Optional[str]] = {"url": None}
 
 
@@ -82,6 +82,9 @@ def _global_options(
         None, "--uri", help="store: a milvus-lite path ending in .db or http://host:19530 (default: settings)"
     ),
     collection: Optional[str] = typer.Option(None, "--collection", help="collection name (default: settings, 'memories')"),
+    create: bool = typer.Option(
+        False, "--create", help="make a new store's missing directory (otherwise only an existing one or the default home)"
+    ),
     server: Optional[str] = typer.Option(
         None, "--server", envvar=ENV_SERVER, help="go through a running service, e.g. http://127.0.0.1:8765 (key: HIPPOCAMPUS_API_KEY)"
     ),
@@ -89,6 +92,7 @@ def _global_options(
     """Global options, applied to every command's store."""
     _STORE["milvus_uri"] = uri
     _STORE["collection_name"] = collection
+    _STORE["create_store_dir"] = True if create else None
     _SERVER["url"] = server
 
 
@@ -101,7 +105,7 @@ def open_memory(**overrides: Any) -> Memory | Client:
     other command modules use this too."""
     if _SERVER["url"]:
         if store_overrides():
-            raise ConfigError("--uri/--collection choose a store to open here; with --server the service's store is used")
+            raise ConfigError("--uri/--collection/--create choose a store to open here; with --server the service's store is used")
         return Client(_SERVER["url"])
     return Memory(**{**store_overrides(), **overrides})
 

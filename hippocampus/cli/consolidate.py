@@ -58,8 +58,14 @@ def schedule_cmd(
     user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories"),
     grace: int = typer.Option(DEFAULT_GRACE_S, "--misfire-grace", help="seconds a missed run may start late"),
 ) -> None:
-    """Consolidate on a cron schedule until interrupted; runs never overlap, missed runs collapse into one."""
+    """Consolidate on a cron schedule until interrupted; runs never overlap, missed runs collapse into one.
+    Prints a line when each run starts and one when it ends, with its counts."""
     trigger = cron_trigger(cron)  # InvalidInput for a malformed expression (exit code 2)
     upcoming = trigger.get_next_fire_time(None, datetime.now(timezone.utc).astimezone())
     Console().print(f"consolidating on {cron!r}; next run {upcoming:%Y-%m-%d %H:%M %Z}. Ctrl-C stops.")
-    run_forever(open_memory, cron, user_id=user, misfire_grace_time=grace)
+    run_forever(open_memory, cron, user_id=user, misfire_grace_time=grace, report=report_line)
+
+
+def report_line(line: str) -> None:
+    """What `hippocampus schedule` prints for each run: a line when it starts, one when it ends (with the counts)."""
+    typer.echo(line)

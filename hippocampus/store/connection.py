@@ -2,7 +2,8 @@
 
 milvus-lite (3.x) runs in this process and keeps an advisory lock on its directory even after
 `client.close()`; this module counts the stores open on each path and releases the lock when the
-last one closes, and turns a lock held by another process into a StoreLockedError that says so.
+last one closes, and turns a failed start into one error naming its cause: the lock held by another
+process (StoreLockedError), a local server it cannot reach (no loopback), or a damaged store.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 # milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
 # unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments.
@@ -40,6 +42,28 @@ class _DropUnimplemented(logging.Filter):
         return "Method not implemented" not in record.getMessage()
 
 
+class _CaptureStartFailure(logging.Filter):
+    """milvus-lite logs a full traceback on stderr when its local server cannot start (the store locked
+    by another process, a damaged store) and pymilvus then raises only "Open local milvus failed": keep
+    the real exception for connect()'s one-line error and drop the record."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Failed to start MilvusLite server") and record.exc_info:
+            self.local.error = record.exc_info[1]
+            return False
+        return True
+
+    def take(self) -> BaseException | None:
+        error, self.local.error = getattr(self.local, "error", None), None
+        return error
+
+
+_START_FAILURE = _CaptureStartFailure()
+logging.getLogger("milvus_lite.server_manager").addFilter(_START_FAILURE)
 logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
 logging.getLogger("pymilvus").addFilter(_DropNoise())
 # pymilvus 3 logs it from the iterator's own logger (a parent's filter does not see it); Milvus 2.3 has none either
@@ -73,29 +97,55 @@ def connect(uri: str, token: str | None) -> MilvusClient:
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         uri = str(path)
+    _START_FAILURE.take()
     try:
         client = MilvusClient(uri=uri, token=token or "")
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
-        if "://" not in uri and _lite_locked_elsewhere(uri):
-            raise StoreLockedError(
-                f"the milvus-lite store at {uri} is locked by another process (DataDirLockedError). "
-                "milvus-lite allows one process per path: close the other process (or route its work through "
-                "one long-running process), or point milvus_uri at a Milvus server (http://...) to share a store.",
-                uri=uri,
-                original_error=exc,
-            ) from exc
-        if "://" not in uri and Path(uri).is_dir():
-            raise StoreCorruptedError(
-                f"cannot open the milvus-lite store at {uri} ({text}): it is damaged or not readable by this user",
-                uri=uri,
-                original_error=exc,
-            ) from exc
+        if "://" not in uri:
+            _lite_open_failed(uri, exc, _START_FAILURE.take())  # raises
         raise StoreError(f"cannot open Milvus at {uri}: {text}", uri=uri, original_error=exc) from exc
     if "://" not in uri:
         with _LITE_LOCK:
             _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
     return client
+
+
+def _lite_open_failed(uri: str, exc: Exception, cause: BaseException | None) -> NoReturn:
+    """Raise the error that names why milvus-lite could not open `uri`: its lock held by another process,
+    its local server started but unreachable (no loopback), or a damaged store."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    with _LITE_LOCK:  # a server this call started (none of this process' stores uses it) holds the lock now
+        started = uri in getattr(server_manager_instance, "_servers", {}) and not _LITE_USERS.get(uri)
+    if started:  # release it before looking at who else holds the lock
+        server_manager_instance.release_server(uri)
+    if cause is not None:
+        exc = cause  # type: ignore[assignment]
+    text = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"  # MilvusException repeats itself in str()
+    if type(cause).__name__ == "DataDirLockedError" or (not started and _lite_locked_elsewhere(uri)):
+        holder = _lock_holder(uri)
+        raise StoreLockedError(
+            f"the milvus-lite store at {uri} is locked by another process{f' (pid {holder})' if holder else ''}. "
+            "milvus-lite allows one process per path: close the other process (or route its work through "
+            "one long-running process), or point milvus_uri at a Milvus server (http://...) to share a store.",
+            uri=uri,
+            original_error=exc,
+        ) from exc
+    if started:
+        raise StoreError(
+            f"milvus-lite started its local server for {uri} but cannot connect to it on 127.0.0.1 ({text}); "
+            "is the loopback interface (lo) up? milvus-lite needs it even for a local store",
+            uri=uri,
+            original_error=exc,
+        ) from exc
+    if Path(uri).is_dir():
+        raise StoreCorruptedError(
+            f"cannot open the milvus-lite store at {uri} ({text}): it is damaged or not readable by this user",
+            uri=uri,
+            original_error=exc,
+        ) from exc
+    raise StoreError(f"milvus-lite could not start its local server for {uri}: {text}", uri=uri, original_error=exc) from exc
 
 
 _LITE_LOCK = threading.Lock()
@@ -139,3 +189,20 @@ def _lite_locked_elsewhere(path: str) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def _lock_holder(path: str) -> int | None:
+    """The pid holding the flock on the store's LOCK file, from /proc/locks (Linux); None when unknown."""
+    try:
+        st = os.stat(os.path.join(path, "LOCK"))
+        with open("/proc/locks") as locks:
+            for line in locks:
+                parts = line.split()
+                if len(parts) > 5 and parts[1] == "FLOCK" and parts[-1] != "->":
+                    major, minor, inode = parts[5].split(":")
+                    if (int(inode), int(major, 16), int(minor, 16)) == (st.st_ino, os.major(st.st_dev), os.minor(st.st_dev)):
+                        pid = int(parts[4])
+                        return pid if pid != os.getpid() else None
+    except (OSError, ValueError):
+        pass
+    return None
