@@ -29,6 +29,7 @@ from .models import (
 from .retrieval import RetrievalParams, Retriever, check_search_mode
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
+from .writes import Writer, new_row, plain_row
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class Memory:
         )
         self.retriever = Retriever(self.store, self.embedder, RetrievalParams.from_config(self.config))
         self._write_lock = threading.Lock()
+        self._writes = Writer(self.store, self.embedder, self._write_lock)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -124,12 +126,7 @@ class Memory:
         text, turns = V.messages_to_text(messages)
         if infer and mtype is MemoryType.EPISODIC:
             return self._add_inferred(user_id, chat_id, who, metadata, event_ts, text, turns)
-        if mtype is MemoryType.EPISODIC:
-            meta = {"context": "", "thing": text, "time": ts_to_iso(event_ts), "chatid": chat_id, "who": who, **metadata}
-        else:
-            meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(event_ts), **metadata}
-        record = self._new_row(user_id, mtype, event_ts, chat_id, who, text, meta)
-        ids = self._insert([record], actor="api")
+        ids = self._writes.insert([plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata)], actor="api")
         return AddResult(ids=ids, stored=True, reason="stored without inference (infer=False)")
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
@@ -152,14 +149,10 @@ class Memory:
             event_ts = V.event_ts(item.get("ts"))
             mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
             text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
-            if mtype is MemoryType.EPISODIC:
-                meta = {"context": "", "thing": text, "time": ts_to_iso(event_ts), "chatid": chat_id, "who": who, **metadata}
-            else:
-                meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(event_ts), **metadata}
-            rows.append(self._new_row(user_id, mtype, event_ts, chat_id, who, text, meta))
+            rows.append(plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata))
         ids: list[int] = []
         for start in range(0, len(rows), max(1, batch_size)):
-            ids += self._insert(rows[start : start + batch_size], actor="api")
+            ids += self._writes.insert(rows[start : start + batch_size], actor="api")
         return ids
 
     def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
@@ -176,7 +169,7 @@ class Memory:
         new_meta = {**old.metadata, **extra, "updated_at": now_ts()}
         if old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata and "thing" not in extra:
             new_meta["thing"] = text
-        return self._rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api")
+        return self._writes.rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api")
 
     def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory of this user; its history stays (see `history`).
@@ -189,7 +182,7 @@ class Memory:
         with self._write_lock:
             if not self.store.delete(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id))):
                 raise NotFound(f"memory {memory_id} not found for this user")  # a racing delete won
-            self._history(old, HistoryAction.DELETED, old_text=old.text, actor="api")
+            self._writes.history(old, HistoryAction.DELETED, old_text=old.text, actor="api")
 
     def reset(self, user_id: str) -> int:
         """Erase every memory of this user and its history, for good; returns how many memories went.
@@ -368,14 +361,14 @@ class Memory:
             decision, why = None, f"LLM failed, kept raw for a later decision: {exc}"
         if decision is None:
             meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
-            ids = self._insert([self._new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta)], actor="api")
+            ids = self._writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta)], actor="api")
             return AddResult(ids=ids, stored=True, pending_decision=True, reason=why)
         if not decision.write_episodic:
             return AddResult(stored=False, reason=decision.reason or "not worth remembering")
         event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
         thing = meta["thing"] or text
         meta["thing"] = thing
-        ids = self._insert([self._new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta)], actor="write_decider")
+        ids = self._writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta)], actor="write_decider")
         return AddResult(ids=ids, stored=True, reason=decision.reason)
 
     def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
@@ -401,62 +394,3 @@ class Memory:
         records = [MemoryRecord.from_row(r) for r in rows]
         reconsolidator = EpisodicReconsolidator(self.llm, self.config.prompts_dir) if context else None
         return [record_use(self.store, self.embedder, self._write_lock, rec, reconsolidator, context) for rec in records]
-
-    # ------------------------------------------------------------------ internals
-    def _new_row(
-        self, user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any]
-    ) -> dict[str, Any]:
-        now = now_ts()
-        return {
-            "user_id": user_id,
-            "memory_type": mtype.value,
-            "ts": int(ts),
-            "chat_id": chat_id,
-            "who": who,
-            "text": text,
-            "hit_count": 0,
-            "metadata": {**meta, "created_at": meta.get("created_at", now), "updated_at": now},
-        }
-
-    def _insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED) -> list[int]:
-        """Embed and insert rows, then record their creation."""
-        vectors = self.embedder.encode([r["text"] for r in rows], role="passage")
-        for row, vec in zip(rows, vectors):
-            row["vector"] = vec.tolist()
-        with self._write_lock:
-            ids = self.store.insert(rows)
-            self.store.add_history(
-                [
-                    HistoryEvent(memory_id=i, user_id=r["user_id"], action=action, new_text=r["text"], actor=actor).model_dump(mode="json")
-                    for i, r in zip(ids, rows)
-                ]
-            )
-        return ids
-
-    def _rewrite(
-        self, old: MemoryRecord, text: str, metadata: dict[str, Any], action: HistoryAction, actor: str, **fields: Any
-    ) -> MemoryRecord:
-        """Upsert a memory in place (same id), re-embedding when the text changed."""
-        vector = self.embedder.encode([text], role="passage")[0].tolist() if text != old.text else self.store.vectors([old.id])[old.id]
-        row = {
-            "id": old.id,
-            "user_id": old.user_id,
-            "memory_type": old.memory_type.value,
-            "ts": old.ts,
-            "chat_id": old.chat_id,
-            "who": old.who,
-            "text": text,
-            "hit_count": old.hit_count,
-            "metadata": metadata,
-            "vector": vector,
-            **fields,
-        }
-        with self._write_lock:
-            self.store.upsert([row])
-            self._history(old, action, old_text=old.text, new_text=text, actor=actor)
-        return MemoryRecord.from_row(row)
-
-    def _history(self, record: MemoryRecord, action: HistoryAction, actor: str, **kw: Any) -> None:
-        event = HistoryEvent(memory_id=record.id, user_id=record.user_id, action=action, actor=actor, **kw)
-        self.store.add_history([event.model_dump(mode="json")])
-

@@ -1,0 +1,88 @@
+"""The facade's write path: rows built one way for add and add_many, embedded and inserted with
+their creation recorded, rewritten in place (same id) with the old text kept in history.
+
+Memory orchestrates and validates; this module only writes what it is handed, under the write lock
+that the facade shares with the consolidation job, so a row and its history event land together."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+from .embeddings import Embedder
+from .models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from .store import MilvusStore
+
+
+def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """A memory row before embedding; `created_at` / `updated_at` are the library's."""
+    now = now_ts()
+    return {
+        "user_id": user_id,
+        "memory_type": mtype.value,
+        "ts": int(ts),
+        "chat_id": chat_id,
+        "who": who,
+        "text": text,
+        "hit_count": 0,
+        "metadata": {**meta, "created_at": meta.get("created_at", now), "updated_at": now},
+    }
+
+
+def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """A turn stored as it is (infer=False): an episode's context/thing/time/chatid/who, or a fact's
+    fact/source_chatid/first_seen, with the caller's metadata on top."""
+    if mtype is MemoryType.EPISODIC:
+        meta = {"context": "", "thing": text, "time": ts_to_iso(ts), "chatid": chat_id, "who": who, **extra}
+    else:
+        meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(ts), **extra}
+    return new_row(user_id, mtype, ts, chat_id, who, text, meta)
+
+
+class Writer:
+    """Embeds, writes and records history for the facade."""
+
+    def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock):
+        self.store, self.embedder, self.lock = store, embedder, lock
+
+    def insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED) -> list[int]:
+        """Embed and insert rows, then record their creation; the ids in row order."""
+        vectors = self.embedder.encode([r["text"] for r in rows], role="passage")
+        for row, vec in zip(rows, vectors):
+            row["vector"] = vec.tolist()
+        with self.lock:
+            ids = self.store.insert(rows)
+            self.store.add_history(
+                [
+                    HistoryEvent(memory_id=i, user_id=r["user_id"], action=action, new_text=r["text"], actor=actor).model_dump(mode="json")
+                    for i, r in zip(ids, rows)
+                ]
+            )
+        return ids
+
+    def rewrite(self, old: MemoryRecord, text: str, metadata: dict[str, Any], action: HistoryAction, actor: str,
+                **fields: Any) -> MemoryRecord:
+        """Upsert a memory in place (same id), re-embedding only when the text changed."""
+        vector = self.embedder.encode([text], role="passage")[0].tolist() if text != old.text else self.store.vectors([old.id])[old.id]
+        row = {
+            "id": old.id,
+            "user_id": old.user_id,
+            "memory_type": old.memory_type.value,
+            "ts": old.ts,
+            "chat_id": old.chat_id,
+            "who": old.who,
+            "text": text,
+            "hit_count": old.hit_count,
+            "metadata": metadata,
+            "vector": vector,
+            **fields,
+        }
+        with self.lock:
+            self.store.upsert([row])
+            self.history(old, action, old_text=old.text, new_text=text, actor=actor)
+        return MemoryRecord.from_row(row)
+
+    def history(self, record: MemoryRecord, action: HistoryAction, actor: str, **kw: Any) -> None:
+        """One history event for `record` (the caller holds the lock where it must be atomic)."""
+        event = HistoryEvent(memory_id=record.id, user_id=record.user_id, action=action, actor=actor, **kw)
+        self.store.add_history([event.model_dump(mode="json")])
