@@ -168,7 +168,8 @@ def add(
 def search(
     query: str = typer.Argument(..., help="what to recall"),
     user: str = UserOpt,
-    limit: Optional[int] = typer.Option(None, "--limit", "-k", help="at most this many of each kind (default: k_episodic / k_semantic)"),
+    limit: Optional[int] = typer.Option(None, "--limit", "-k", help="how many memories to show, both kinds ranked together "
+                                        "(default: k_episodic + k_semantic; with --json: at most this many of each kind)"),
     memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic or semantic (default: both)"),
     mode: Optional[str] = typer.Option(None, "--mode", help="hybrid, dense or bm25 (default: settings)"),
     where: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="metadata key=value that must match (repeatable)"),
@@ -177,7 +178,7 @@ def search(
     """Recall the memories most related to a question."""
     with open_memory() as memory:
         result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_meta(where) or None, mode=mode)
-    emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}"),
+    emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit),
          None if len(result) else "nothing recalled")
 
 

@@ -61,7 +61,9 @@ def records_table(records: Iterable[MemoryRecord], title: str | None = None) -> 
     return table
 
 
-def hits_table(result: SearchResult, title: str | None = None) -> Table:
+def hits_table(result: SearchResult, title: str | None = None, rows: int | None = None) -> Table:
+    """One ranked list, both kinds together in `SearchResult.all`'s order (scores compare only within
+    a kind; where the kinds meet the cosine decides), at most `rows` rows, the kind on each."""
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("type", no_wrap=True)
@@ -70,10 +72,10 @@ def hits_table(result: SearchResult, title: str | None = None) -> Table:
     table.add_column("id", justify="right", no_wrap=True)
     table.add_column("when (UTC)", no_wrap=True)
     table.add_column("text")
-    rows = [(h, "semantic") for h in result.semantic] + [(h, "episodic") for h in result.episodic]
-    for i, (hit, kind) in enumerate(rows, 1):
+    hits = result.all if rows is None else result.all[:rows]
+    for i, hit in enumerate(hits, 1):
         cos = "" if hit.similarity is None else f"{hit.similarity:.3f}"
-        table.add_row(str(i), kind, f"{hit.score:.3f}", cos, str(hit.id), when(hit.memory.ts), short(hit.text))
+        table.add_row(str(i), hit.memory.memory_type.value, f"{hit.score:.3f}", cos, str(hit.id), when(hit.memory.ts), short(hit.text))
     return table
 
 
