@@ -20,14 +20,18 @@ from .launcher import connect
 from .memory import Memory
 from .models import (
     AddResult,
+    Category,
     ConsolidationStats,
+    DecayStats,
     HistoryAction,
     HistoryEvent,
+    Lifecycle,
     MemoryPage,
     MemoryRecord,
     MemoryType,
     SearchHit,
     SearchResult,
+    State,
 )
 
 __version__ = "0.1.0"
@@ -46,6 +50,10 @@ __all__ = [
     "HistoryAction",
     "AddResult",
     "ConsolidationStats",
+    "DecayStats",
+    "Lifecycle",
+    "Category",
+    "State",
     "HippocampusError",
     "ConfigError",
     "AuthError",

@@ -25,7 +25,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from .errors import HippocampusError, InvalidInput, ServiceUnavailable, from_wire
-from .models import AddResult, ConsolidationStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult
+from .models import AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult
 from . import validation as V
 from .wire import API_PREFIX, IdsResult
 
@@ -164,6 +164,34 @@ class _Verbs:
         Raises InvalidInput for a bad user_id."""
         return Call("POST", "/consolidate", ConsolidationStats, body={"user_id": user_id}, timeout=None)
 
+    def decay(self, user_id: Optional[str] = None, now: Any = None, progress: Any = None) -> Call[DecayStats]:
+        """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
+        may touch. Raises InvalidInput for a bad user_id or now."""
+        return Call("POST", "/decay", DecayStats, body={"user_id": user_id, "now": now}, timeout=None)
+
+    def context(self, user_id: str, query: Optional[str] = None, max_items: int = 20, min_score: float = 0.5,
+                dates: bool = False, now: Any = None) -> Call[str]:
+        """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
+        Raises InvalidInput for a bad argument."""
+        if now is not None:
+            raise InvalidInput("context(now=...) is for in-process simulations; a service uses its own clock")
+        params = {"user_id": _uid(user_id), "query": query, "max_items": V.check_limit(max_items, "max_items"),
+                  "min_score": min_score, "dates": bool(dates)}
+        call: Call[Any] = Call("GET", "/context", None, params={k: v for k, v in params.items() if v is not None})
+        call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
+        return call
+
+    def curate(self, memory_id: int, user_id: str, *, category: Any = None, importance: Optional[float] = None) -> Call[MemoryRecord]:
+        """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
+        value or neither; NotFound when it is missing or another user's."""
+        body = {"user_id": user_id, "category": _plain(category), "importance": importance}
+        return Call("POST", f"/memories/{_id(memory_id)}/curate", MemoryRecord, body=body)
+
+    def restore(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
+        """Bring back a memory that decay forgot (see Memory.restore). Raises InvalidInput when it was
+        not forgotten or was restored already; NotFound when there is no history for this user."""
+        return Call("POST", f"/memories/{_id(memory_id)}/restore", MemoryRecord, params={"user_id": _uid(user_id)})
+
     def stats(self, user_id: Optional[str] = None) -> Call[dict[str, Any]]:
         """Memories by kind; with an operator key also the service's latency per endpoint and runs.
         Raises InvalidInput for a bad user_id."""
@@ -250,6 +278,10 @@ class Client(_Base):
     mark_used = _sync(_Verbs.mark_used)
     consolidate = _sync(_Verbs.consolidate)
     stats = _sync(_Verbs.stats)
+    decay = _sync(_Verbs.decay)
+    context = _sync(_Verbs.context)
+    curate = _sync(_Verbs.curate)
+    restore = _sync(_Verbs.restore)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
         """Every memory of this user, a page at a time."""
@@ -307,6 +339,10 @@ class AsyncClient(_Base):
     mark_used = _async(_Verbs.mark_used)
     consolidate = _async(_Verbs.consolidate)
     stats = _async(_Verbs.stats)
+    decay = _async(_Verbs.decay)
+    context = _async(_Verbs.context)
+    curate = _async(_Verbs.curate)
+    restore = _async(_Verbs.restore)
 
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> AsyncIterator[MemoryRecord]:
         offset: Optional[int] = 0

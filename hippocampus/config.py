@@ -165,6 +165,11 @@ class MemoryConfig(BaseSettings):
     consolidation_neighbours: int = Field(default=5, ge=1, le=100)
     thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
+    # --- lifecycle (lifecycle/policy.py; README "How memories age") ---
+    # the decay table: default (seed 004: 7 days of grace, then x0.99 a day), fast (seed 003's per-category
+    # table), off; consolidate and `decay` archive below 0.2 and forget below 0.05; core and system never decay
+    decay_preset: Literal["default", "fast", "off"] = "default"
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -13,6 +13,7 @@ from . import validation as V
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, InvalidInput, LLMError, NotFound
+from .lifecycle_verbs import LifecycleVerbs
 from .llm import ChatModel
 from .models import (
     AddResult,
@@ -44,7 +45,7 @@ def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryC
         raise ConfigError(str(exc)) from exc
 
 
-class Memory:
+class Memory(LifecycleVerbs):
     """Long-term memory for one agent deployment, many users.
 
     >>> with Memory(milvus_uri="./demo.db") as memory:
@@ -304,7 +305,8 @@ class Memory:
     # ------------------------------------------------------------------ consolidation
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
         """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
-        episodes (all users when user_id is None). The job lives in consolidation/job.py;
+        episodes, then the decay step (`decay`; not with decay_preset off), for all users when
+        user_id is None. The job lives in consolidation/job.py;
         `progress(phase, done, total)` is called as it goes.
 
         Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the
@@ -314,7 +316,11 @@ class Memory:
 
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
         job = ConsolidationJob(self.store, self.embedder, self.llm, self.config, write_lock=self._write_lock)
-        return job.run(user_id, progress)
+        stats = job.run(user_id, progress)
+        if self.config.decay_preset != "off":
+            aged = self.decay(user_id, progress=progress)
+            stats.archived, stats.forgotten, stats.promoted = aged.archived, aged.forgotten, aged.promoted
+        return stats
 
     def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
         """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
@@ -370,27 +376,3 @@ class Memory:
         meta["thing"] = thing
         ids = self._writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta)], actor="write_decider")
         return AddResult(ids=ids, stored=True, reason=decision.reason)
-
-    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
-        """The chat hook reports which recalled memories the answer actually used (a memory that was
-        only retrieved does not count as used). Each one's hit_count rises by exactly one (history
-        "hit"); with `context` (the current conversation) each episodic one also goes to the
-        Reconsolidator (one LLM call each; history "reconsolidated"; an LLM failure leaves it as it was).
-
-        Raises InvalidInput for a bad id, user_id or context; NotFound, before anything changes,
-        when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
-        from .processors.reconsolidator import EpisodicReconsolidator
-        from .online import record_use
-
-        user_id = V.check_id("user_id", user_id)
-        ids = list(dict.fromkeys(V.check_memory_id(i) for i in ([memory_ids] if isinstance(memory_ids, (int, str)) else memory_ids)))
-        context = V.check_text(context, "context") if context is not None else None
-        if not ids:
-            return []
-        rows = self.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids))
-        missing = sorted(set(ids) - {int(r["id"]) for r in rows})
-        if missing:
-            raise NotFound(f"memories {missing} not found for this user; nothing was changed")
-        records = [MemoryRecord.from_row(r) for r in rows]
-        reconsolidator = EpisodicReconsolidator(self.llm, self.config.prompts_dir) if context else None
-        return [record_use(self.store, self.embedder, self._write_lock, rec, reconsolidator, context) for rec in records]

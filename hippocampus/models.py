@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,14 +27,102 @@ class HistoryAction(str, Enum):
     RECONSOLIDATED = "reconsolidated"
     DISTILLED = "distilled"
     HIT = "hit"
+    ARCHIVED = "archived"
+    PROMOTED = "promoted"
+    REACTIVATED = "reactivated"
+    FORGOTTEN = "forgotten"
+    RESTORED = "restored"
+
+
+class Category(str, Enum):
+    """Seed 004's categories, plus core (promoted, never decays) and system (set by the operator)."""
+
+    PREFERENCE = "preference"
+    FACT = "fact"
+    EXPERIENCE = "experience"
+    WORKFLOW = "workflow"
+    DECISION = "decision"
+    SKILL_USAGE = "skill_usage"
+    TODO = "todo"
+    CORE = "core"
+    SYSTEM = "system"
+
+
+class State(str, Enum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"  # decayed below the archive threshold, or an expired todo: not injected, still searchable
+    FORGOTTEN = "forgotten"  # deleted by decay; its history event keeps the row, so `restore` brings it back
+
+
+_CLOCK: list[Callable[[], float]] = [time.time]  # replaced only by `simulated_clock`
 
 
 def now_ts() -> int:
-    return int(datetime.now(timezone.utc).timestamp())
+    """The library's clock, epoch seconds (UTC): what writes stamp and what aging counts from."""
+    return int(_CLOCK[-1]())
+
+
+@contextmanager
+def simulated_clock(clock: Callable[[], float]) -> Iterator[None]:
+    """Run the library on another clock (simulations: scripts/simulate_lifecycle.py, tests of aging).
+    Process-wide while the block runs: not for a service that serves real users at the same time."""
+    _CLOCK.append(clock)
+    try:
+        yield
+    finally:
+        _CLOCK.remove(clock)
 
 
 def ts_to_iso(ts: int) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+
+
+LIFE_KEY = "life"  # where a memory's lifecycle fields live inside its metadata (validation.OWNED_KEYS)
+DEFAULT_IMPORTANCE = 0.6  # seed 004's "medium"
+
+
+class Lifecycle(BaseModel):
+    """How a memory ages (lifecycle/policy.py): `importance` is its score at `last_activated`, the
+    score now is a pure function of both and the category. Explicit times, Graphiti's way:
+    `valid_to` and `superseded_by` when a newer fact replaced it, `expires_at` for a dated todo.
+    A memory written before lifecycle existed reads with these defaults (no migration writes)."""
+
+    importance: float = Field(DEFAULT_IMPORTANCE, ge=0.0, le=1.0)
+    category: Category = Category.EXPERIENCE
+    state: State = State.ACTIVE
+    last_activated: int = 0
+    activation_count: int = Field(0, ge=0)
+    uses_day: int | None = None  # the UTC day (epoch days) of the counted uses in uses_today
+    uses_today: int = Field(0, ge=0)
+    valid_to: int | None = None
+    superseded_by: int | None = None
+    expires_at: int | None = None
+
+    @classmethod
+    def of(cls, metadata: dict[str, Any], memory_type: "MemoryType", created_at: int | None = None) -> "Lifecycle":
+        """The stored fields, or, for a memory written before lifecycle existed (or a damaged entry),
+        the defaults with the clock starting now: nothing ages until the decay step stamps it, so an
+        upgrade never archives or forgets a row at once. (`created_at` is kept for callers; unused.)"""
+        found = cls.stored_in(metadata)
+        if found is not None:
+            return found
+        category = Category.FACT if memory_type is MemoryType.SEMANTIC else Category.EXPERIENCE
+        return cls(category=category, last_activated=now_ts())
+
+    @classmethod
+    def stored_in(cls, metadata: dict[str, Any]) -> "Lifecycle | None":
+        """The valid lifecycle entry of this metadata, or None (missing or damaged)."""
+        raw = metadata.get(LIFE_KEY)
+        if isinstance(raw, dict) and "category" in raw and "last_activated" in raw:
+            try:
+                return cls.model_validate(raw)
+            except ValueError:
+                return None
+        return None
+
+    def stored(self) -> dict[str, Any]:
+        """What goes into metadata[LIFE_KEY]: JSON, None fields left out."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class MemoryRecord(BaseModel):
@@ -69,6 +159,11 @@ class MemoryRecord(BaseModel):
     @property
     def time_iso(self) -> str:
         return str(self.metadata.get("time") or ts_to_iso(self.ts))
+
+    @property
+    def life(self) -> Lifecycle:
+        """Importance, category, state and their times (defaults for a memory written before them)."""
+        return Lifecycle.of(self.metadata, self.memory_type, self.created_at)
 
 
 class SearchHit(BaseModel):
@@ -156,4 +251,19 @@ class ConsolidationStats(BaseModel):
     llm_calls: int = 0
     similarity_lookups: int = 0
     errors: int = 0
+    archived: int = 0  # by the decay step that ends a run (lifecycle/decay.py)
+    forgotten: int = 0
+    promoted: int = 0  # to core: scored >= 0.9 and the review (the rules' core_worthy) said so
+    seconds: float = 0.0
+
+
+class DecayStats(BaseModel):
+    """What one decay pass did (lifecycle/decay.py)."""
+
+    examined: int = 0
+    stamped: int = 0  # memories written before lifecycle that got its fields (their clock starts at this pass)
+    archived: int = 0
+    expired: int = 0  # todos archived because their date passed (also counted in archived)
+    forgotten: int = 0
+    promoted: int = 0  # to core: scored >= 0.9 and the review (the rules' core_worthy) said so
     seconds: float = 0.0

@@ -12,7 +12,8 @@ from typing import Any
 
 from .embeddings import Embedder
 from .errors import LLMError, NotFound
-from .models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from .lifecycle.policy import PRESETS, DecayRule, use
+from .models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
 from .processors.reconsolidator import EpisodicReconsolidator, apply_reconsolidation
 from .processors.results import ReconsolidationResult
 from .store import MEMORY_FIELDS, MilvusStore
@@ -28,8 +29,10 @@ def record_use(
     record: MemoryRecord,
     reconsolidator: EpisodicReconsolidator | None,
     context: str | None,
+    decay_table: dict[Category, DecayRule] = PRESETS["default"],
 ) -> MemoryRecord:
-    """hit_count + 1 (always), and the reconsolidated text when the model says the conversation
+    """hit_count + 1 (always), the score reinforced when the use counts (lifecycle/policy.use:
+    2-hour cooldown, daily cap), and the reconsolidated text when the model says the conversation
     changed an episodic memory. The model is asked outside the write lock; the row is re-read
     under it, so a concurrent mark_used never loses an increment."""
     now = now_ts()
@@ -57,13 +60,19 @@ def record_use(
         reconsolidated = new_text != current.text or new_meta != current.metadata
         if reconsolidated:
             new_meta["updated_at"] = now
+        life = use(current.life, now, decay_table)
+        new_meta[LIFE_KEY] = life.stored()
         row: dict[str, Any] = {**{k: v for k, v in rows[0].items() if k not in ("sparse",)}, "text": new_text,
                                "metadata": new_meta, "hit_count": current.hit_count + 1}
         if vector is not None:
             row["vector"] = vector
         store.upsert([row])
         events = [HistoryEvent(memory_id=record.id, user_id=record.user_id, action=HistoryAction.HIT, actor="chat",
-                               details={"hit_count": current.hit_count + 1})]
+                               details={"hit_count": current.hit_count + 1, "importance": round(life.importance, 4),
+                                        "counted": life != current.life})]
+        if life.state is not current.life.state:
+            events.append(HistoryEvent(memory_id=record.id, user_id=record.user_id, action=HistoryAction.REACTIVATED,
+                                       actor="chat", details={"from": current.life.state.value, "importance": life.importance}))
         if reconsolidated:
             desc = (new_meta.get("updates") or [{}])[-1].get("desc", "")
             events.append(HistoryEvent(memory_id=record.id, user_id=record.user_id, action=HistoryAction.RECONSOLIDATED,

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InvalidInput
-from .models import TEXT_MAX_BYTES, MemoryType
+from .models import TEXT_MAX_BYTES, MemoryType, now_ts
 
 ID_MAX_CHARS = 128  # the schema's VARCHAR(128); Milvus counts bytes, so we check bytes too
 WHO_MAX = 128  # who defaults to user_id, so it holds any valid user_id
@@ -98,6 +98,7 @@ OWNED_KEYS: dict[str, str] = {
     "distilled": "marks an episode consolidation already distilled into facts",
     "semantic_ids": "the facts consolidation distilled from this episode",
     "source_memory_ids": "the episodes a distilled fact came from",
+    "life": "importance, category, state and their times (lifecycle/policy.py)",
 }
 BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)
@@ -171,7 +172,7 @@ def event_ts(value: Any, now: int | None = None) -> int:
     checked = check_ts(value)
     if checked is not None:
         return checked
-    return now if now is not None else int(datetime.now(timezone.utc).timestamp())
+    return now if now is not None else now_ts()
 
 
 def messages_to_text(messages: Any) -> tuple[str, list[dict[str, str]]]:

@@ -69,6 +69,21 @@ class ConsolidateRequest(_Body):
     user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
 
 
+class DecayRequest(_Body):
+    user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
+    now: Timestamp = Field(default=None, description="the clock to decay to (simulations); default: now")
+
+
+class CurateRequest(_Body):
+    user_id: str
+    category: Optional[str] = Field(default=None, description="preference, fact, ..., core (never decays)")
+    importance: Optional[float] = Field(default=None, description="the score in [0, 1], counted from now")
+
+
+class ContextReply(BaseModel):
+    context: str = Field(description="the prompt block; empty when nothing qualifies")
+
+
 class Deleted(BaseModel):
     deleted: int
 

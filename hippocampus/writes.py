@@ -10,13 +10,16 @@ import threading
 from typing import Any, Sequence
 
 from .embeddings import Embedder
-from .models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from .lifecycle.categories import new_life
+from .models import LIFE_KEY, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
 from .store import MilvusStore
 
 
 def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any]) -> dict[str, Any]:
-    """A memory row before embedding; `created_at` / `updated_at` are the library's."""
+    """A memory row before embedding; `created_at` / `updated_at` and the lifecycle fields
+    (category and importance guessed where no model gave them: lifecycle/categories.py) are the library's."""
     now = now_ts()
+    life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(ts)).stored()
     return {
         "user_id": user_id,
         "memory_type": mtype.value,
@@ -25,7 +28,7 @@ def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, te
         "who": who,
         "text": text,
         "hit_count": 0,
-        "metadata": {**meta, "created_at": meta.get("created_at", now), "updated_at": now},
+        "metadata": {**meta, "created_at": meta.get("created_at", now), "updated_at": now, LIFE_KEY: life},
     }
 
 
@@ -45,8 +48,9 @@ class Writer:
     def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock):
         self.store, self.embedder, self.lock = store, embedder, lock
 
-    def insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED) -> list[int]:
-        """Embed and insert rows, then record their creation; the ids in row order."""
+    def insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED,
+               details: dict[str, Any] | None = None) -> list[int]:
+        """Embed and insert rows, then record their creation (with `details`); the ids in row order."""
         vectors = self.embedder.encode([r["text"] for r in rows], role="passage")
         for row, vec in zip(rows, vectors):
             row["vector"] = vec.tolist()
@@ -54,15 +58,17 @@ class Writer:
             ids = self.store.insert(rows)
             self.store.add_history(
                 [
-                    HistoryEvent(memory_id=i, user_id=r["user_id"], action=action, new_text=r["text"], actor=actor).model_dump(mode="json")
+                    HistoryEvent(memory_id=i, user_id=r["user_id"], action=action, new_text=r["text"], actor=actor,
+                                 details=dict(details or {})).model_dump(mode="json")
                     for i, r in zip(ids, rows)
                 ]
             )
         return ids
 
     def rewrite(self, old: MemoryRecord, text: str, metadata: dict[str, Any], action: HistoryAction, actor: str,
-                **fields: Any) -> MemoryRecord:
-        """Upsert a memory in place (same id), re-embedding only when the text changed."""
+                details: dict[str, Any] | None = None, **fields: Any) -> MemoryRecord:
+        """Upsert a memory in place (same id), re-embedding only when the text changed; `details` go
+        into the history event."""
         vector = self.embedder.encode([text], role="passage")[0].tolist() if text != old.text else self.store.vectors([old.id])[old.id]
         row = {
             "id": old.id,
@@ -79,7 +85,7 @@ class Writer:
         }
         with self.lock:
             self.store.upsert([row])
-            self.history(old, action, old_text=old.text, new_text=text, actor=actor)
+            self.history(old, action, old_text=old.text, new_text=text, actor=actor, details=dict(details or {}))
         return MemoryRecord.from_row(row)
 
     def history(self, record: MemoryRecord, action: HistoryAction, actor: str, **kw: Any) -> None:

@@ -145,14 +145,19 @@ def test_hippocampus_schedule_prints_a_line_when_a_run_starts_and_ends(fresh_pat
 
 # ------------------------------------------------------------------ docstrings
 def _public_methods(cls: type) -> dict[str, object]:
-    return {name: member for name, member in vars(cls).items()
-            if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))}
+    """Public methods and properties of `cls` and the mixins it inherits (the most derived wins)."""
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        found.update({name: member for name, member in vars(klass).items()
+                      if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))})
+    return found
 
 
 def test_every_public_method_of_memory_says_what_it_does_and_what_it_raises():
     methods = {**_public_methods(Memory), "__init__": Memory.__init__}
     assert {"add", "add_many", "update", "delete", "reset", "search", "get", "get_all", "page", "iter_all",
-            "history", "stats", "consolidate", "decide_pending", "mark_used", "close"} <= set(methods)
+            "history", "stats", "consolidate", "decide_pending", "mark_used", "close", "decay", "restore", "curate",
+            "context"} <= set(methods)
     for name, member in methods.items():
         doc = inspect.getdoc(member.fget if isinstance(member, property) else member) or ""
         assert len(doc) > 20, f"Memory.{name} has no docstring"
@@ -166,7 +171,7 @@ def test_every_public_method_of_memory_says_what_it_does_and_what_it_raises():
 
 def test_every_client_verb_says_what_it_raises():
     for name in ("add", "add_many", "search", "get", "page", "update", "delete", "reset", "history", "mark_used",
-                 "consolidate", "stats"):
+                 "consolidate", "stats", "decay", "context", "curate", "restore"):
         doc = inspect.getdoc(getattr(Client, name)) or ""
         assert "Raises" in doc, f"Client.{name}'s docstring does not say what it raises"
 

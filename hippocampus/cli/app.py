@@ -1,5 +1,5 @@
 """The `hippocampus` command line: add, search, get, list, update, delete, reset, history, stats, demo,
-consolidate, schedule, serve.
+consolidate, schedule, serve, mcp, and the lifecycle's decay, context, curate, restore.
 
 Every command prints a rich table for people and, with `--json`, plain JSON for scripts. The store
 comes from the global options `--uri` / `--collection`, otherwise from MemoryConfig (keyword >
@@ -286,3 +286,4 @@ from . import demo as _demo  # noqa: E402,F401
 from . import consolidate as _consolidate  # noqa: E402,F401
 from . import serve as _serve  # noqa: E402,F401
 from . import mcp_cmd as _mcp_cmd  # noqa: E402,F401
+from . import lifecycle as _lifecycle  # noqa: E402,F401

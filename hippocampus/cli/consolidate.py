@@ -8,19 +8,19 @@ from datetime import datetime, timezone
 from typing import Optional
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..consolidation.schedule import DEFAULT_CRON, DEFAULT_GRACE_S, cron_trigger, run_forever
-from ..models import ConsolidationStats
 from .app import app, open_memory
 
 PHASES = {"pending": "pending decisions", "semantic": "distilling facts", "pairs": "merging / separating"}
 
 
-def stats_table(stats: ConsolidationStats) -> Table:
-    table = Table(title="consolidation")
+def stats_table(stats: BaseModel, title: str = "consolidation") -> Table:
+    table = Table(title=title)
     table.add_column("what")
     table.add_column("count", justify="right")
     for key, value in stats.model_dump().items():

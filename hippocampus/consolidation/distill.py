@@ -12,7 +12,8 @@ import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import LLMError
-from ..models import TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
+from ..lifecycle.categories import new_life
+from ..models import LIFE_KEY, TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from . import rules as R
@@ -125,7 +126,8 @@ class DistillMixin:
                 continue  # already known (e.g. written before a crash)
             episode = MemoryRecord.from_row(row)
             meta = {"fact": fact, "source_chatid": episode.chat_id, "first_seen": episode.time_iso,
-                    "source_memory_ids": [episode.id], "created_at": now, "updated_at": now}
+                    "source_memory_ids": [episode.id], "created_at": now, "updated_at": now,
+                    LIFE_KEY: new_life(fact, MemoryType.SEMANTIC, now, episode.ts).stored()}
             out.append({"user_id": episode.user_id, "memory_type": SEMANTIC, "ts": episode.ts, "chat_id": episode.chat_id,
                         "who": episode.who, "text": fact, "hit_count": 0, "metadata": meta, "vector": vector.tolist()})
         return out

@@ -24,8 +24,9 @@ from typing import Any, Callable, ContextManager, Sequence
 from ..config import MemoryConfig
 from ..embeddings import Embedder
 from ..errors import LLMError, NotFound
+from ..lifecycle.policy import merged as merged_life
 from ..llm import ChatModel
-from ..models import ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
+from ..models import LIFE_KEY, ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
 from ..processors.merger import EpisodicMerger
 from ..processors.separator import EpisodicSeparator
 from ..store import MEMORY_FIELDS, MilvusStore
@@ -90,6 +91,7 @@ def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, 
                 if i not in merged_ids
             ],
             "merge_pending": True,
+            LIFE_KEY: merged_life(a.life, b.life, now).stored(),
             "created_at": now,
             "updated_at": now,
         }

@@ -68,13 +68,13 @@ class PromptTemplate(BaseModel):
 
     def render(self, **inputs: Any) -> Prompt:
         shots = "\n\n".join(
-            f"Example {i}:\nInput:\n{_data_block(ex.input)}\nOutput:\n{json.dumps(ex.output, ensure_ascii=False)}"
+            f"Example {i}:\nInput:\n{data_block(ex.input)}\nOutput:\n{json.dumps(ex.output, ensure_ascii=False)}"
             for i, ex in enumerate(self.examples, 1)
         )
         system = f"{self.system.strip()}\n\n{DATA_RULE}"
         if shots:
             system += f"\n\n{shots}"
-        blocks = {k: _data_block(v) for k, v in inputs.items()}
+        blocks = {k: data_block(v) for k, v in inputs.items()}
         try:
             user = Template(self.user).substitute(blocks)
         except (KeyError, ValueError) as exc:
@@ -86,13 +86,14 @@ class PromptTemplate(BaseModel):
         (inside the data delimiters); `inputs["missing_facts"]` carries the list for rules providers."""
         first = self.render(**inputs)
         try:
-            note = Template(self.retry.strip() or RETRY_NOTE).substitute(missing=_data_block(missing))
+            note = Template(self.retry.strip() or RETRY_NOTE).substitute(missing=data_block(missing))
         except (KeyError, ValueError) as exc:
             raise ConfigError(f"prompt {self.name!r}: retry note needs {exc}") from exc
         return first.model_copy(update={"user": f"{first.user.rstrip()}\n\n{note}", "inputs": {**inputs, "missing_facts": missing}})
 
 
-def _data_block(value: Any) -> str:
+def data_block(value: Any) -> str:
+    """`value` (text, or JSON for anything else) inside <data> delimiters that it cannot close."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1, default=str)
     text = _DELIMITER_LIKE.sub(r"&lt;\1", text)
     return f"{DATA_OPEN}\n{text}\n{DATA_CLOSE}"

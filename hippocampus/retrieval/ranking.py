@@ -51,9 +51,10 @@ class RankParams:
 def recency(ts: int, metadata: dict[str, Any], now: int, half_life_days: float) -> float:
     """0.5 ** (age / half-life), 1.0 for a memory from now (or the future)."""
     last = ts
-    used = metadata.get("last_used_at")
-    if isinstance(used, (int, float)) and not isinstance(used, bool):
-        last = max(last, int(used))
+    life = metadata.get("life") if isinstance(metadata.get("life"), dict) else {}
+    for used in (metadata.get("last_used_at"), life.get("last_activated") if life.get("activation_count") else None):
+        if isinstance(used, (int, float)) and not isinstance(used, bool):
+            last = max(last, int(used))
     age_days = max(0.0, (now - last) / _DAY)
     return 0.5 ** (age_days / half_life_days) if half_life_days > 0 else 0.0
 
@@ -64,7 +65,9 @@ def usage(hit_count: int) -> float:
 
 
 def importance(metadata: dict[str, Any]) -> float:
-    value = metadata.get("importance")
+    """The lifecycle's importance (metadata.life) where it exists, else the caller's metadata.importance, else 0.5."""
+    life = metadata.get("life") if isinstance(metadata.get("life"), dict) else {}
+    value = life.get("importance", metadata.get("importance"))
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return min(1.0, max(0.0, float(value)))
     return 0.5

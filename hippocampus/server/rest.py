@@ -12,12 +12,15 @@ from typing import Any, Optional
 from fastapi import APIRouter, Depends, Query, Request
 
 from ..memory import Memory
-from ..models import AddResult, ConsolidationStats, HistoryEvent, MemoryPage, MemoryRecord, SearchResult
+from ..models import AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, SearchResult
 from ..wire import (
     API_PREFIX,
     AddManyRequest,
     AddRequest,
     ConsolidateRequest,
+    ContextReply,
+    CurateRequest,
+    DecayRequest,
     Deleted,
     ErrorBody,
     IdsResult,
@@ -130,6 +133,37 @@ def consolidate(request: Request, body: Optional[ConsolidateRequest] = None, ten
     user_id = body.user_id if body else None
     tenant.check(user_id, f"user {user_id!r} not found")
     return consolidations(request).run(tenant.scope(user_id), trigger="api")
+
+
+@router.post("/decay", response_model=DecayStats, summary="Archive and forget what has decayed (lifecycle)")
+def decay(body: Optional[DecayRequest] = None, tenant: Tenant = Depends(authenticate),
+          memory: Memory = Depends(memory_of)) -> DecayStats:
+    body = body or DecayRequest()
+    tenant.check(body.user_id, f"user {body.user_id!r} not found")
+    parts = [memory.decay(u, now=body.now) for u in tenant.scope(body.user_id)]
+    return DecayStats(**{k: sum(getattr(p, k) for p in parts) for k in DecayStats.model_fields})
+
+
+@router.get("/context", response_model=ContextReply, summary="The prompt block of a user's memories")
+def context(user_id: str, query: Optional[str] = None, max_items: int = Query(20, ge=0, le=1000),
+            min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, tenant: Tenant = Depends(authenticate),
+            memory: Memory = Depends(memory_of)) -> ContextReply:
+    tenant.check(user_id, f"user {user_id!r} not found")
+    return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates))
+
+
+@router.post("/memories/{memory_id}/curate", response_model=MemoryRecord, summary="Set a memory's category or importance")
+def curate(memory_id: int, body: CurateRequest, tenant: Tenant = Depends(authenticate),
+           memory: Memory = Depends(memory_of)) -> MemoryRecord:
+    tenant.check(body.user_id, _missing(memory_id))
+    return memory.curate(memory_id, body.user_id, category=body.category, importance=body.importance)
+
+
+@router.post("/memories/{memory_id}/restore", response_model=MemoryRecord, summary="Bring back a memory that decay forgot")
+def restore(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate),
+            memory: Memory = Depends(memory_of)) -> MemoryRecord:
+    tenant.check(user_id, f"no history for memory {memory_id} for this user")
+    return memory.restore(memory_id, user_id)
 
 
 @router.get("/stats", summary="Memories by kind; with an operator key also the service's own figures")

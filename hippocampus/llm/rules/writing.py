@@ -38,6 +38,7 @@ _REMEMBER = re.compile(
     r"|\b(please\s+)?(remember|don'?t forget|do not forget|note that|make a note|keep in mind|save this)\b(\s+that\b)?[:,]?",
     re.IGNORECASE,
 )
+_REMIND = re.compile(r"\bremind me\b|提醒我", re.IGNORECASE)
 _NOT_A_REQUEST = re.compile(r"(你还?记得|还记得|记不记得|记得吗|\b(do|did|can|could|would|will) you (still )?remember\b)", re.IGNORECASE)
 _CHITCHAT = {
     # English greetings, thanks and acknowledgements (whole clauses only)
@@ -223,6 +224,8 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     remembered = remember_request(text, now)
     if remembered is not None:
         return remembered
+    if _REMIND.search(text) and substantial(text):  # a reminder is a todo: kept whole, so it reads as one
+        return _yes(" ".join(text.split()), "提醒" if zh else "a reminder", now, text, "rules: reminder request")
     statements = [c for c in parts if not is_question(c) and not is_chitchat(c)]
     # An episode keeps every statement of the turn ("我上个月从成都搬到了上海，现在住在徐汇区"
     # whole), not only the clause that matched; the SemanticWriter picks facts out of it later.

@@ -1,0 +1,72 @@
+"""`hippocampus decay`, `context`, `curate` and `restore`: how memories age, from the command line
+(README "How memories age")."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from . import render
+from .app import JsonOpt, UserOpt, app, emit, open_memory
+from .consolidate import stats_table
+
+
+@app.command()
+def decay(
+    user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
+    now: Optional[int] = typer.Option(None, "--now", help="decay as of this time, epoch seconds (simulations; default: now)"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Archive memories whose score fell below 0.2 (or whose todo date passed) and forget those below
+    0.05 (restorable from history); core and system memories never. Consolidation runs this too."""
+    with open_memory() as memory:
+        stats = memory.decay(user, now=now)
+    emit(as_json, stats.model_dump(), stats_table(stats, title="decay"))
+
+
+@app.command()
+def context(
+    user: str = UserOpt,
+    query: Optional[str] = typer.Option(None, "--query", "-q", help="also the memories most related to this"),
+    max_items: int = typer.Option(20, "--max", help="at most this many memories"),
+    min_score: float = typer.Option(0.5, "--min-score", help="only memories scoring at least this (core: any score)"),
+    dates: bool = typer.Option(False, "--dates", help="start each line with the memory's date"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Print the block an agent puts in its system prompt: core memories first, then by category."""
+    with open_memory() as memory:
+        block = memory.context(user, query=query, max_items=max_items, min_score=min_score, dates=dates)
+    if as_json:
+        emit(True, {"user_id": user, "context": block})
+    else:
+        typer.echo(block or f"(nothing to inject for {user}: no active memory scores {min_score} or more)")
+
+
+@app.command()
+def curate(
+    memory_id: int = typer.Argument(..., help="memory id"),
+    user: str = UserOpt,
+    category: Optional[str] = typer.Option(None, "--category", help="preference, fact, experience, workflow, decision, "
+                                           "skill_usage, todo, core (never decays) or system"),
+    importance: Optional[float] = typer.Option(None, "--importance", help="the score in [0, 1], counted from now"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Set a memory's category and/or importance (history records the change)."""
+    with open_memory() as memory:
+        record = memory.curate(memory_id, user, category=category, importance=importance)
+    life = record.life
+    emit(as_json, render.record_json(record),
+         message=f"{record.id}: {life.category.value}, importance {life.importance:.2f}, {life.state.value}")
+
+
+@app.command()
+def restore(
+    memory_id: int = typer.Argument(..., help="the id the memory had when decay forgot it"),
+    user: str = UserOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Bring back a memory that decay forgot, from its history (under a new id)."""
+    with open_memory() as memory:
+        record = memory.restore(memory_id, user)
+    emit(as_json, render.record_json(record), message=f"restored {memory_id} as {record.id}")

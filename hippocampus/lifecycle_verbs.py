@@ -1,0 +1,159 @@
+"""The facade's lifecycle verbs (README "How memories age"): mark_used (reinforcement), curate,
+decay, restore and the prompt block.
+A part of `Memory` (it inherits them), kept in its own file so that memory.py stays the core verbs;
+the rules themselves live in lifecycle/, below the facade."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Sequence
+
+from . import validation as V
+from .config import MemoryConfig
+from .embeddings import Embedder
+from .errors import InvalidInput, NotFound
+from .lifecycle import prompt_block
+from .lifecycle.decay import Progress, run_decay
+from .lifecycle.policy import PERMANENT, THRESHOLDS, decay_table
+from .models import LIFE_KEY, Category, DecayStats, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, State, now_ts
+from .store import MilvusStore
+from .store import filters as F
+from .writes import Writer, new_row
+
+if TYPE_CHECKING:
+    from .models import SearchResult
+
+
+class LifecycleVerbs:
+    """Mixed into Memory; uses its store, config, write lock and writer."""
+
+    config: MemoryConfig
+    store: MilvusStore
+    _write_lock: threading.Lock
+    _writes: Writer
+    embedder: Embedder
+    llm: Any  # Memory's ChatModel property
+
+    def search(self, query: str, user_id: str, limit: int | None = None, **kw: Any) -> "SearchResult": ...  # Memory's
+    def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]: ...  # Memory's
+
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+        """The chat hook reports which recalled memories the answer actually used (a memory that was
+        only retrieved does not count as used). Each one's hit_count rises by exactly one (history
+        "hit") and its score is reinforced, s + (1 - s) * 0.2, when the use counts (once per 2 hours,
+        at most 3 times a day: lifecycle/policy.py); with `context` (the current conversation) each
+        episodic one also goes to the Reconsolidator (one LLM call each; history "reconsolidated"; an LLM failure leaves it as it was).
+
+        Raises InvalidInput for a bad id, user_id or context; NotFound, before anything changes,
+        when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
+        from .processors.reconsolidator import EpisodicReconsolidator
+        from .lifecycle.policy import decay_table
+        from .online import record_use
+
+        user_id = V.check_id("user_id", user_id)
+        ids = list(dict.fromkeys(V.check_memory_id(i) for i in ([memory_ids] if isinstance(memory_ids, (int, str)) else memory_ids)))
+        context = V.check_text(context, "context") if context is not None else None
+        if not ids:
+            return []
+        rows = self.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids))
+        missing = sorted(set(ids) - {int(r["id"]) for r in rows})
+        if missing:
+            raise NotFound(f"memories {missing} not found for this user; nothing was changed")
+        records = [MemoryRecord.from_row(r) for r in rows]
+        reconsolidator = EpisodicReconsolidator(self.llm, self.config.prompts_dir) if context else None
+        table = decay_table(self.config.decay_preset)
+        return [record_use(self.store, self.embedder, self._write_lock, rec, reconsolidator, context, table) for rec in records]
+
+    def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
+        """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those
+        below 0.05 (deleted, the row kept in a "forgotten" history event: see `restore`), for one user
+        or all; core and system memories never. `now` (epoch seconds) stands in for the clock in
+        simulations. Consolidation runs it too, unless `decay_preset` is off.
+
+        Raises InvalidInput for a bad user_id or now; StoreError on failure."""
+        user_id = V.check_id("user_id", user_id) if user_id is not None else None
+        now = V.check_ts(now) if now is not None else now_ts()
+        table = decay_table(self.config.decay_preset)
+        return run_decay(self.store, self._write_lock, user_id, now, table, THRESHOLDS, progress)
+
+    def restore(self, memory_id: int, user_id: str) -> MemoryRecord:
+        """Bring back a memory that decay forgot, from its history: the same text, type, times and
+        metadata under a new id (recorded both ways in history), active again at score 0.5.
+
+        Raises InvalidInput for a bad id, for a memory that was not forgotten or was restored
+        already; NotFound when there is no history for this user; EmbeddingError / StoreError."""
+        events = self.history(memory_id, user_id)  # validates; NotFound for another user's id
+        forgot = [e for e in events if e.action is HistoryAction.FORGOTTEN and "row" in e.details]
+        again = [e.details.get("restored_as") for e in events if e.action is HistoryAction.RESTORED]
+        if not forgot or again:  # once restored, the new id carries the memory on
+            done = f" (restored already as {again[0]})" if again else ""
+            raise InvalidInput(f"memory {memory_id} was not forgotten by decay{done}; nothing to restore")
+        last = forgot[-1]
+        saved = last.details["row"]
+        meta = dict(saved.get("metadata") or {})
+        mtype = MemoryType(saved["memory_type"])
+        old_life = Lifecycle.of(meta, mtype, meta.get("created_at"))
+        now = now_ts()
+        meta[LIFE_KEY] = old_life.model_copy(update={"importance": max(old_life.importance, 0.5), "state": State.ACTIVE,
+                                                     "last_activated": now}).stored()
+        row = new_row(user_id, mtype, int(saved["ts"]), saved["chat_id"], saved["who"], saved["text"], meta)
+        row["hit_count"] = int(saved.get("hit_count") or 0)
+        new_id = self._writes.insert([row], actor="api", action=HistoryAction.RESTORED, details={"restored_from": memory_id})[0]
+        self.store.add_history([HistoryEvent(memory_id=memory_id, user_id=user_id, action=HistoryAction.RESTORED,
+                                             new_text=saved["text"], actor="api",
+                                             details={"restored_as": new_id}).model_dump(mode="json")])
+        rows = self.store.query(F.and_(F.eq("id", new_id), F.eq("user_id", user_id)), limit=1)
+        return MemoryRecord.from_row(rows[0])
+
+    def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
+               importance: float | None = None) -> MemoryRecord:
+        """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it:
+        never decays, never removed by a job) and/or its importance in [0, 1], which counts from now.
+        The text and id stay; history records the change ("updated", details old and new).
+
+        Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given;
+        NotFound when the memory is missing or another user's; StoreError on failure."""
+        if category is None and importance is None:
+            raise InvalidInput("curate needs a category or an importance")
+        try:
+            new_category = Category(category) if category is not None else None
+        except ValueError:
+            raise InvalidInput(f"unknown category {category!r}; use one of {[c.value for c in Category]}") from None
+        if importance is not None and (isinstance(importance, bool) or not isinstance(importance, (int, float))
+                                       or not 0.0 <= importance <= 1.0):
+            raise InvalidInput(f"importance must be a number between 0 and 1, got {importance!r}")
+        old = self.get(memory_id, user_id)
+        life = old.life
+        update: dict[str, Any] = {}
+        if new_category is not None:
+            update["category"] = new_category
+        if importance is not None:
+            update.update(importance=float(importance), last_activated=now_ts())
+        if life.state is State.ARCHIVED and (new_category in PERMANENT or (importance or 0) >= THRESHOLDS.archive_below):
+            update["state"] = State.ACTIVE
+        new_life = life.model_copy(update=update)
+        meta = {**old.metadata, LIFE_KEY: new_life.stored(), "updated_at": now_ts()}
+        changed = {k: [getattr(life, k), getattr(new_life, k)] for k in ("category", "importance", "state")
+                   if getattr(life, k) != getattr(new_life, k)}
+        return self._writes.rewrite(old, old.text, meta, HistoryAction.UPDATED, actor="api",
+                                    details={"lifecycle": {k: [getattr(v, "value", v) for v in pair] for k, pair in changed.items()}})
+
+    def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
+                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None) -> str:
+        """The block an agent puts in its system prompt: active memories scoring at least `min_score`,
+        at most `max_items`, core first, then (with `query`) what the search finds, then the rest by
+        score, grouped by category; each line dated with `dates`. The texts sit inside <data>
+        delimiters that no stored text can close. "" when nothing qualifies.
+
+        Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now;
+        StoreError on failure."""
+        user_id = V.check_id("user_id", user_id)
+        max_items = V.check_limit(max_items, "max_items")
+        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:
+            raise InvalidInput(f"min_score must be a number between 0 and 1, got {min_score!r}")
+        now = V.check_ts(now) if now is not None else now_ts()
+        relevant = [h.memory for h in self.search(query, user_id=user_id, limit=max_items).all] if query is not None else []
+        records = [MemoryRecord.from_row(row) for page in self.store.iterate(F.eq("user_id", user_id)) for row in page]
+        table = decay_table(self.config.decay_preset)
+        chosen = prompt_block.select(records, now, relevant, max_items, float(min_score), table)
+        return prompt_block.render(chosen, dates)
