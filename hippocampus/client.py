@@ -113,9 +113,11 @@ class _Verbs:
         return call
 
     def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
-               filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None) -> Call[SearchResult]:
+               filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None,
+               include_superseded: bool = False) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
-        body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode)
+        body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
+                    include_superseded=include_superseded)
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:

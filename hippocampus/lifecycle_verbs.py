@@ -67,14 +67,38 @@ class LifecycleVerbs:
     def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
         """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those
         below 0.05 (deleted, the row kept in a "forgotten" history event: see `restore`), for one user
-        or all; core and system memories never. `now` (epoch seconds) stands in for the clock in
+        or all; core and system memories never. The MemoryReviewer looks at what reached 0.9 (promote
+        to core or keep) and, with a real model, at what is about to be archived (keep at 0.5, delete,
+        promote); offline, names, birthdays and standing preferences are promoted. `now` (epoch seconds) stands in for the clock in
         simulations. Consolidation runs it too, unless `decay_preset` is off.
 
         Raises InvalidInput for a bad user_id or now; StoreError on failure."""
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
         now = V.check_ts(now) if now is not None else now_ts()
         table = decay_table(self.config.decay_preset)
-        return run_decay(self.store, self._write_lock, user_id, now, table, THRESHOLDS, progress)
+        real_model = self.config.llm_provider != "offline"
+        return run_decay(self.store, self._write_lock, user_id, now, table, THRESHOLDS, progress,
+                         review=self._review(real_model), review_low=real_model)
+
+    def _review(self, real_model: bool) -> Any:
+        """The MemoryReviewer as the decay step calls it; with a real model it sees related memories
+        and may search (the offline rules need neither)."""
+        from .processors.reviewer import MemoryReviewer
+
+        reviewer = MemoryReviewer(self.llm, self.config.prompts_dir)
+
+        def texts(query: str, user_id: str, skip: int | None = None) -> list[str]:
+            return [h.text for h in self.search(query, user_id=user_id, limit=5).all if h.id != skip][:5]
+
+        def review(record: MemoryRecord, trigger: str) -> tuple[str, str]:
+            if not real_model:
+                result = reviewer.review(record, trigger)
+            else:
+                result = reviewer.review(record, trigger, texts(record.text, record.user_id, record.id),
+                                         search=lambda q: texts(q, record.user_id))
+            return result.action, result.reason
+
+        return review
 
     def restore(self, memory_id: int, user_id: str) -> MemoryRecord:
         """Bring back a memory that decay forgot, from its history: the same text, type, times and

@@ -30,6 +30,7 @@ from .models import (
 from .retrieval import RetrievalParams, Retriever, check_search_mode
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
+from .transfer_verbs import TransferVerbs
 from .writes import Writer, new_row, plain_row
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryC
         raise ConfigError(str(exc)) from exc
 
 
-class Memory(LifecycleVerbs):
+class Memory(LifecycleVerbs, TransferVerbs):
     """Long-term memory for one agent deployment, many users.
 
     >>> with Memory(milvus_uri="./demo.db") as memory:
@@ -206,12 +207,14 @@ class Memory(LifecycleVerbs):
         memory_type: MemoryType | str | None = None,
         filters: dict[str, Any] | None = None,
         mode: str | None = None,
+        include_superseded: bool = False,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first.
 
         `limit` caps both lists at once; `memory_type` restricts to one kind;
         `filters` matches metadata keys exactly; `mode` (hybrid, dense, bm25) overrides
-        config.search_mode for this call. Without a working embedder BM25 serves alone.
+        config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
+        a newer one superseded are left out unless `include_superseded`.
 
         Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, limit
         outside 0..1000, filters that are not a JSON object); StoreError on failure. An embedder
@@ -229,9 +232,11 @@ class Memory(LifecycleVerbs):
         mode = mode if vector is not None else "bm25"
         result = SearchResult()
         if mtype in (None, MemoryType.EPISODIC):
-            result.episodic = self.retriever.search(query, user_id, k_epi, MemoryType.EPISODIC, metadata, vector, mode)
+            result.episodic = self.retriever.search(query, user_id, k_epi, MemoryType.EPISODIC, metadata, vector, mode,
+                                                    include_superseded=bool(include_superseded))
         if mtype in (None, MemoryType.SEMANTIC):
-            result.semantic = self.retriever.search(query, user_id, k_sem, MemoryType.SEMANTIC, metadata, vector, mode)
+            result.semantic = self.retriever.search(query, user_id, k_sem, MemoryType.SEMANTIC, metadata, vector, mode,
+                                                    include_superseded=bool(include_superseded))
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
@@ -305,18 +310,25 @@ class Memory(LifecycleVerbs):
     # ------------------------------------------------------------------ consolidation
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
         """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
-        episodes, then the decay step (`decay`; not with decay_preset off), for all users when
-        user_id is None. The job lives in consolidation/job.py;
+        episodes, mark older facts that new ones contradict as superseded (newest wins; the old
+        stays in history and `search(include_superseded=True)`), then the decay step (`decay`;
+        not with decay_preset off), for all users when user_id is None. The job lives in consolidation/job.py;
         `progress(phase, done, total)` is called as it goes.
 
         Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the
         embedder fails. An LLM failure is not raised: it is counted in the returned stats' `errors`
         and the memory is left for the next run."""
         from .consolidation.job import ConsolidationJob
+        from .lifecycle.policy import decay_table
+        from .lifecycle.supersede import run_supersede
+        from .processors.contradiction import ContradictionJudge
 
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
         job = ConsolidationJob(self.store, self.embedder, self.llm, self.config, write_lock=self._write_lock)
         stats = job.run(user_id, progress)
+        sup = run_supersede(self.store, self._write_lock, lambda: ContradictionJudge(self.llm, self.config.prompts_dir),
+                            user_id, now_ts(), decay_table(self.config.decay_preset))
+        stats.superseded, stats.llm_calls, stats.errors = sup.superseded, stats.llm_calls + sup.llm_calls, stats.errors + sup.errors
         if self.config.decay_preset != "off":
             aged = self.decay(user_id, progress=progress)
             stats.archived, stats.forgotten, stats.promoted = aged.archived, aged.forgotten, aged.promoted

@@ -29,6 +29,8 @@ class HistoryAction(str, Enum):
     HIT = "hit"
     ARCHIVED = "archived"
     PROMOTED = "promoted"
+    REVIEWED = "reviewed"
+    SUPERSEDED = "superseded"
     REACTIVATED = "reactivated"
     FORGOTTEN = "forgotten"
     RESTORED = "restored"
@@ -97,6 +99,7 @@ class Lifecycle(BaseModel):
     valid_to: int | None = None
     superseded_by: int | None = None
     expires_at: int | None = None
+    reviewed_at: int | None = None  # the MemoryReviewer's last look (asked again only after a later use)
 
     @classmethod
     def of(cls, metadata: dict[str, Any], memory_type: "MemoryType", created_at: int | None = None) -> "Lifecycle":
@@ -253,7 +256,8 @@ class ConsolidationStats(BaseModel):
     errors: int = 0
     archived: int = 0  # by the decay step that ends a run (lifecycle/decay.py)
     forgotten: int = 0
-    promoted: int = 0  # to core: scored >= 0.9 and the review (the rules' core_worthy) said so
+    promoted: int = 0  # to core by the MemoryReviewer
+    superseded: int = 0  # older facts a newer one made untrue (lifecycle/supersede.py)
     seconds: float = 0.0
 
 
@@ -265,5 +269,6 @@ class DecayStats(BaseModel):
     archived: int = 0
     expired: int = 0  # todos archived because their date passed (also counted in archived)
     forgotten: int = 0
-    promoted: int = 0  # to core: scored >= 0.9 and the review (the rules' core_worthy) said so
+    promoted: int = 0  # to core: the MemoryReviewer said so (rules: names, birthdays, standing preferences)
+    reviewed: int = 0  # MemoryReviewer calls
     seconds: float = 0.0

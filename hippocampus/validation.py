@@ -99,6 +99,7 @@ OWNED_KEYS: dict[str, str] = {
     "semantic_ids": "the facts consolidation distilled from this episode",
     "source_memory_ids": "the episodes a distilled fact came from",
     "life": "importance, category, state and their times (lifecycle/policy.py)",
+    "contradictions_checked": "marks a fact the contradiction judge has compared with the older ones",
 }
 BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)

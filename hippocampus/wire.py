@@ -51,6 +51,7 @@ class SearchRequest(_Body):
     memory_type: Optional[str] = None
     filters: Optional[dict[str, Any]] = None
     mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
+    include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
 
 
 class UpdateRequest(_Body):

@@ -14,7 +14,8 @@ reinforces a memory. Every night the decay step runs; every `--consolidate-every
 consolidation (which ends with the decay step).
 
 Printed: a month-by-month table (active, archived, core, forgotten so far, lines of the prompt
-block) and the checks: names and standing preferences in core, the new city active, past todos
+block) and the checks: names and standing preferences in core, the new city active and the facts
+about the old one superseded (the episodes that said it stay, as what was said then), past todos
 archived or forgotten, the prompt block within 20 lines, and no memory gone without a history
 event. A check that fails is printed as FAIL and the exit code is 1.
 """
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from hippocampus import Memory  # noqa: E402
-from hippocampus.models import Category, HistoryAction, State, simulated_clock  # noqa: E402
+from hippocampus.models import Category, HistoryAction, MemoryType, State, simulated_clock  # noqa: E402
 from hippocampus.store import filters as F  # noqa: E402
 
 USER = "lina"
@@ -152,8 +153,11 @@ def check(memory: Memory, now: int) -> dict[str, tuple[bool, str]]:
         out[f"'{word}' in core"] = (bool(found), found[0] if found else "not in core")
     porto = [r for r in records if "Porto" in r.text]
     out["new city active"] = (any(r.life.state is State.ACTIVE for r in porto), f"{len(porto)} memories mention Porto")
-    lisbon = [r for r in records if "Lisbon" in r.text and r.life.state is State.ACTIVE and r.life.superseded_by is None]
-    out["old city superseded"] = (not lisbon, f"{len(lisbon)} active, not superseded: {lisbon[0].text!r}" if lisbon else "superseded or gone")
+    facts = [r for r in records if r.memory_type is MemoryType.SEMANTIC]
+    lisbon = [r for r in facts if "Lisbon" in r.text and r.life.state is State.ACTIVE and r.life.superseded_by is None]
+    gone = [r for r in facts if "Lisbon" in r.text and r.life.superseded_by is not None]
+    out["old city superseded"] = (not lisbon and bool(gone), f"{len(lisbon)} current facts say Lisbon: {lisbon[0].text!r}" if lisbon
+                                  else f"{len(gone)} Lisbon facts superseded")
     todos = [r for r in records if r.life.category is Category.TODO and r.life.expires_at and r.life.expires_at < now]
     open_past = [r for r in todos if r.life.state is State.ACTIVE]
     out["past todos archived"] = (not open_past, f"{len(todos)} past todos kept, {len(open_past)} still active")

@@ -1,5 +1,6 @@
 """The `hippocampus` command line: add, search, get, list, update, delete, reset, history, stats, demo,
-consolidate, schedule, serve, mcp, and the lifecycle's decay, context, curate, restore.
+consolidate, schedule, serve, mcp, the lifecycle's decay, context, curate, restore, and export / import
+(MEMORY.md, JSONL).
 
 Every command prints a rich table for people and, with `--json`, plain JSON for scripts. The store
 comes from the global options `--uri` / `--collection`, otherwise from MemoryConfig (keyword >
@@ -287,3 +288,4 @@ from . import consolidate as _consolidate  # noqa: E402,F401
 from . import serve as _serve  # noqa: E402,F401
 from . import mcp_cmd as _mcp_cmd  # noqa: E402,F401
 from . import lifecycle as _lifecycle  # noqa: E402,F401
+from . import transfer as _transfer  # noqa: E402,F401

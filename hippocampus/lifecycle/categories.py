@@ -68,17 +68,3 @@ def new_life(text: str, memory_type: MemoryType, now: int, event_ts: int, catego
     expires = todo_expiry(text, event_ts) if category is Category.TODO else None
     return Lifecycle(importance=guess_importance(text) if importance is None else importance, category=category,
                      last_activated=now, expires_at=expires)
-
-
-_CORE_WORTHY = re.compile(
-    r"\bmy name is\b|\bi'?m called\b|\bcall me\b|\bbirthday\b|\bborn on\b|\b(is|are) called\b|\bnamed\b"
-    r"|我叫|我的名字|名字是|生日|出生于|叫做",
-    re.IGNORECASE,
-)
-
-
-def core_worthy(text: str, category: Category) -> bool:
-    """The degraded MemoryReviewer's PROMOTE (seed 003, without a model): names and birthdays the
-    user stated, and standing preferences. Never a delete: below the archive line a memory is
-    archived, never judged."""
-    return category is Category.PREFERENCE or bool(_CORE_WORTHY.search(text))

@@ -178,3 +178,10 @@ def merged(a: Lifecycle, b: Lifecycle, now: int, table: dict[Category, DecayRule
     return Lifecycle(importance=max(score_of(a, now, table), score_of(b, now, table)), category=category,
                      last_activated=now, activation_count=a.activation_count + b.activation_count,
                      expires_at=max(expiries) if expiries else None)
+
+
+def superseded(life: Lifecycle, by: int, at: int, now: int, table: dict[Category, DecayRule] = PRESETS["default"]) -> Lifecycle:
+    """An older fact a newer one made untrue (seed-notes "Contradictions"): valid until `at`, replaced
+    by `by`, its score halved; it stays readable in history and with include_superseded."""
+    return life.model_copy(update={"valid_to": at, "superseded_by": by, "importance": score_of(life, now, table) * 0.5,
+                                   "last_activated": now})

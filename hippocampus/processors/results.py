@@ -8,6 +8,7 @@ the JSON schemas that LLMClient sends as `response_format`.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
@@ -105,3 +106,22 @@ class SeparationResult(GuardedResult):
     context_a: str = Field(default="", description="memory A's distinguishing context")
     context_b: str = Field(default="", description="memory B's distinguishing context")
     reason: str = Field(default="", description="one short sentence")
+
+
+class SupersedeResult(BaseModel):
+    """ContradictionJudge: which older facts the new one replaces (newest wins). A change over time
+    ("was nervous", "now relaxed") is no contradiction: both stay, each with its time."""
+
+    superseded: list[int] = Field(default_factory=list, description="numbers of the older facts the new fact makes untrue now")
+    reason: str = Field(default="", description="one short sentence")
+
+
+class ReviewResult(BaseModel):
+    """MemoryReviewer (seed 003): a memory at a review threshold is promoted to core, kept, or
+    deleted; "search" asks for up to 3 searches first (their results come back in a second call)."""
+
+    action: Literal["promote", "keep", "delete", "search"] = Field(description="promote, keep, delete, or search first")
+    queries: list[str] = Field(default_factory=list, description="with search: up to 3 short search queries")
+    reason: str = Field(default="", description="one short sentence")
+
+    _action = field_validator("action", mode="before")(lambda cls, v: str(v).strip().lower() if isinstance(v, str) else v)

@@ -73,8 +73,14 @@ class Retriever:
         self.embedder = embedder
         self.params = params or RetrievalParams()
 
-    def scope(self, user_id: str, memory_type: MemoryType | None = None, metadata: dict[str, Any] | None = None) -> str:
+    def scope(self, user_id: str, memory_type: MemoryType | None = None, metadata: dict[str, Any] | None = None,
+              include_superseded: bool = False) -> str:
+        """The filter of a search: the user, the kind, exact metadata matches, and (unless asked for)
+        no memory that a newer fact superseded (a store whose server lacks JSON `exists` filters
+        those after retrieval instead: `_current`)."""
         parts = [F.eq("user_id", user_id)]
+        if not include_superseded and self.store.capabilities.json_exists:
+            parts.append(F.json_missing("metadata", "life", "superseded_by"))
         if memory_type is not None:
             parts.append(F.eq("memory_type", memory_type.value))
         for key, value in (metadata or {}).items():
@@ -102,6 +108,7 @@ class Retriever:
         query_vector: Sequence[float] | None = None,
         mode: SearchMode | None = None,
         now: int | None = None,
+        include_superseded: bool = False,
     ) -> list[SearchHit]:
         """Up to `limit` hits, best first. Pass `query_vector` to reuse one embedding across calls;
         without it the query is embedded here (or BM25 serves if that fails)."""
@@ -112,7 +119,7 @@ class Retriever:
             query_vector = self.encode_query(query, mode)
         # without full text (store/capabilities.py) hybrid and bm25 run dense; with no vector either, the newest serve
         mode = self.store.capabilities.serve(mode) if query_vector is not None else "bm25"
-        scope = self.scope(user_id, memory_type, metadata)
+        scope = self.scope(user_id, memory_type, metadata, include_superseded)
         part = self.store.partition_for(user_id)  # the user's bucket: scan only it (store/buckets.py)
         if part is None:
             return []  # no bucket yet: this user has no memories
@@ -134,6 +141,8 @@ class Retriever:
             cands = fuse(collect(dense, lexical, query_vector), query, method, self.params.bm25_weight, script_aware=self.params.script_aware)
         if use_context:
             cands = self._in_context(query, query_vector, cands, scope, part)
+        if not include_superseded:
+            cands = [c for c in cands if _current(c.row)]
         cands = rank(cands, self.params.rank, now)
         return [_hit(c) for c in cands[:limit]]
 
@@ -213,3 +222,9 @@ _NEIGHBOUR_ROWS = 16384
 def _hit(c: Candidate) -> SearchHit:
     record = MemoryRecord.from_row(c.row)
     return SearchHit(memory=record, score=float(c.score), similarity=c.similarity)
+
+
+def _current(row: dict[str, Any]) -> bool:
+    """Not superseded by a newer fact (the filter's twin, for servers without JSON `exists`)."""
+    life = (row.get("metadata") or {}).get("life")
+    return not (isinstance(life, dict) and life.get("superseded_by") is not None)

@@ -72,7 +72,7 @@ def add_many(body: AddManyRequest, tenant: Tenant = Depends(authenticate), memor
 def search(body: SearchRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> SearchResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
-                         filters=body.filters, mode=body.mode)
+                         filters=body.filters, mode=body.mode, include_superseded=body.include_superseded)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")

@@ -28,6 +28,7 @@ from ..errors import StoreError
 log = logging.getLogger(__name__)
 
 FULL_TEXT_SINCE = (2, 5)  # Milvus' BM25 function, analyzers on VARCHAR
+JSON_EXISTS_SINCE = (2, 4)  # `exists` on JSON keys in filter expressions (older servers: checked after retrieval)
 _STRONG = 0  # ConsistencyLevel.Strong, as describe_collection reports it
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -40,6 +41,7 @@ class Capabilities:
     version: str  # the engine's version, e.g. "3.2.2" or "2.3.5"; "unknown" when the server would not say
     full_text: bool = True  # BM25 over `text`: the bm25 and hybrid search modes
     client_ids: bool = False  # ids are assigned by hippocampus (store/ids.py), not by Milvus
+    json_exists: bool = True  # `exists` in JSON filters (Milvus 2.4+, milvus-lite); else filtered after retrieval
     consistency: str | None = None  # level the store's collections are made with; None: the engine's default
 
     @property
@@ -86,7 +88,8 @@ def from_version(raw: str) -> Capabilities:
         return Capabilities("milvus", "unknown", full_text=True, client_ids=True, consistency="Strong")
     major_minor = (int(found.group(1)), int(found.group(2)))
     return Capabilities(
-        "milvus", found.group(0), full_text=major_minor >= FULL_TEXT_SINCE, client_ids=True, consistency="Strong"
+        "milvus", found.group(0), full_text=major_minor >= FULL_TEXT_SINCE, client_ids=True, consistency="Strong",
+        json_exists=major_minor >= JSON_EXISTS_SINCE,
     )
 
 

@@ -64,6 +64,12 @@ def json_eq(field: str, key: str, value: object) -> str:
     return f"{_field(field)}[{literal(_json_key(key))}] == {literal(value)}"
 
 
+def json_missing(field: str, *keys: str) -> str:
+    """not exists metadata["a"]["b"]: rows whose JSON lacks the nested key (Milvus 2.4 and later, milvus-lite)."""
+    path = "".join(f"[{literal(_json_key(k))}]" for k in keys)
+    return f"not exists {_field(field)}{path}"
+
+
 def _json_key(key: str) -> str:
     if not isinstance(key, str) or not _FIELD.match(key):
         raise InvalidInput(f"metadata filter keys must be identifiers, got {key!r}")

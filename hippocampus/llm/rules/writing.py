@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import rule
+from .lifecycle import slots
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAS_CJK = re.compile(f"[{_CJK}]")
@@ -374,7 +375,9 @@ def extract_facts(episode: dict[str, Any], existing: list[str]) -> list[str]:
     facts = []
     for clause in clauses(str(episode.get("text", ""))):
         dated = _TIME_WORD.search(clause) and not _HABITUAL.search(clause)  # "this Thursday at 3pm", not "周末喜欢爬山"
-        if _TRANSIENT.search(clause) or dated or _PLAN.search(clause) or not is_personal_fact(clause):
+        # a new home, workplace or age is a lasting fact even when the turn dates it ("I moved to Porto last week")
+        lasting = bool(slots(clause)) and not _PLAN.search(clause)
+        if not lasting and (_TRANSIENT.search(clause) or dated or _PLAN.search(clause) or not is_personal_fact(clause)):
             continue
         fact = third_person(clause)
         key = normalise_fact(fact)

@@ -1,0 +1,294 @@
+"""The facade's export and import verbs (issue 14, item 9): seed 004's MEMORY.md, a view that a person
+reads and edits, and JSONL, a backup that moves every field and the history between stores.
+A part of `Memory` (it inherits them), like lifecycle_verbs.py; the formats live in
+lifecycle/memory_md.py and lifecycle/jsonl.py, pure, below the facade."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from pydantic import BaseModel, Field
+
+from . import validation as V
+from .config import MemoryConfig
+from .embeddings import Embedder
+from .errors import InvalidInput, NotFound
+from .lifecycle import memory_md
+from .lifecycle.categories import new_life
+from .lifecycle.jsonl import dump_line, load_line
+from .lifecycle.memory_md import MdEntry
+from .lifecycle.policy import DecayRule, decay_table, score_of
+from .models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State, now_ts
+from .store import MilvusStore
+from .store import filters as F
+from .writes import Writer, plain_row
+
+ACTOR = "import"
+_BATCH = 256
+
+
+class ImportReport(BaseModel):
+    """What an import did: ids updated, created and left as they were; entries skipped, and why."""
+
+    updated: list[int] = Field(default_factory=list)
+    created: list[int] = Field(default_factory=list)
+    unchanged: list[int] = Field(default_factory=list)
+    skipped: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class TransferVerbs:
+    """Mixed into Memory; uses its store, config, write lock and writer."""
+
+    config: MemoryConfig
+    store: MilvusStore
+    embedder: Embedder
+    _write_lock: threading.Lock
+    _writes: Writer
+
+    if TYPE_CHECKING:  # Memory's
+        def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]: ...
+        def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]: ...
+
+    # ------------------------------------------------------------------ MEMORY.md
+    def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
+        """This user's memories as a MEMORY.md (lifecycle/memory_md.py): Active and Archived
+        by state, each by score now, highest first. With `path` the file is rewritten whole, the old
+        one kept as `<name>.bak`, through a temporary file and a rename. `now` (epoch seconds) stands
+        in for the clock. Raises InvalidInput for a bad user_id or now; StoreError; OSError."""
+        user_id = V.check_id("user_id", user_id)
+        now = V.check_ts(now) if now is not None else now_ts()
+        table = decay_table(self.config.decay_preset)
+        records = sorted(self.iter_all(user_id), key=lambda r: r.id)
+        text = memory_md.render([_md_entry(r, now, table) for r in records], now)
+        if path is not None:
+            memory_md.save(path, text)
+        return text
+
+    def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
+        """Bring an edited MEMORY.md back: an entry whose id is one of this user's memories updates
+        its text, category, score (as importance, counted from now) and state (its section) where
+        they differ (history "updated", actor "import"); an entry written `[new]` or `[]` becomes a
+        new memory with that category, score and section (type from its `<!-- type: ... -->` line,
+        semantic without one). The id, date, hits and an existing memory's type are read-only.
+
+        Deleting an entry from the file does NOT delete the memory (use `delete`). An id that is not
+        one of this user's memories (deleted, from another store, or another user's: the same answer
+        for all, as `get` gives) is skipped with a warning; nothing of another user is touched.
+        Damaged entries are skipped with a warning naming their line; everything is checked before
+        anything is written. A path is an os.PathLike or a one-line str; a missing file imports
+        nothing (a warning says so). Raises InvalidInput for a bad user_id or an unreadable file;
+        EmbeddingError / StoreError on failure; never NotFound (a memory deleted meanwhile is skipped)."""
+        user_id = V.check_id("user_id", user_id)
+        text, missing = _md_source(text_or_path)
+        entries, warnings = memory_md.parse(text)
+        report = ImportReport(warnings=[*missing, *warnings], skipped=sum(w.endswith(memory_md.SKIPPED) for w in warnings))
+        now = now_ts()
+        table = decay_table(self.config.decay_preset)
+        shown_at = [t for t in {now, memory_md.stamp(text)} if t is not None]
+        known = self._own(user_id, [e.id for e in entries if e.id is not None])
+        updates: list[tuple[MemoryRecord, str, dict[str, Any], dict[str, Any]]] = []
+        creates: list[dict[str, Any]] = []
+        seen: set[int] = set()
+        for entry in entries:
+            problem = _text_problem(entry.text)
+            if problem is None and entry.id is not None:
+                if entry.id in seen:
+                    problem = f"memory {entry.id} appears twice; the first one counts"
+                elif entry.id not in known:
+                    problem = f"memory {entry.id} is not one of this user's memories; write [new] to add it as a new one"
+                seen.add(entry.id)
+            if problem is not None:
+                report.warnings.append(f"line {entry.line}: {problem}; {memory_md.SKIPPED}")
+                report.skipped += 1
+            elif entry.id is None:
+                creates.append(_new_row(user_id, entry, now))
+            else:
+                change = _change(known[entry.id], entry, now, shown_at, table)
+                if change is None:
+                    report.unchanged.append(entry.id)
+                else:
+                    updates.append(change)
+        for old, new_text, meta, details in updates:
+            try:
+                self._writes.rewrite(old, new_text, meta, HistoryAction.UPDATED, actor=ACTOR, details=details)
+                report.updated.append(old.id)
+            except NotFound:  # deleted since the check
+                report.warnings.append(f"memory {old.id} was deleted during the import; {memory_md.SKIPPED}")
+                report.skipped += 1
+        for start in range(0, len(creates), _BATCH):
+            report.created += self._writes.insert(creates[start:start + _BATCH], actor=ACTOR, details={"source": "MEMORY.md"})
+        return report
+
+    def _own(self, user_id: str, ids: list[int]) -> dict[int, MemoryRecord]:
+        """Those of `ids` that are this user's memories (never another user's)."""
+        out: dict[int, MemoryRecord] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), _BATCH):
+            chunk = unique[start:start + _BATCH]
+            for row in self.store.query(F.and_(F.in_("id", chunk), F.eq("user_id", user_id)), limit=len(chunk)):
+                out[int(row["id"])] = MemoryRecord.from_row(row)
+        return out
+
+    # ------------------------------------------------------------------ JSONL
+    def export_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> int:
+        """Back up this user's memories: one JSON line each, every field (metadata and lifecycle
+        included) and its history (lifecycle/jsonl.py), oldest event first; written through a
+        temporary file and a rename. Returns how many memories. The history of memories already
+        deleted or forgotten is not exported. Raises InvalidInput for a bad user_id; StoreError; OSError."""
+        user_id = V.check_id("user_id", user_id)
+        records = self.get_all(user_id)
+        events: dict[int, list[HistoryEvent]] = defaultdict(list)
+        for raw in self.store.history(F.eq("user_id", user_id)):
+            event = HistoryEvent.model_validate(raw)
+            events[event.memory_id].append(event)
+        memory_md.write_atomically(path, (dump_line(r, events[r.id]) + "\n" for r in records))
+        return len(records)
+
+    def import_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> ImportReport:
+        """Restore a backup (from this store or another) as this user's memories: each line becomes
+        a new memory (new id) with every field of the old one (text, type, ts, chat_id, who,
+        hit_count, metadata with its lifecycle), its history re-recorded under the new id with the
+        original times, then a "created" event (actor "import", details `imported_from`: the old id).
+        The `user_id` argument wins over the file's (the data become this user's). Ids inside
+        metadata or history details (merged_from_ids, superseded_by, ...) still name the old ids.
+
+        Every line is checked before anything is written. Raises InvalidInput naming a bad line (and
+        nothing changes), or for a bad user_id or an unreadable file; EmbeddingError / StoreError on
+        failure (batches already written stay)."""
+        user_id = V.check_id("user_id", user_id)
+        for _ in self._jsonl_rows(user_id, path):  # check every line first
+            pass
+        report = ImportReport()
+        batch: list[tuple[dict[str, Any], int, list[HistoryEvent]]] = []
+        for item in self._jsonl_rows(user_id, path):
+            batch.append(item)
+            if len(batch) == _BATCH:
+                report.created += self._insert_imported(user_id, batch)
+                batch = []
+        if batch:
+            report.created += self._insert_imported(user_id, batch)
+        return report
+
+    def _jsonl_rows(self, user_id: str, path: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], int, list[HistoryEvent]]]:
+        """(row to insert, old id, its history) per line of the file; InvalidInput naming a bad line."""
+        try:
+            with open(path, encoding="utf-8", newline="") as f:
+                for lineno, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record, events = load_line(line, lineno)
+                        yield _restored_row(record, user_id, lineno), int(record["id"]), events
+                    except ValueError as exc:  # InvalidInput is a ValueError too
+                        raise InvalidInput(f"{os.fspath(path)}: {exc}; nothing was imported") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read {os.fspath(path)!r}: {exc}") from None
+
+    def _insert_imported(self, user_id: str, batch: list[tuple[dict[str, Any], int, list[HistoryEvent]]]) -> list[int]:
+        """Embed and insert one batch, with each memory's old history and the import event, under the lock."""
+        rows = [row for row, _, _ in batch]
+        for row, vec in zip(rows, self.embedder.encode([r["text"] for r in rows], role="passage")):
+            row["vector"] = vec.tolist()
+        with self._write_lock:
+            ids = self.store.insert(rows)
+            history: list[dict[str, Any]] = []
+            for new_id, (row, old_id, events) in zip(ids, batch):
+                history += [e.model_copy(update={"memory_id": new_id, "user_id": user_id}).model_dump(mode="json") for e in events]
+                history.append(HistoryEvent(memory_id=new_id, user_id=user_id, action=HistoryAction.CREATED, new_text=row["text"],
+                                            actor=ACTOR, details={"imported_from": old_id, "source": "jsonl"}).model_dump(mode="json"))
+            self.store.add_history(history)
+        return ids
+
+
+# ---------------------------------------------------------------------- helpers
+def _md_entry(record: MemoryRecord, now: int, table: dict[Category, DecayRule]) -> MdEntry:
+    life = record.life
+    return MdEntry(id=record.id, category=life.category, score=score_of(life, now, table),
+                   last_activated=datetime.fromtimestamp(life.last_activated, tz=timezone.utc).date(),
+                   hits=life.activation_count, text=record.text,
+                   section="archived" if life.state is State.ARCHIVED else "active", memory_type=record.memory_type)
+
+
+def _md_source(text_or_path: str | os.PathLike[str]) -> tuple[str, list[str]]:
+    """The file's text (and a warning when it is missing) or the text itself."""
+    if isinstance(text_or_path, str) and "\n" in text_or_path:
+        return text_or_path, []
+    if not isinstance(text_or_path, (str, os.PathLike)):
+        raise InvalidInput(f"import_md takes MEMORY.md text or a path, got {type(text_or_path).__name__}")
+    path = Path(text_or_path)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read(), []
+    except FileNotFoundError:
+        return "", [f"{path} does not exist; nothing imported"]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read {str(path)!r}: {exc}") from None
+
+
+def _text_problem(text: str) -> str | None:
+    try:
+        V.check_text(text)
+    except InvalidInput as exc:
+        return f"the text is refused: {exc}"
+    return None
+
+
+def _new_row(user_id: str, entry: MdEntry, now: int) -> dict[str, Any]:
+    mtype = entry.memory_type or MemoryType.SEMANTIC
+    life = new_life(entry.text, mtype, now, now, category=entry.category, importance=entry.score)
+    if entry.section == "archived":
+        life = life.model_copy(update={"state": State.ARCHIVED})
+    return plain_row(user_id, mtype, now, "default", user_id, entry.text, {LIFE_KEY: life.stored()})
+
+
+def _change(old: MemoryRecord, entry: MdEntry, now: int, shown_at: list[int],
+            table: dict[Category, DecayRule]) -> tuple[MemoryRecord, str, dict[str, Any], dict[str, Any]] | None:
+    """The rewrite an edited entry asks for, or None when it shows what the store holds. A score
+    equal to the one shown now or when the file was rendered is no edit (decay since is not one)."""
+    life = old.life
+    update: dict[str, Any] = {}
+    if entry.category is not life.category:
+        update["category"] = entry.category
+    if all(entry.score != float(f"{score_of(life, t, table):.2f}") for t in shown_at):
+        update.update(importance=entry.score, last_activated=now)
+    state = State.ARCHIVED if entry.section == "archived" else State.ACTIVE
+    if state is not life.state:
+        update["state"] = state
+    text_changed = entry.text != old.text.strip()
+    if not update and not text_changed:
+        return None
+    new = life.model_copy(update=update)
+    meta = {**old.metadata, LIFE_KEY: new.stored(), "updated_at": now}
+    text = entry.text if text_changed else old.text
+    if text_changed and old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata:
+        meta["thing"] = text  # as `update` does
+    details: dict[str, Any] = {"source": "MEMORY.md"}
+    if update:
+        details["lifecycle"] = {k: [getattr(getattr(life, k), "value", getattr(life, k)), getattr(v, "value", v)]
+                                for k, v in update.items() if k != "last_activated"}
+    return old, text, meta, details
+
+
+def _restored_row(record: dict[str, Any], user_id: str, lineno: int) -> dict[str, Any]:
+    """A backed-up record as a row to insert for `user_id`; InvalidInput naming the line when a field
+    would not go into the store (checked as add checks them, the library's own metadata keys allowed)."""
+    try:
+        meta = V.check_metadata(record["metadata"])
+        for key in ("created_at", "updated_at"):
+            if record.get(key) is not None:
+                meta.setdefault(key, record[key])
+        hits = record.get("hit_count") or 0
+        if hits < 0:
+            raise InvalidInput(f"hit_count must be >= 0, got {hits}")
+        return {"user_id": user_id, "memory_type": MemoryType(record["memory_type"]).value,
+                "ts": V.check_ts(record["ts"]), "chat_id": V.check_id("chat_id", record["chat_id"]),
+                "who": V.check_id("who", record["who"], V.WHO_MAX), "text": V.check_text(record["text"]),
+                "hit_count": int(hits), "metadata": meta}
+    except InvalidInput as exc:
+        raise InvalidInput(f"line {lineno}: {exc}") from None
