@@ -18,7 +18,8 @@ _TODO = re.compile(
 )
 _PREFERENCE = re.compile(
     r"\bi (really )?(like|love|prefer|hate|dislike|enjoy|can'?t stand)\b|\bmy favou?rite\b"
-    r"|我(很|最|特别|不)?(喜欢|爱|讨厌|偏好|更喜欢)|最喜欢",
+    r"|\b(the )?user (really )?(likes|loves|prefers|hates|dislikes|enjoys)\b|\b(the )?user'?s favou?rite\b"  # a distilled fact
+    r"|(我|用户)(很|最|特别|不)?(喜欢|爱|讨厌|偏好|更喜欢)|最喜欢",
     re.IGNORECASE,
 )
 _DECISION = re.compile(r"\bi (have )?decided\b|\bwe (have )?decided\b|\bi'?m going with\b|决定", re.IGNORECASE)

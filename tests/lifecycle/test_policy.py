@@ -107,6 +107,8 @@ def test_an_expired_todo_is_archived_and_a_dated_todo_expires_at_the_end_of_its_
     ("We decided to move to Lisbon", MemoryType.EPISODIC, Category.DECISION),
     ("Went to the lake with Ana", MemoryType.EPISODIC, Category.EXPERIENCE),
     ("Alice is a nurse", MemoryType.SEMANTIC, Category.FACT),
+    ("The user prefers green tea to coffee", MemoryType.SEMANTIC, Category.PREFERENCE),  # a distilled preference
+    ("The user lives in Lisbon", MemoryType.SEMANTIC, Category.FACT),
 ])
 def test_the_degraded_category_guess(text, mtype, category):
     assert guess_category(text, mtype) is category
