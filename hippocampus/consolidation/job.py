@@ -29,8 +29,7 @@ from ..llm import ChatModel
 from ..models import LIFE_KEY, ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
 from ..processors.merger import EpisodicMerger
 from ..processors.separator import EpisodicSeparator
-from ..store import MEMORY_FIELDS, MilvusStore
-from ..store import filters as F
+from ..store import MEMORY_FIELDS, MilvusStore, filters as F
 from . import rules as R
 from .distill import DistillMixin, _fits, _row
 
