@@ -34,8 +34,9 @@ class LifecycleVerbs:
     embedder: Embedder
     llm: Any  # Memory's ChatModel property
 
-    def search(self, query: str, user_id: str, limit: int | None = None, **kw: Any) -> "SearchResult": ...  # Memory's
-    def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]: ...  # Memory's
+    if TYPE_CHECKING:  # Memory's own, declared for type checkers only (never a silent stub at run time)
+        def search(self, query: str, user_id: str, limit: int | None = None, **kw: Any) -> "SearchResult": ...
+        def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]: ...
 
     def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
         """The chat hook reports which recalled memories the answer actually used (a memory that was
