@@ -25,7 +25,8 @@ import httpx
 from pydantic import TypeAdapter
 
 from .errors import HippocampusError, InvalidInput, ServiceUnavailable, from_wire
-from .models import AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult
+from .models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
+                     SearchResult)
 from . import validation as V
 from .wire import API_PREFIX, IdsResult
 
@@ -161,6 +162,16 @@ class _Verbs:
         ids = [memory_ids] if isinstance(memory_ids, (int, str)) else list(memory_ids)
         return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
 
+    def observe(self, messages: Any, user_id: str, shown: Sequence[Any] = (), chat_id: str = "default", who: Optional[str] = None,
+                metadata: Optional[dict[str, Any]] = None, *, ts: Any = None) -> Call[ObserveResult]:
+        """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
+        hits. Raises InvalidInput for a bad argument."""
+        if isinstance(shown, (str, bytes)):
+            raise InvalidInput("shown must be a list of memory ids or search hits")
+        ids = [getattr(s, "id", s) for s in shown]
+        return Call("POST", "/observe", ObserveResult, body={"messages": messages, "user_id": user_id, "shown": ids,
+                                                             "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts})
+
     def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> Call[ConsolidationStats]:
         """Run consolidation in the service (after any run in progress); `progress` is not streamed.
         Raises InvalidInput for a bad user_id."""
@@ -278,6 +289,7 @@ class Client(_Base):
     reset = _sync(_Verbs.reset)
     history = _sync(_Verbs.history)
     mark_used = _sync(_Verbs.mark_used)
+    observe = _sync(_Verbs.observe)
     consolidate = _sync(_Verbs.consolidate)
     stats = _sync(_Verbs.stats)
     decay = _sync(_Verbs.decay)
@@ -339,6 +351,7 @@ class AsyncClient(_Base):
     reset = _async(_Verbs.reset)
     history = _async(_Verbs.history)
     mark_used = _async(_Verbs.mark_used)
+    observe = _async(_Verbs.observe)
     consolidate = _async(_Verbs.consolidate)
     stats = _async(_Verbs.stats)
     decay = _async(_Verbs.decay)

@@ -13,9 +13,10 @@ from .config import MemoryConfig
 from .embeddings import Embedder
 from .errors import InvalidInput, NotFound
 from .lifecycle import prompt_block
-from .lifecycle.decay import Progress, run_decay
+from .lifecycle.decay import Progress, last_full_run, mark_full_run, run_decay
 from .lifecycle.policy import PERMANENT, THRESHOLDS, decay_table
-from .models import LIFE_KEY, Category, DecayStats, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, State, now_ts
+from .models import (LIFE_KEY, Category, DecayStats, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, ObserveResult,
+                     State, now_ts, ts_to_iso)
 from .store import MilvusStore
 from .store import filters as F
 from .writes import Writer, new_row
@@ -65,6 +66,62 @@ class LifecycleVerbs:
         table = decay_table(self.config.decay_preset)
         return [record_use(self.store, self.embedder, self._write_lock, rec, reconsolidator, context, table) for rec in records]
 
+    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
+                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None) -> ObserveResult:
+        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of
+        add(infer=True), mark_used and reconsolidation: given the turn (with the answer) and the
+        memories `shown` for it (ids or search hits, best first; at most 50 reach the model), the
+        model adds what is new, and per shown memory updates (the old text to history), boosts,
+        deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement).
+        Ids outside the shown set, and updates or deletes of core memories, are refused and listed.
+        With nothing shown, a turn the rules gate is certain of costs no call. A model failure keeps
+        the turn raw, pending, as add(infer=True) does; nothing else changes.
+
+        Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A
+        shown id that is missing or another user's is not shown to the model (listed in `refused`)."""
+        from .errors import LLMError
+        from .lifecycle.policy import decay_table
+        from .observe import TurnParts, apply_plan
+        from .processors.gate import gate
+        from .processors.monitor import KnowledgeMonitor, MonitorPlan
+        from .processors.results import MonitorAdd
+        from .processors.write_decider import gate_enabled, pending_metadata
+
+        user_id = V.check_id("user_id", user_id)
+        chat_id = V.check_id("chat_id", chat_id)
+        who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
+        turn_meta = V.check_caller_metadata(metadata)
+        event_ts = V.event_ts(ts)
+        text, turns = V.messages_to_text(messages)
+        turns = V.exchange_turns(text) if isinstance(messages, str) else turns
+        if isinstance(shown, (str, bytes)) or not isinstance(shown, Sequence):
+            raise InvalidInput("shown must be a list of memory ids or search hits")
+        ids = list(dict.fromkeys(V.check_memory_id(getattr(s, "id", s)) for s in shown))
+        found = {int(r["id"]): MemoryRecord.from_row(r)
+                 for r in (self.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids)) if ids else [])}
+        records = [found[i] for i in ids if i in found]
+        refused = [f"memory {i} not found for this user; not shown" for i in ids if i not in found]
+        turn = TurnParts(user_id, chat_id, who, event_ts, text, turn_meta)
+        now_iso = ts_to_iso(event_ts)
+        decided = gate(turns, now_iso) if not records and gate_enabled(self.config) else None
+        calls = 0
+        if decided is not None:
+            adds = [MonitorAdd(text=decided.thing)] if decided.write_episodic and decided.thing.strip() else []
+            plan = MonitorPlan(adds=adds, reason=decided.reason)
+        else:
+            try:
+                calls = 1
+                plan = KnowledgeMonitor(self.llm, self.config.prompts_dir).observe(turns, records, now_iso, chat_id)
+            except LLMError as exc:
+                meta = pending_metadata(text, turns, now_iso, chat_id, who, turn_meta)
+                kept = self._writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, text, meta)], actor="api")
+                return ObserveResult(added=kept, refused=refused, llm_calls=1, pending_decision=True,
+                                     reason=f"LLM failed, the turn kept raw for a later decision: {exc}")
+        plan.refused = refused + plan.refused
+        result = apply_plan(self.store, self.embedder, self._write_lock, self._writes, plan, turn, decay_table(self.config.decay_preset))
+        result.llm_calls = calls
+        return result
+
     def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
         """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those
         below 0.05 (deleted, the row kept in a "forgotten" history event: see `restore`), for one user
@@ -78,8 +135,18 @@ class LifecycleVerbs:
         now = V.check_ts(now) if now is not None else now_ts()
         table = decay_table(self.config.decay_preset)
         real_model = self.config.llm_provider != "offline"
-        return run_decay(self.store, self._write_lock, user_id, now, table, THRESHOLDS, progress,
-                         review=self._review(real_model), review_low=real_model)
+        stats = run_decay(self.store, self._write_lock, user_id, now, table, THRESHOLDS, progress,
+                          review=self._review(real_model), review_low=real_model)
+        if user_id is None:
+            mark_full_run(self.store, now, stats)
+        return stats
+
+    def last_decay(self) -> int | None:
+        """When decay last ran over every user (epoch seconds; kept in the store, so it survives a
+        restart), or None when it never has: a service decays at start when this is over a day ago.
+
+        Raises StoreError on failure."""
+        return last_full_run(self.store)
 
     def _review(self, real_model: bool) -> Any:
         """The MemoryReviewer as the decay step calls it; with a real model it sees related memories

@@ -311,16 +311,18 @@ class Memory(LifecycleVerbs, TransferVerbs):
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
         """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
         episodes, mark older facts that new ones contradict as superseded (newest wins; the old
-        stays in history and `search(include_superseded=True)`), then the decay step (`decay`;
-        not with decay_preset off), for all users when user_id is None. The job lives in consolidation/job.py;
-        `progress(phase, done, total)` is called as it goes.
+        stays in history and `search(include_superseded=True)`), compress facts over 30 / 90 days old
+        (lifecycle/compress.py) and decay (`decay`; neither with decay_preset off), for all users when
+        user_id is None. The job lives in consolidation/job.py; `progress(phase, done, total)` is called as it goes.
 
         Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the
         embedder fails. An LLM failure is not raised: it is counted in the returned stats' `errors`
         and the memory is left for the next run."""
         from .consolidation.job import ConsolidationJob
+        from .lifecycle.compress import run_compress
         from .lifecycle.policy import decay_table
         from .lifecycle.supersede import run_supersede
+        from .processors.compressor import FactCompressor
         from .processors.contradiction import ContradictionJudge
 
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
@@ -330,6 +332,9 @@ class Memory(LifecycleVerbs, TransferVerbs):
                             user_id, now_ts(), decay_table(self.config.decay_preset))
         stats.superseded, stats.llm_calls, stats.errors = sup.superseded, stats.llm_calls + sup.llm_calls, stats.errors + sup.errors
         if self.config.decay_preset != "off":
+            comp = run_compress(self.store, self.embedder, self._write_lock, lambda: FactCompressor(self.llm, self.config.prompts_dir),
+                                user_id, now_ts())
+            stats.compressed, stats.llm_calls, stats.errors = comp.compressed, stats.llm_calls + comp.llm_calls, stats.errors + comp.errors
             aged = self.decay(user_id, progress=progress)
             stats.archived, stats.forgotten, stats.promoted = aged.archived, aged.forgotten, aged.promoted
         return stats

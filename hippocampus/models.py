@@ -34,6 +34,8 @@ class HistoryAction(str, Enum):
     REACTIVATED = "reactivated"
     FORGOTTEN = "forgotten"
     RESTORED = "restored"
+    DECAY_RUN = "decay_run"  # a full decay pass over every user (no memory: memory_id 0, user_id "")
+    COMPRESSED = "compressed"  # a fact folded into a compression's output (lifecycle/compress.py), kept archived
 
 
 class Category(str, Enum):
@@ -236,6 +238,20 @@ class AddResult(BaseModel):
     pending_decision: bool = False
 
 
+class ObserveResult(BaseModel):
+    """What `Memory.observe` (the KnowledgeMonitor) did after a turn: memory ids per action."""
+
+    added: list[int] = Field(default_factory=list)
+    updated: list[int] = Field(default_factory=list)
+    boosted: list[int] = Field(default_factory=list)  # reinforced (within the cooldown and the daily cap)
+    used: list[int] = Field(default_factory=list)  # the answer relied on them: hit_count + 1
+    deleted: list[int] = Field(default_factory=list)  # soft: the row kept in a "forgotten" event (restore)
+    refused: list[str] = Field(default_factory=list)  # what the model asked that was not done, and why
+    llm_calls: int = 0
+    pending_decision: bool = False  # the model failed: the turn was kept raw for a later decision
+    reason: str = ""
+
+
 class MemoryPage(BaseModel):
     """One page of a user's memories, oldest event first; `next_offset` is None on the last page."""
 
@@ -258,6 +274,7 @@ class ConsolidationStats(BaseModel):
     forgotten: int = 0
     promoted: int = 0  # to core by the MemoryReviewer
     superseded: int = 0  # older facts a newer one made untrue (lifecycle/supersede.py)
+    compressed: int = 0  # old facts archived into fewer facts or one pattern (lifecycle/compress.py)
     seconds: float = 0.0
 
 

@@ -100,6 +100,10 @@ OWNED_KEYS: dict[str, str] = {
     "source_memory_ids": "the episodes a distilled fact came from",
     "life": "importance, category, state and their times (lifecycle/policy.py)",
     "contradictions_checked": "marks a fact the contradiction judge has compared with the older ones",
+    "compressed_from": "the facts a compression summarised into this one",
+    "compressed_into": "the facts this one was compressed into (it is archived)",
+    "compression": "facts or pattern: what a compression made this fact",
+    "formed_at": "when a compressed fact's newest source formed, for its age",
 }
 BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)
@@ -195,3 +199,21 @@ def messages_to_text(messages: Any) -> tuple[str, list[dict[str, str]]]:
     else:
         text = "\n".join(f"{t['role']}: {t['content']}" for t in turns if t["content"].strip())
     return check_text(text), turns
+
+
+_ROLE_LINE = re.compile(r"^\s*(user|assistant|用户|助手)\s*[:：]\s?", re.IGNORECASE | re.MULTILINE)
+_ROLES = {"user": "user", "assistant": "assistant", "用户": "user", "助手": "assistant"}
+
+
+def exchange_turns(text: str) -> list[dict[str, str]]:
+    """An exchange written as one string ("user: ...\\nassistant: ...") as turns; text without
+    role prefixes is one user turn."""
+    marks = list(_ROLE_LINE.finditer(text))
+    if not marks or text[: marks[0].start()].strip():
+        return [{"role": "user", "content": text}]
+    turns = []
+    for mark, nxt in zip(marks, marks[1:] + [None]):
+        content = text[mark.end() : nxt.start() if nxt else len(text)].strip()
+        if content:
+            turns.append({"role": _ROLES[mark.group(1).lower()], "content": content})
+    return turns or [{"role": "user", "content": text}]

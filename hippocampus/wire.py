@@ -66,6 +66,16 @@ class MarkUsedRequest(_Body):
     context: Optional[str] = None
 
 
+class ObserveRequest(_Body):
+    messages: Union[str, list[Message]] = Field(description="the turn with the answer: a string or [{role, content}, ...]")
+    user_id: str
+    shown: list[int] = Field(default_factory=list, description="ids of the memories retrieved for this turn, best first")
+    chat_id: str = "default"
+    who: Optional[str] = None
+    metadata: Optional[dict[str, Any]] = None
+    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
+
+
 class ConsolidateRequest(_Body):
     user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
 

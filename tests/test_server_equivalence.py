@@ -20,6 +20,8 @@ USERS = ["ann", "ben", "陈"]
 TEXTS = ["I moved to Berlin in May", "我对花生过敏", "Ben plays the cello on Sundays", "明天下午三点开会",
          "My sister lives in Lyon", "I moved to Berlin in May"]  # a repeated text: ties must agree too
 QUERIES = ["where did I move?", "过敏", "music", "meeting tomorrow", "family"]
+EXCHANGES = ["user: I adopted a cat named Miso\nassistant: Lovely!", "user: forget what I said about Berlin\nassistant: Done.",
+             "user: where did I move?\nassistant: You moved to Berlin in May.", "user: 谢谢\nassistant: 不客气"]
 BAD = st.sampled_from(["", "   ", None, 5, "x" * 70_000])
 
 
@@ -91,6 +93,14 @@ class Twins(RuleBasedStateMachine):
               lambda rs: [_norm(r) for r in rs])
         _same(lambda: self.memory.history(pair[0], owner), lambda: self.client.history(pair[1], owner),
               lambda es: [(e.action, e.old_text, e.new_text, e.actor) for e in es])
+
+    @rule(pair=pairs, exchange=st.sampled_from(EXCHANGES))
+    def observe(self, pair: tuple[int, int], exchange: str) -> None:
+        owner = self._owner(pair) or USERS[0]
+        _same(lambda: self.memory.observe(exchange, owner, shown=[pair[0]]),
+              lambda: self.client.observe(exchange, owner, shown=[pair[1]]),
+              lambda r: (len(r.added), len(r.updated), len(r.boosted), len(r.used), len(r.deleted), len(r.refused),
+                         r.llm_calls, r.reason))
 
     @rule(query=st.sampled_from(QUERIES), user=st.sampled_from(USERS), limit=st.sampled_from([None, 1, 3, 0, -1]),
           mode=st.sampled_from([None, "dense", "bm25", "hybrid", "nonsense"]))

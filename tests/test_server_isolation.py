@@ -50,6 +50,7 @@ def _forbidden_call(client: Client, verb: str, user: str, mid: int) -> None:
         "mark_used": lambda: client.mark_used([mid], user, context="user: hi"), "reset": lambda: client.reset(user),
         "add": lambda: client.add("planted by a stranger", user), "consolidate": lambda: client.consolidate(user),
         "stats": lambda: client.stats(user), "add_many": lambda: client.add_many([{"text": "x", "user_id": user}]),
+        "observe": lambda: client.observe("user: hi\nassistant: hello", user, shown=[mid]),
     }
     with pytest.raises(NotFound):
         calls[verb]()
@@ -60,7 +61,8 @@ def test_no_request_crosses_tenants(world):
     before = _snapshot(memory)
     rng = random.Random(20261125)
     clients = {k: Client(url, api_key=k) for k in TENANTS}
-    verbs = ["get", "history", "search", "page", "update", "delete", "mark_used", "reset", "add", "consolidate", "stats", "add_many"]
+    verbs = ["get", "history", "search", "page", "update", "delete", "mark_used", "reset", "add", "consolidate", "stats", "add_many",
+             "observe"]
     counted = {"forbidden": 0, "own user, foreign id": 0, "allowed reads": 0}
     try:
         for _ in range(COMBINATIONS):
@@ -73,8 +75,12 @@ def test_no_request_crosses_tenants(world):
                 _forbidden_call(client, rng.choice(verbs), user, mid)
                 counted["forbidden"] += 1
             elif owner[mid] != user:  # its own user id, someone else's memory id
-                verb = rng.choice(["get", "history", "update", "delete", "mark_used"])
-                _forbidden_call(client, verb, user, mid)
+                verb = rng.choice(["get", "history", "update", "delete", "mark_used", "observe"])
+                if verb == "observe":  # a foreign id is never shown to the monitor, and said so
+                    seen = client.observe("user: hi\nassistant: hello", user, shown=[mid])
+                    assert seen.refused == [f"memory {mid} not found for this user; not shown"] and not seen.used
+                else:
+                    _forbidden_call(client, verb, user, mid)
                 counted["own user, foreign id"] += 1
             else:  # allowed: reads see this user's memories only
                 assert client.get(mid, user).user_id == user

@@ -1,7 +1,7 @@
 """MCP with the SDK's own client over both transports: stdio (`hippocampus mcp` in a subprocess on a
 temporary store) and streamable HTTP (`create_app` under uvicorn on a free loopback port).
 
-Each lists the eight tools with their schemas and round-trips add / search / delete; over HTTP a key
+Each lists the nine tools with their schemas and round-trips add / search / delete; over HTTP a key
 bound to alice cannot reach bob's memory (the same words as a missing one) and a missing or unknown
 key is refused with 401 before MCP sees the request."""
 
@@ -27,7 +27,7 @@ from hippocampus.server.app import create_app
 from hippocampus.server.auth import KeyRing, _entry
 
 TOOLS = {"add_memory", "search_memory", "list_memories", "get_memory", "update_memory", "delete_memory",
-         "memory_history", "memory_context"}
+         "memory_history", "memory_context", "observe_turn"}
 ALICE_KEY, OPERATOR_KEY = "alice-key-0123456789", "operator-key-0123456789"
 LIMIT_S = 60  # per MCP conversation: a hang fails the test instead of the suite
 
@@ -55,6 +55,9 @@ async def _round_trip(client: Client, user: str) -> None:
     hit = next(h for h in found.structured_content["memories"] if h["id"] == memory_id)
     assert hit["text"] == "I moved to Berlin in May" and hit["memory_type"] == "episodic"
     assert set(hit) == {"id", "text", "score", "memory_type", "time"}
+    seen = await client.call_tool("observe_turn", {"exchange": "user: where do I live?\nassistant: In Berlin, since May.",
+                                                    "user_id": user, "shown": [memory_id]})
+    assert not seen.is_error and seen.structured_content["used"] == [memory_id], _text(seen)
     page = await client.call_tool("list_memories", {"user_id": user})
     assert {item["id"]: item["chat_id"] for item in page.structured_content["items"]}[memory_id] == "c1"
     deleted = await client.call_tool("delete_memory", {"memory_id": memory_id, "user_id": user})
@@ -64,7 +67,7 @@ async def _round_trip(client: Client, user: str) -> None:
     bad = await client.call_tool("get_memory", {"memory_id": "not a number", "user_id": user})
     assert bad.is_error and "Traceback" not in _text(bad)
     events = await client.call_tool("memory_history", {"memory_id": memory_id, "user_id": user})
-    assert [e["action"] for e in events.structured_content["events"]] == ["created", "deleted"]
+    assert [e["action"] for e in events.structured_content["events"]] == ["created", "hit", "deleted"]
 
 
 # ---------------------------------------------------------------------- stdio

@@ -26,6 +26,21 @@ Progress = Callable[[str, int, int], None]
 _BATCH = 200
 
 
+def mark_full_run(store: MilvusStore, now: int, stats: DecayStats) -> None:
+    """Remember in the store itself when a pass over every user last ran (the service decays at
+    start when that is over a day ago, seed 003); only the latest mark is kept."""
+    mark = HistoryEvent(memory_id=0, user_id="", action=HistoryAction.DECAY_RUN, actor="decay", at=now,
+                        details=stats.model_dump(exclude={"seconds"}))
+    store.add_history([mark.model_dump(mode="json")])
+    store.delete_history(F.and_(F.eq("action", HistoryAction.DECAY_RUN.value), F.eq("user_id", ""), f"at < {int(now)}"))
+
+
+def last_full_run(store: MilvusStore) -> int | None:
+    """When the last pass over every user ran (epoch seconds), or None when none has."""
+    marks = store.history(F.and_(F.eq("action", HistoryAction.DECAY_RUN.value), F.eq("user_id", "")))
+    return max((int(m["at"]) for m in marks), default=None)
+
+
 def forgotten_row(record: MemoryRecord) -> dict[str, Any]:
     """What a FORGOTTEN event keeps: everything but the vector (re-embedded on restore)."""
     return {"memory_type": record.memory_type.value, "ts": record.ts, "chat_id": record.chat_id, "who": record.who,

@@ -125,3 +125,48 @@ class ReviewResult(BaseModel):
     reason: str = Field(default="", description="one short sentence")
 
     _action = field_validator("action", mode="before")(lambda cls, v: str(v).strip().lower() if isinstance(v, str) else v)
+
+
+def _lower(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+class MonitorAdd(BaseModel):
+    """A new memory the KnowledgeMonitor found in the turn."""
+
+    text: str = Field(description="the new memory, one short self-contained sentence")
+    category: str = Field(default="", description="preference, fact, experience, workflow, decision, skill_usage or todo")
+    importance: Literal["high", "medium", "low"] = Field(default="medium", description="high, medium or low")
+
+    _category = field_validator("category", mode="before")(lambda cls, v: _lower(v) if v is not None else "")
+    _importance = field_validator("importance", mode="before")(lambda cls, v: _lower(v) or "medium")
+
+
+class MonitorVerdict(BaseModel):
+    """What the KnowledgeMonitor says of one shown memory (by its short id)."""
+
+    id: str = Field(description="the short id of a shown memory, e.g. m1")
+    action: Literal["update", "boost", "delete", "skip"] = Field(default="skip", description="update, boost, delete or skip")
+    used: bool = Field(default=False, description="true only when the answer actually relied on this memory")
+    text: str = Field(default="", description="with update: the whole corrected memory text")
+    reason: str = Field(default="", description="one short sentence")
+
+    _id = field_validator("id", mode="before")(lambda cls, v: str(v).strip().strip("[]").lower() if v is not None else "")
+    _action = field_validator("action", mode="before")(lambda cls, v: _lower(v) or "skip")
+
+
+class MonitorResult(BaseModel):
+    """KnowledgeMonitor (seed 003, 后台小祥): after a turn, in one call, what to add and what to do
+    with each memory shown for it (ADD / UPDATE / BOOST / DELETE / SKIP) and which were used."""
+
+    add: list[MonitorAdd] = Field(default_factory=list, description="new memories worth keeping from this turn")
+    memories: list[MonitorVerdict] = Field(default_factory=list, description="one entry per shown memory")
+    reason: str = Field(default="", description="one short sentence")
+
+
+class CompressionResult(BaseModel):
+    """FactCompressor: related old facts of one user as fewer facts, or as one pattern; every number,
+    date and name of the sources kept (the newest value where they disagree)."""
+
+    facts: list[str] = Field(description="the compressed facts, each one short self-contained sentence")
+    reason: str = Field(default="", description="one short sentence")

@@ -36,8 +36,11 @@ DEFAULT_PORT = 8765
 
 
 def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional[str] = None,
-               close_memory: bool = True, mcp: bool = True) -> FastAPI:
-    """The application around `memory`. With `close_memory`, shutting the app down closes it."""
+               close_memory: bool = True, mcp: bool = True, decay_cron: Optional[str] = None,
+               decay_at_start: bool = False) -> FastAPI:
+    """The application around `memory`. With `close_memory`, shutting the app down closes it;
+    `cron` schedules consolidation, `decay_cron` the decay step alone; `decay_at_start` decays in
+    the background at start when the last pass over every user is over a day old."""
     keys = keys if keys is not None else KeyRing()
     metrics = ServiceMetrics(lambda: memory.stats())
     if not isinstance(memory.llm, CountingLLM):  # count the processors' LLM calls (the rules provider too)
@@ -54,6 +57,10 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if cron:
             jobs.schedule(cron)
+        if decay_cron:
+            jobs.schedule_decay(decay_cron)
+        if decay_at_start:
+            jobs.decay_if_stale()
         if memory.config.write_decision == "deferred":
             jobs.start_pending_worker()
         try:
@@ -168,20 +175,24 @@ def is_loopback_host(host: str) -> bool:
 
 
 def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file: Optional[str] = None,
-               cron: Optional[str] = None, mcp: bool = True, log_level: str = "info", **overrides: Any) -> None:
-    """Open the store, serve until interrupted, then finish in-flight requests and close the store."""
+               cron: Optional[str] = None, mcp: bool = True, log_level: str = "info", decay_cron: Optional[str] = None,
+               **overrides: Any) -> None:
+    """Open the store, serve until interrupted, then finish in-flight requests and close the store.
+    Unless decay_preset is off, decay runs at start when its last pass is over a day old."""
     import uvicorn  # noqa: PLC0415
 
     keys = KeyRing.load(keys_file)
     if keys.is_open and not is_loopback_host(host):
         raise ConfigError(f"refusing to listen on {host} without API keys: set HIPPOCAMPUS_API_KEY (or "
                           "HIPPOCAMPUS_API_KEYS / --keys-file), or listen on 127.0.0.1")
-    if cron:
-        from ..consolidation.schedule import cron_trigger  # noqa: PLC0415
+    from ..consolidation.schedule import cron_trigger  # noqa: PLC0415
 
-        cron_trigger(cron)  # a malformed expression is refused before the store opens
+    for expression in (cron, decay_cron):
+        if expression:
+            cron_trigger(expression)  # a malformed expression is refused before the store opens
     memory = Memory(**overrides)
-    app = create_app(memory, keys, cron=cron, mcp=mcp)
+    app = create_app(memory, keys, cron=cron, mcp=mcp, decay_cron=decay_cron,
+                     decay_at_start=memory.config.decay_preset != "off")
     log.info("serving %s on http://%s:%d (%s)", memory.config.milvus_uri, host, port,
              "open, loopback only" if keys.is_open else f"{len(keys)} API key(s)")
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)

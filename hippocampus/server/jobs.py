@@ -1,5 +1,6 @@
-"""Consolidation inside the service: manual runs (POST /v1/consolidate) and the cron schedule share
-one lock, so two runs never overlap; every run is recorded (trigger, start, seconds, stats, error)."""
+"""Consolidation inside the service: manual runs (POST /v1/consolidate), the cron schedule and the
+decay step (its own schedule, and once at start when the last pass is over a day old) share one
+lock, so two runs never overlap; every run is recorded (trigger, start, seconds, stats, error)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from ..consolidation.schedule import DEFAULT_GRACE_S, cron_trigger, register_consolidation
 from ..errors import HippocampusError
 from ..memory import Memory
-from ..models import ConsolidationStats
+from ..models import ConsolidationStats, DecayStats
 from .metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 KEEP_RUNS = 20
 PENDING_INTERVAL_S = 10.0  # how often the worker looks for turns left pending (deferred or a failed LLM)
 PENDING_BATCH = 50
+DECAY_STALE_S = 24 * 3600  # seed 003: at start, decay when the last pass is older than a day
+DECAY_JOB = "hippocampus-decay"
 
 
 class Consolidations:
@@ -36,6 +39,7 @@ class Consolidations:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.pending_decided = 0
+        self._starters: list[threading.Thread] = []
 
     def run(self, user_ids: list[Optional[str]], trigger: str) -> ConsolidationStats:
         """Consolidate each of `user_ids` (None: every user) after any run in progress has finished."""
@@ -59,6 +63,53 @@ class Consolidations:
             self.metrics.consolidations.labels(trigger, "ok").inc()
             return total
 
+    def decay(self, trigger: str) -> Optional[DecayStats]:
+        """One decay pass over every user (after any run in progress), recorded like a consolidation;
+        a failure is logged and recorded, never raised (it runs from the scheduler or at start)."""
+        with self._lock:
+            started = time.time()
+            record: dict[str, Any] = {"trigger": trigger, "step": "decay", "started_at": round(started, 3), "users": [None]}
+            try:
+                stats = self.memory.decay(None)
+            except HippocampusError as exc:
+                log.warning("decay (%s) failed: %s: %s", trigger, type(exc).__name__, exc)
+                record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}", finished_at=round(time.time(), 3))
+                self.runs.append(record)
+                self.metrics.consolidations.labels(trigger, "failed").inc()
+                return None
+            record.update(outcome="ok", finished_at=round(time.time(), 3), stats=stats.model_dump())
+            self.runs.append(record)
+            self.metrics.consolidations.labels(trigger, "ok").inc()
+            return stats
+
+    def decay_if_stale(self, max_age_s: float = DECAY_STALE_S) -> threading.Thread:
+        """In the background: decay now when the last pass over every user is older than `max_age_s`
+        (or never ran), so a service that was down over its nightly run catches up at start."""
+
+        def check() -> None:
+            try:
+                last = self.memory.last_decay()
+            except HippocampusError as exc:
+                log.warning("cannot tell when decay last ran: %s", exc)
+                return
+            if last is None or time.time() - last > max_age_s:
+                self.decay("decay-start")
+
+        thread = threading.Thread(target=check, name="decay-at-start", daemon=True)
+        thread.start()
+        self._starters.append(thread)
+        return thread
+
+    def schedule_decay(self, cron: str, grace: int = DEFAULT_GRACE_S) -> None:
+        """The decay step on its own crontab schedule (consolidation runs it too)."""
+        trigger = cron_trigger(cron)
+        if self._scheduler is None:
+            self._scheduler = BackgroundScheduler()
+            self._scheduler.start()
+        self._scheduler.add_job(self.decay, trigger, args=["decay-cron"], id=DECAY_JOB, max_instances=1, coalesce=True,
+                                misfire_grace_time=grace, replace_existing=True)
+        log.info("decay scheduled on %r", cron)
+
     # the Consolidates protocol, for consolidation.schedule.register_consolidation
     def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> ConsolidationStats:
         return self.run([user_id], trigger="cron")
@@ -70,9 +121,10 @@ class Consolidations:
     def schedule(self, cron: str, grace: int = DEFAULT_GRACE_S) -> None:
         """Consolidate on a crontab schedule in a background thread (missed runs collapse into one)."""
         cron_trigger(cron)  # InvalidInput now, not when the scheduler starts
-        self._scheduler = BackgroundScheduler()
+        if self._scheduler is None:
+            self._scheduler = BackgroundScheduler()
+            self._scheduler.start()
         register_consolidation(self._scheduler, self, cron, misfire_grace_time=grace)
-        self._scheduler.start()
         log.info("consolidation scheduled on %r", cron)
 
     @property
@@ -118,6 +170,8 @@ class Consolidations:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=True)
             self._scheduler = None
+        for thread in self._starters:
+            thread.join(timeout=300)
         if self._worker is not None:
             self._stop.set()
             self._wake.set()

@@ -45,7 +45,8 @@ UserId = Annotated[str, Field(description="whose memories: the user this convers
 MemoryId = Annotated[int, Field(description="a memory id, from search_memory, list_memories or add_memory")]
 INSTRUCTIONS = (
     "Long-term memory, scoped by user_id. Before answering, call search_memory with the user's question; "
-    "after a turn worth keeping, call add_memory with the exchange; memory_context gives a block for the "
+    "after a turn worth keeping, call add_memory with the exchange (or observe_turn with the exchange and the "
+    "ids you were shown: it also counts what you used and applies corrections); memory_context gives a block for the "
     "system prompt. Ids from search_memory and "
     "list_memories feed get_memory, update_memory, delete_memory and memory_history."
 )
@@ -64,6 +65,8 @@ class Verbs(Protocol):
     def delete(self, memory_id: int, user_id: str) -> Any: ...
     def history(self, memory_id: int, user_id: str) -> Any: ...
     def context(self, user_id: str, query: Any = ..., max_items: int = ..., min_score: float = ..., dates: bool = ...) -> Any: ...
+    def observe(self, messages: Any, user_id: str, shown: Any = ..., chat_id: str = ..., who: Any = ...,
+                metadata: Any = ..., *, ts: Any = ...) -> Any: ...
 
 
 TenantOf = Callable[[Context], Tenant]
@@ -203,6 +206,18 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
         block = await run(ctx, user_id, _user(user_id), verbs.context, user_id, query=query, max_items=max_items,
                           dates=dates)
         return {"context": block}
+
+    @tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    async def observe_turn(ctx: Context, exchange: str, user_id: UserId, shown: Optional[list[int]] = None,
+                           chat_id: str = "default") -> dict[str, Any]:
+        """After you answered: give the exchange ("user: ... assistant: ...") and the ids search_memory
+        returned for it; one background judgement adds what is new, corrects or (softly, restorably)
+        deletes memories the user corrected or asked to forget, and counts those your answer actually
+        used. Use it instead of add_memory when you searched first. Returns {added, updated, boosted,
+        used, deleted, refused, llm_calls, pending_decision, reason}."""
+        result = await run(ctx, user_id, _user(user_id), verbs.observe, exchange, user_id=user_id, shown=shown or [],
+                           chat_id=chat_id)
+        return result.model_dump(mode="json")
 
     return server
 

@@ -12,7 +12,8 @@ from typing import Any, Optional
 from fastapi import APIRouter, Depends, Query, Request
 
 from ..memory import Memory
-from ..models import AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, SearchResult
+from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, ObserveResult,
+                      SearchResult)
 from ..wire import (
     API_PREFIX,
     AddManyRequest,
@@ -25,6 +26,7 @@ from ..wire import (
     ErrorBody,
     IdsResult,
     MarkUsedRequest,
+    ObserveRequest,
     ResetResult,
     SearchRequest,
     UpdateRequest,
@@ -120,6 +122,13 @@ def mark_used(body: MarkUsedRequest, tenant: Tenant = Depends(authenticate),
               memory: Memory = Depends(memory_of)) -> list[MemoryRecord]:
     tenant.check(body.user_id, f"memories {sorted(set(body.memory_ids))} not found for this user; nothing was changed")
     return memory.mark_used(body.memory_ids, user_id=body.user_id, context=body.context)
+
+
+@router.post("/observe", response_model=ObserveResult, summary="After a turn: one KnowledgeMonitor call (add, update, use, delete)")
+def observe(body: ObserveRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> ObserveResult:
+    tenant.check(body.user_id, f"user {body.user_id!r} not found")
+    return memory.observe(body.messages, user_id=body.user_id, shown=body.shown, chat_id=body.chat_id, who=body.who,
+                          metadata=body.metadata, ts=body.ts)
 
 
 @router.delete("/memories", response_model=ResetResult, summary="Erase a user's memories and history")
