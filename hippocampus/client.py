@@ -26,7 +26,7 @@ from pydantic import TypeAdapter
 
 from .errors import HippocampusError, InvalidInput, ServiceUnavailable, from_wire
 from .models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
-                     SearchResult)
+                     SearchResult, UndoResult)
 from . import validation as V
 from .wire import API_PREFIX, IdsResult
 
@@ -86,6 +86,10 @@ def _id(memory_id: Any) -> int:
 
 def _uid(user_id: Any) -> str:
     return V.check_id("user_id", user_id)
+
+
+def _event_id(event_id: Any) -> int:
+    return V.check_memory_id(event_id, "event_id")
 
 
 _HISTORY = TypeAdapter(list[HistoryEvent])
@@ -205,6 +209,12 @@ class _Verbs:
         not forgotten or was restored already; NotFound when there is no history for this user."""
         return Call("POST", f"/memories/{_id(memory_id)}/restore", MemoryRecord, params={"user_id": _uid(user_id)})
 
+    def undo(self, event_id: int, user_id: str) -> Call[UndoResult]:
+        """Put back the state from before one history event (see Memory.undo). Raises InvalidInput for
+        a bad id or an event that cannot be undone (or was undone already, or whose memory changed
+        after it); NotFound when the event is unknown or another user's."""
+        return Call("POST", f"/history/{_event_id(event_id)}/undo", UndoResult, params={"user_id": _uid(user_id)})
+
     def stats(self, user_id: Optional[str] = None) -> Call[dict[str, Any]]:
         """Memories by kind; with an operator key also the service's latency per endpoint and runs.
         Raises InvalidInput for a bad user_id."""
@@ -296,6 +306,7 @@ class Client(_Base):
     context = _sync(_Verbs.context)
     curate = _sync(_Verbs.curate)
     restore = _sync(_Verbs.restore)
+    undo = _sync(_Verbs.undo)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
         """Every memory of this user, a page at a time."""
@@ -358,6 +369,7 @@ class AsyncClient(_Base):
     context = _async(_Verbs.context)
     curate = _async(_Verbs.curate)
     restore = _async(_Verbs.restore)
+    undo = _async(_Verbs.undo)
 
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> AsyncIterator[MemoryRecord]:
         offset: Optional[int] = 0

@@ -25,6 +25,32 @@ if TYPE_CHECKING:
     from .models import SearchResult
 
 
+def revived(saved: dict[str, Any]) -> dict[str, Any]:
+    """The metadata of a forgotten row brought back: active again, its score at least 0.5 from now
+    (so that the next decay pass does not take it at once)."""
+    meta = dict(saved.get("metadata") or {})
+    life = Lifecycle.of(meta, MemoryType(saved["memory_type"]), meta.get("created_at"))
+    meta[LIFE_KEY] = life.model_copy(update={"importance": max(life.importance, 0.5), "state": State.ACTIVE,
+                                             "last_activated": now_ts()}).stored()
+    return meta
+
+
+def bring_back(store: MilvusStore, embedder: Embedder, saved: dict[str, Any], old_id: int, user_id: str,
+               metadata: dict[str, Any], actor: str, details: dict[str, Any] | None = None, vector: list[float] | None = None) -> int:
+    """Insert again a row that a history event kept (forgotten_row: a forget, a delete, a merge's
+    source) with `metadata`: re-embedded (unless `vector` is given), the same text, type, times, chat,
+    who and hit count under a new id, recorded both ways ("restored": restored_from on the new id,
+    restored_as on the old one, each with `details`). The new id. The caller holds the write lock."""
+    row = new_row(user_id, MemoryType(saved["memory_type"]), int(saved["ts"]), saved["chat_id"], saved["who"], saved["text"], metadata)
+    row["hit_count"] = int(saved.get("hit_count") or 0)
+    row["vector"] = vector if vector is not None else embedder.encode([row["text"]], role="passage")[0].tolist()
+    new_id = store.insert([row])[0]
+    store.add_history([HistoryEvent(memory_id=i, user_id=user_id, action=HistoryAction.RESTORED, new_text=row["text"], actor=actor,
+                                    details={**(details or {}), key: other}).model_dump(mode="json")
+                       for i, key, other in ((new_id, "restored_from", old_id), (old_id, "restored_as", new_id))])
+    return new_id
+
+
 class LifecycleVerbs:
     """Mixed into Memory; uses its store, config, write lock and writer."""
 
@@ -174,26 +200,15 @@ class LifecycleVerbs:
 
         Raises InvalidInput for a bad id, for a memory that was not forgotten or was restored
         already; NotFound when there is no history for this user; EmbeddingError / StoreError."""
-        events = self.history(memory_id, user_id)  # validates; NotFound for another user's id
-        forgot = [e for e in events if e.action is HistoryAction.FORGOTTEN and "row" in e.details]
-        again = [e.details.get("restored_as") for e in events if e.action is HistoryAction.RESTORED]
-        if not forgot or again:  # once restored, the new id carries the memory on
-            done = f" (restored already as {again[0]})" if again else ""
-            raise InvalidInput(f"memory {memory_id} was not forgotten by decay{done}; nothing to restore")
-        last = forgot[-1]
-        saved = last.details["row"]
-        meta = dict(saved.get("metadata") or {})
-        mtype = MemoryType(saved["memory_type"])
-        old_life = Lifecycle.of(meta, mtype, meta.get("created_at"))
-        now = now_ts()
-        meta[LIFE_KEY] = old_life.model_copy(update={"importance": max(old_life.importance, 0.5), "state": State.ACTIVE,
-                                                     "last_activated": now}).stored()
-        row = new_row(user_id, mtype, int(saved["ts"]), saved["chat_id"], saved["who"], saved["text"], meta)
-        row["hit_count"] = int(saved.get("hit_count") or 0)
-        new_id = self._writes.insert([row], actor="api", action=HistoryAction.RESTORED, details={"restored_from": memory_id})[0]
-        self.store.add_history([HistoryEvent(memory_id=memory_id, user_id=user_id, action=HistoryAction.RESTORED,
-                                             new_text=saved["text"], actor="api",
-                                             details={"restored_as": new_id}).model_dump(mode="json")])
+        with self._write_lock:  # the check and the write together: two restores cannot both succeed
+            events = self.history(memory_id, user_id)  # validates; NotFound for another user's id
+            forgot = [e for e in events if e.action is HistoryAction.FORGOTTEN and "row" in e.details]
+            again = [e.details.get("restored_as") for e in events if e.action is HistoryAction.RESTORED]
+            if not forgot or again:  # once restored, the new id carries the memory on
+                done = f" (restored already as {again[0]})" if again else ""
+                raise InvalidInput(f"memory {memory_id} was not forgotten by decay{done}; nothing to restore")
+            saved = forgot[-1].details["row"]
+            new_id = bring_back(self.store, self.embedder, saved, memory_id, user_id, revived(saved), actor="api")
         rows = self.store.query(F.and_(F.eq("id", new_id), F.eq("user_id", user_id)), limit=1)
         return MemoryRecord.from_row(rows[0])
 
@@ -227,8 +242,10 @@ class LifecycleVerbs:
         meta = {**old.metadata, LIFE_KEY: new_life.stored(), "updated_at": now_ts()}
         changed = {k: [getattr(life, k), getattr(new_life, k)] for k in ("category", "importance", "state")
                    if getattr(life, k) != getattr(new_life, k)}
-        return self._writes.rewrite(old, old.text, meta, HistoryAction.UPDATED, actor="api",
-                                    details={"lifecycle": {k: [getattr(v, "value", v) for v in pair] for k, pair in changed.items()}})
+        details: dict[str, Any] = {"lifecycle": {k: [getattr(v, "value", v) for v in pair] for k, pair in changed.items()}}
+        if life.last_activated != new_life.last_activated:  # kept so that `undo` puts the score back exactly
+            details["last_activated"] = [life.last_activated, new_life.last_activated]
+        return self._writes.rewrite(old, old.text, meta, HistoryAction.UPDATED, actor="api", details=details)
 
     def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
                 min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None) -> str:

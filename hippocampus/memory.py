@@ -13,6 +13,8 @@ from . import validation as V
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, InvalidInput, LLMError, NotFound
+from .browse_verbs import BrowseVerbs
+from .lifecycle.decay import forgotten_row
 from .lifecycle_verbs import LifecycleVerbs
 from .llm import ChatModel
 from .models import (
@@ -31,6 +33,7 @@ from .retrieval import RetrievalParams, Retriever, check_search_mode
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
 from .transfer_verbs import TransferVerbs
+from .undo_verbs import UndoVerbs
 from .writes import Writer, new_row, plain_row
 
 log = logging.getLogger(__name__)
@@ -46,7 +49,7 @@ def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryC
         raise ConfigError(str(exc)) from exc
 
 
-class Memory(LifecycleVerbs, TransferVerbs):
+class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
     """Long-term memory for one agent deployment, many users.
 
     >>> with Memory(milvus_uri="./demo.db") as memory:
@@ -174,7 +177,7 @@ class Memory(LifecycleVerbs, TransferVerbs):
         return self._writes.rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api")
 
     def delete(self, memory_id: int, user_id: str) -> None:
-        """Delete one memory of this user; its history stays (see `history`).
+        """Delete one memory of this user; its history stays and keeps the row (`undo` brings it back).
 
         Raises InvalidInput for a bad id; NotFound when the memory is missing or another user's
         (also when a concurrent delete won); StoreError on failure."""
@@ -184,7 +187,7 @@ class Memory(LifecycleVerbs, TransferVerbs):
         with self._write_lock:
             if not self.store.delete(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id))):
                 raise NotFound(f"memory {memory_id} not found for this user")  # a racing delete won
-            self._writes.history(old, HistoryAction.DELETED, old_text=old.text, actor="api")
+            self._writes.history(old, HistoryAction.DELETED, old_text=old.text, actor="api", details={"row": forgotten_row(old)})
 
     def reset(self, user_id: str) -> int:
         """Erase every memory of this user and its history, for good; returns how many memories went.

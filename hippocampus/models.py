@@ -177,6 +177,8 @@ class SearchHit(BaseModel):
     memory: MemoryRecord
     score: float = Field(description="final ranking score (higher is better)")
     similarity: float | None = Field(default=None, description="cosine similarity to the query, if dense search ran")
+    signals: dict[str, float] = Field(default_factory=dict, description="why it ranked here: the ranks in dense and BM25 "
+                                      "search and each stage's part of the score (similarity, bm25_norm, chat, neighbour, recency, ...)")
 
     @property
     def id(self) -> int:
@@ -217,8 +219,10 @@ class SearchResult(BaseModel):
 
 
 class HistoryEvent(BaseModel):
-    """One change to one memory; kept after the memory itself is gone."""
+    """One change to one memory; kept after the memory itself is gone. `event_id` is the event's own
+    id in the store (what `Memory.undo` takes); None on an event not yet stored."""
 
+    event_id: int | None = None
     memory_id: int
     user_id: str
     action: HistoryAction
@@ -227,6 +231,17 @@ class HistoryEvent(BaseModel):
     actor: str = "api"
     at: int = Field(default_factory=now_ts)
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+class UndoResult(BaseModel):
+    """What `Memory.undo` did: the memories that now hold the state from before the event (the same
+    ids, or new ids where a deleted row came back) and those it removed (a merged record, a creation)."""
+
+    event_id: int
+    action: HistoryAction  # the action undone
+    memory_ids: list[int] = Field(default_factory=list)
+    removed_ids: list[int] = Field(default_factory=list)
+    message: str = ""
 
 
 class AddResult(BaseModel):

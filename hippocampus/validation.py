@@ -32,14 +32,16 @@ def check_id(name: str, value: Any, max_bytes: int = ID_MAX_CHARS) -> str:
     return value
 
 
-def check_memory_id(value: Any) -> int:
+def check_memory_id(value: Any, name: str = "memory_id") -> int:
+    """A store id (a memory's, or a history event's with `name`): an integer in 0 .. 2**63 - 1;
+    digits in a string are accepted."""
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
             value = int(value)
         else:
-            raise InvalidInput(f"memory_id must be an integer, got {value!r}")
+            raise InvalidInput(f"{name} must be an integer, got {value!r}")
     if not (0 <= value < 2**63):
-        raise InvalidInput(f"memory_id out of range: {value}")
+        raise InvalidInput(f"{name} out of range: {value}")
     return int(value)
 
 

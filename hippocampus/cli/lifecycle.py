@@ -1,4 +1,4 @@
-"""`hippocampus decay`, `context`, `curate` and `restore`: how memories age, from the command line
+"""`hippocampus decay`, `context`, `curate`, `restore` and `undo`: how memories age, from the command line
 (README "How memories age")."""
 
 from __future__ import annotations
@@ -70,3 +70,15 @@ def restore(
     with open_memory() as memory:
         record = memory.restore(memory_id, user)
     emit(as_json, render.record_json(record), message=f"restored {memory_id} as {record.id}")
+
+
+@app.command()
+def undo(
+    event_id: int = typer.Argument(..., help="the history event's id (`hippocampus history` lists them)"),
+    user: str = UserOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Undo one history event: the state before it comes back (a merge undone brings both sources back)."""
+    with open_memory() as memory:
+        result = memory.undo(event_id, user)
+    emit(as_json, result.model_dump(mode="json"), message=result.message)

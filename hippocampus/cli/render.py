@@ -96,13 +96,14 @@ def record_table(record: MemoryRecord) -> Table:
 
 def history_table(events: Iterable[HistoryEvent], memory_id: int) -> Table:
     table = Table(title=f"history of memory {memory_id}")
+    table.add_column("event id", justify="right", no_wrap=True)  # what `hippocampus undo` takes
     table.add_column("when (UTC)", no_wrap=True)
     table.add_column("event", no_wrap=True)
     table.add_column("by", no_wrap=True)
     table.add_column("old text")
     table.add_column("new text")
     for e in events:
-        table.add_row(when(e.at), e.action.value, e.actor, short(e.old_text or "", 40), short(e.new_text or "", 40))
+        table.add_row(str(e.event_id or ""), when(e.at), e.action.value, e.actor, short(e.old_text or "", 40), short(e.new_text or "", 40))
     return table
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, ContextManager, Sequence
 from ..config import MemoryConfig
 from ..embeddings import Embedder
 from ..errors import LLMError, NotFound
+from ..lifecycle.decay import forgotten_row
 from ..lifecycle.policy import merged as merged_life
 from ..llm import ChatModel
 from ..models import LIFE_KEY, ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
@@ -166,12 +167,10 @@ class ConsolidationJob(DistillMixin):
             sources = [MemoryRecord.from_row(r) for r in rows if r["user_id"] == merged.user_id]
             if sources:
                 self.store.delete(F.in_("id", [s.id for s in sources]))
-                self._history(
+                self._history(  # each source's row kept, so that Memory.undo can bring it back
                     [
-                        HistoryEvent(
-                            memory_id=s.id, user_id=s.user_id, action=HistoryAction.MERGED, old_text=s.text,
-                            new_text=merged.text, actor=ACTOR, details={"merged_into": merged.id},
-                        )
+                        HistoryEvent(memory_id=s.id, user_id=s.user_id, action=HistoryAction.MERGED, old_text=s.text,
+                                     new_text=merged.text, actor=ACTOR, details={"merged_into": merged.id, "row": forgotten_row(s)})
                         for s in sources
                     ]
                 )

@@ -221,7 +221,10 @@ _NEIGHBOUR_ROWS = 16384
 
 def _hit(c: Candidate) -> SearchHit:
     record = MemoryRecord.from_row(c.row)
-    return SearchHit(memory=record, score=float(c.score), similarity=c.similarity)
+    signals = {k: round(float(v), 6) for k, v in c.parts.items()}
+    signals.update({k: float(v) for k, v in (("dense_rank", c.dense_rank), ("bm25_rank", c.bm25_rank), ("bm25", c.bm25))
+                    if v is not None})
+    return SearchHit(memory=record, score=float(c.score), similarity=c.similarity, signals=signals)
 
 
 def _current(row: dict[str, Any]) -> bool:

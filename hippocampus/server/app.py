@@ -37,8 +37,9 @@ DEFAULT_PORT = 8765
 
 def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional[str] = None,
                close_memory: bool = True, mcp: bool = True, decay_cron: Optional[str] = None,
-               decay_at_start: bool = False) -> FastAPI:
-    """The application around `memory`. With `close_memory`, shutting the app down closes it;
+               decay_at_start: bool = False, ui: bool = True) -> FastAPI:
+    """The application around `memory`, with the Web UI at /ui unless `ui` is False. With
+    `close_memory`, shutting the app down closes it;
     `cron` schedules consolidation, `decay_cron` the decay step alone; `decay_at_start` decays in
     the background at start when the last pass over every user is over a day old."""
     keys = keys if keys is not None else KeyRing()
@@ -98,6 +99,10 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
             raise NotFound("not found")
         return PlainTextResponse(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
+    if ui:
+        from .ui import mount  # noqa: PLC0415 - Jinja2 loads only when the UI is served
+
+        mount(app)
     if mcp_app is not None:  # a route, not a mount: the endpoint is /mcp itself, never a redirect to /mcp/
         app.add_route("/mcp", mcp_app, include_in_schema=False)
     app.add_middleware(_Observe, metrics=metrics)
@@ -116,6 +121,11 @@ def _add_error_handlers(app: FastAPI) -> None:
         status = http_status(exc)
         if status >= 500:
             log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        if request.url.path.startswith("/ui") and type(exc).__name__ != "AuthError":
+            from .ui import error_page  # noqa: PLC0415
+
+            request.scope.setdefault("state", {})["error_type"] = type(exc).__name__
+            return error_page(request, status, type(exc).__name__, str(exc))
         return answer(request, status, type(exc).__name__, str(exc))
 
     @app.exception_handler(RequestValidationError)

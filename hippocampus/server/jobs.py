@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import deque
 from typing import Any, Optional
 
@@ -40,15 +41,17 @@ class Consolidations:
         self._stop = threading.Event()
         self.pending_decided = 0
         self._starters: list[threading.Thread] = []
+        self._tracked: dict[str, dict[str, Any]] = {}
 
-    def run(self, user_ids: list[Optional[str]], trigger: str) -> ConsolidationStats:
-        """Consolidate each of `user_ids` (None: every user) after any run in progress has finished."""
+    def run(self, user_ids: list[Optional[str]], trigger: str, progress: Any = None) -> ConsolidationStats:
+        """Consolidate each of `user_ids` (None: every user) after any run in progress has finished;
+        `progress(phase, done, total)` as Memory.consolidate calls it."""
         with self._lock:
             started, total = time.time(), ConsolidationStats()
             record: dict[str, Any] = {"trigger": trigger, "started_at": round(started, 3), "users": user_ids}
             try:
                 for user_id in user_ids:
-                    stats = self.memory.consolidate(user_id=user_id)
+                    stats = self.memory.consolidate(user_id=user_id, progress=progress)
                     for field, value in stats.model_dump().items():
                         setattr(total, field, getattr(total, field) + value)
             except HippocampusError as exc:
@@ -62,6 +65,38 @@ class Consolidations:
             self.runs.append(record)
             self.metrics.consolidations.labels(trigger, "ok").inc()
             return total
+
+    def start(self, user_ids: list[Optional[str]], trigger: str) -> str:
+        """Consolidate in the background (the UI's "consolidate now"); `tracked(run_id)` tells how far
+        it got: the phase and its done/total from the job's own progress callback, then the stats."""
+        run_id = uuid.uuid4().hex[:12]
+        state: dict[str, Any] = {"id": run_id, "users": user_ids, "phase": "waiting", "done": 0, "total": 0,
+                                 "finished": False, "stats": None, "error": None}
+        self._tracked[run_id] = state
+        while len(self._tracked) > KEEP_RUNS:
+            self._tracked.pop(next(iter(self._tracked)))
+
+        def progress(phase: str, done: int, total: int) -> None:
+            state.update(phase=phase, done=done, total=total)
+
+        def work() -> None:
+            try:
+                state["stats"] = self.run(user_ids, trigger, progress).model_dump()
+            except HippocampusError as exc:
+                state["error"] = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # a bug must not leave the page polling forever
+                log.exception("tracked consolidation failed")
+                state["error"] = f"{type(exc).__name__}: {exc}"
+            finally:
+                state.update(phase="finished", finished=True)
+
+        threading.Thread(target=work, name=f"consolidate-{run_id}", daemon=True).start()
+        return run_id
+
+    def tracked(self, run_id: str) -> Optional[dict[str, Any]]:
+        """A background run's state (see `start`), or None for an unknown id."""
+        state = self._tracked.get(run_id)
+        return dict(state) if state is not None else None
 
     def decay(self, trigger: str) -> Optional[DecayStats]:
         """One decay pass over every user (after any run in progress), recorded like a consolidation;

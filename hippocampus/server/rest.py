@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from ..memory import Memory
 from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, ObserveResult,
-                      SearchResult)
+                      SearchResult, UndoResult)
 from ..wire import (
     API_PREFIX,
     AddManyRequest,
@@ -173,6 +173,12 @@ def restore(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate)
             memory: Memory = Depends(memory_of)) -> MemoryRecord:
     tenant.check(user_id, f"no history for memory {memory_id} for this user")
     return memory.restore(memory_id, user_id)
+
+
+@router.post("/history/{event_id}/undo", response_model=UndoResult, summary="Undo one history event (the state before it comes back)")
+def undo(event_id: int, user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> UndoResult:
+    tenant.check(user_id, f"no history event {event_id} for this user")
+    return memory.undo(event_id, user_id)
 
 
 @router.get("/stats", summary="Memories by kind; with an operator key also the service's own figures")

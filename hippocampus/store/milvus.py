@@ -344,14 +344,13 @@ class MilvusStore:
     def add_history(self, events: Sequence[dict[str, Any]]) -> None:
         if not events:
             return
-        rows = [
-            {"memory_id": int(e["memory_id"]), "user_id": e["user_id"], "action": e["action"], "at": int(e["at"]), "event": e, "_v": [0.0, 0.0]}
-            for e in events
-        ]
+        rows = [{"memory_id": int(e["memory_id"]), "user_id": e["user_id"], "action": e["action"], "at": int(e["at"]),
+                 "event": {k: v for k, v in e.items() if k != "event_id"}, "_v": [0.0, 0.0]} for e in events]  # ids: the store's
         with self._lock:
             self._call("insert", self.history_collection, data=rows)
 
     def history(self, filter_expr: str) -> list[dict[str, Any]]:
+        """Events matching the filter, oldest first, each with its own `event_id` (the row's primary key)."""
         with self._lock:
             it = self._call("query_iterator", self.history_collection, batch_size=_PAGE, filter=filter_expr, output_fields=["id", "event"])
         out: list[dict[str, Any]] = []
@@ -364,8 +363,11 @@ class MilvusStore:
                 out.extend(page)
         finally:
             it.close()
-        out.sort(key=lambda r: (r["event"].get("at", 0), r["id"]))
-        return [r["event"] for r in out]
+        return [{**r["event"], "event_id": int(r["id"])} for r in sorted(out, key=lambda r: (r["event"].get("at", 0), r["id"]))]
+
+    def history_event(self, event_id: int) -> dict[str, Any] | None:
+        """One event by its own id, or None."""
+        return next(iter(self.history(F.eq("id", int(event_id)))), None)
 
     def delete_history(self, filter_expr: str) -> int:
         with self._lock:

@@ -1,0 +1,202 @@
+"""The facade's curation verbs, what a person inspecting an agent's memory needs (the Web UI, and
+any admin script): a filtered, sorted page of one user's memories, an overview with the counts a
+dashboard draws, and a batch delete that never removes a core memory.
+A part of `Memory` (it inherits them); one user's memories are read a page at a time from the store
+and only the asked page is returned."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any, Iterable, Literal, Optional, Sequence
+
+from pydantic import BaseModel, Field
+
+from . import validation as V
+from .config import MemoryConfig
+from .errors import InvalidInput
+from .lifecycle.policy import PERMANENT, decay_table, score_of
+from .models import Category, HistoryAction, MemoryPage, MemoryRecord, now_ts
+from .store import MEMORY_FIELDS, MilvusStore
+from .store import filters as F
+from .writes import Writer
+
+SortKey = Literal["time", "score", "hits", "id", "category"]
+SORT_KEYS: tuple[str, ...] = ("time", "score", "hits", "id", "category")
+HISTOGRAM_BINS = 10
+_IDS = re.compile(r"[\s,;，；]+")
+
+
+class BatchDeleteResult(BaseModel):
+    """What `delete_many` did: core and system memories are skipped and listed, never deleted."""
+
+    deleted: list[int] = Field(default_factory=list)
+    skipped_core: list[int] = Field(default_factory=list)
+    not_found: list[int] = Field(default_factory=list)
+
+
+class Overview(BaseModel):
+    """One user's memories counted the ways a dashboard draws them."""
+
+    total: int = 0
+    by_type: dict[str, int] = Field(default_factory=dict)
+    by_category: dict[str, int] = Field(default_factory=dict)
+    by_state: dict[str, int] = Field(default_factory=dict)
+    superseded: int = 0
+    score_histogram: list[int] = Field(default_factory=lambda: [0] * HISTOGRAM_BINS)  # [0, 0.1), ..., [0.9, 1.0]
+    added_per_day: dict[str, int] = Field(default_factory=dict)  # "2026-11-25" -> memories written that day (UTC)
+
+
+def parse_ids(text: str) -> list[int]:
+    """Memory ids from what a person pastes: commas, semicolons, spaces or newlines between them.
+    Raises InvalidInput naming the first thing that is not an id."""
+    ids = []
+    for part in _IDS.split(str(text or "").strip()):
+        if part:
+            ids.append(V.check_memory_id(part))
+    return list(dict.fromkeys(ids))
+
+
+def score_now(record: MemoryRecord, now: int, table: dict[Category, Any]) -> float:
+    return round(score_of(record.life, now, table), 4)
+
+
+class BrowseVerbs:
+    """Mixed into Memory; uses its store, config, write lock and writer."""
+
+    config: MemoryConfig
+    store: MilvusStore
+    _write_lock: threading.Lock
+    _writes: Writer
+
+    def _scan(self, user_id: str, memory_type: Any = None, chat_id: Optional[str] = None) -> Iterable[MemoryRecord]:
+        mtype = V.check_memory_type(memory_type)
+        scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None,
+                       F.eq("chat_id", chat_id) if chat_id else None)
+        for page in self.store.iterate(scope, MEMORY_FIELDS):
+            for row in page:
+                yield MemoryRecord.from_row(row)
+
+    def score_now(self, record: MemoryRecord, now: Optional[int] = None) -> float:
+        """A memory's score at `now` (default: the clock), under this store's decay preset: what
+        decay compares with its thresholds. Raises nothing (it reads no store)."""
+        return score_now(record, now_ts() if now is None else now, decay_table(self.config.decay_preset))
+
+    def browse(self, user_id: str, *, memory_type: Any = None, category: Optional[str] = None,
+               state: Optional[str] = None, chat_id: Optional[str] = None, text: Optional[str] = None,
+               sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50) -> MemoryPage:
+        """A page of one user's memories matching every filter given (`text`: a case-insensitive
+        substring; `state`: active, archived or superseded), sorted by time, score (now), hits, id or
+        category. Raises InvalidInput for a bad argument; StoreError on failure."""
+        user_id = V.check_id("user_id", user_id)
+        offset, limit = V.check_offset(offset), V.check_limit(limit)
+        chat_id = V.check_id("chat_id", chat_id) if chat_id else None
+        if category and category not in {c.value for c in Category}:
+            raise InvalidInput(f"unknown category {category!r}; use one of {[c.value for c in Category]}")
+        if state and state not in ("active", "archived", "superseded"):
+            raise InvalidInput(f"unknown state {state!r}; use active, archived or superseded")
+        if sort not in SORT_KEYS:
+            raise InvalidInput(f"unknown sort {sort!r}; use one of {list(SORT_KEYS)}")
+        needle = str(text).casefold().strip() if text else ""
+        now, table = now_ts(), decay_table(self.config.decay_preset)
+        rows: list[tuple[Any, MemoryRecord]] = []
+        for rec in self._scan(user_id, memory_type, chat_id):
+            life = rec.life
+            if category and life.category.value != category:
+                continue
+            if state == "superseded" and life.superseded_by is None:
+                continue
+            if state in ("active", "archived") and (life.state.value != state or life.superseded_by is not None):
+                continue
+            if needle and needle not in rec.text.casefold():
+                continue
+            key = {"time": rec.ts, "score": score_now(rec, now, table), "hits": rec.hit_count, "id": rec.id,
+                   "category": life.category.value}[sort]
+            rows.append(((key, rec.id), rec))
+        rows.sort(key=lambda kv: kv[0], reverse=descending)
+        end = offset + limit
+        return MemoryPage(items=[r for _, r in rows[offset:end]], total=len(rows), offset=offset,
+                          next_offset=end if end < len(rows) else None)
+
+    def overview(self, user_id: str) -> Overview:
+        """Counts by type, category and state, the score histogram and memories written per day.
+        Raises InvalidInput for a bad user_id; StoreError on failure."""
+        user_id = V.check_id("user_id", user_id)
+        now, table = now_ts(), decay_table(self.config.decay_preset)
+        out = Overview()
+        types: Counter[str] = Counter()
+        cats: Counter[str] = Counter()
+        states: Counter[str] = Counter()
+        days: Counter[str] = Counter()
+        for rec in self._scan(user_id):
+            life = rec.life
+            out.total += 1
+            types[rec.memory_type.value] += 1
+            cats[life.category.value] += 1
+            states[life.state.value] += 1
+            out.superseded += life.superseded_by is not None
+            out.score_histogram[min(int(score_now(rec, now, table) * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+            written = rec.created_at or rec.ts
+            days[datetime.fromtimestamp(written, tz=timezone.utc).date().isoformat()] += 1
+        out.by_type, out.by_category, out.by_state = dict(types), dict(cats.most_common()), dict(states)
+        out.added_per_day = dict(sorted(days.items()))
+        return out
+
+    def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> BatchDeleteResult:
+        """Delete these memories of this user (history kept, as `delete`); core and system memories
+        are skipped and listed, unknown or other users' ids listed as not found.
+        Raises InvalidInput for a bad id or user_id, before anything is deleted; StoreError on failure."""
+        from .lifecycle.decay import forgotten_row
+        from .models import HistoryEvent
+
+        user_id = V.check_id("user_id", user_id)
+        if isinstance(memory_ids, (str, bytes)):
+            memory_ids = parse_ids(memory_ids if isinstance(memory_ids, str) else memory_ids.decode())
+        ids = list(dict.fromkeys(V.check_memory_id(i) for i in memory_ids))
+        out = BatchDeleteResult()
+        if not ids:
+            return out
+        with self._write_lock:
+            rows = self.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=len(ids))
+            found = {int(r["id"]): MemoryRecord.from_row(r) for r in rows}
+            out.not_found = [i for i in ids if i not in found]
+            out.skipped_core = [i for i in ids if i in found and found[i].life.category in PERMANENT]
+            gone = [i for i in ids if i in found and i not in out.skipped_core]
+            if gone:
+                self.store.delete(F.and_(F.in_("id", gone), F.eq("user_id", user_id)))
+                self.store.add_history([HistoryEvent(memory_id=i, user_id=user_id, action=HistoryAction.DELETED,
+                                                     old_text=found[i].text, actor="api",
+                                                     details={"batch": True, "row": forgotten_row(found[i])}).model_dump(mode="json") for i in gone])
+            out.deleted = gone
+        return out
+
+    def export_view(self, user_id: str, fmt: Literal["jsonl", "md"] = "jsonl", **filters: Any) -> str:
+        """What `browse` lists with these filters (every page, in its order) as JSONL, each memory
+        with its history, or as MEMORY.md (Active and Archived by score, as `export_md`).
+        Raises InvalidInput for a bad argument or format; StoreError on failure."""
+        from collections import defaultdict
+
+        from .lifecycle import memory_md
+        from .lifecycle.jsonl import dump_line
+        from .models import HistoryEvent
+        from .transfer_verbs import _md_entry
+
+        if fmt not in ("jsonl", "md"):
+            raise InvalidInput(f"unknown export format {fmt!r}; use jsonl or md")
+        records: list[MemoryRecord] = []
+        offset: Optional[int] = 0
+        while offset is not None:
+            page = self.browse(user_id, **{**filters, "offset": offset, "limit": 1000})
+            records += page.items
+            offset = page.next_offset
+        if fmt == "md":
+            now = now_ts()
+            table = decay_table(self.config.decay_preset)
+            return memory_md.render([_md_entry(r, now, table) for r in records], now)
+        events: dict[int, list[HistoryEvent]] = defaultdict(list)
+        for raw in self.store.history(F.eq("user_id", V.check_id("user_id", user_id))):
+            event = HistoryEvent.model_validate(raw)
+            events[event.memory_id].append(event)
+        return "".join(dump_line(r, events[r.id]) + "\n" for r in records)

@@ -1,0 +1,253 @@
+"""The Web UI under /ui: see, search, edit, curate and undo one user's memories in a browser.
+
+Server-rendered pages (Jinja2, templates/) over the same Memory and the same keys and tenant rules
+as the REST API: every page and form names a user, and a key may only name its own users (anyone
+else is "not found", as a missing memory is). Every change is a facade call; the UI adds no rule of
+its own. Forms carry a token bound to the browser's key, and a POST from another origin is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from fastapi import APIRouter, FastAPI, Form, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from .. import validation as V
+from ..browse_verbs import SORT_KEYS
+from ..errors import InvalidInput, NotFound
+from ..memory import Memory
+from ..models import Category, MemoryType, State, now_ts
+from .ui_support import (COOKIE, HERE, UI_PREFIX, LoginRequired, bar_chart, column_chart, csrf_token, form_ok, query,
+                         same_origin, templates, ui_tenant, when)
+
+router = APIRouter(prefix=UI_PREFIX, include_in_schema=False)
+PAGE = 25
+UNDOABLE = {"created", "updated", "reconsolidated", "separated", "deleted", "forgotten", "merged", "archived",
+            "promoted", "superseded", "compressed"}
+FILTERS = ("memory_type", "category", "state", "chat_id", "text", "sort", "order")
+
+
+def _page(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    tenant = getattr(request.state, "tenant", None)
+    return templates.TemplateResponse(request, name, {
+        "csrf": csrf_token(request), "tenant": tenant, "keys_open": request.app.state.keys.is_open, "when": when,
+        "query": query, "prefix": UI_PREFIX, **ctx}, status_code=status)
+
+
+def _memory(request: Request, user_id: str) -> Memory:
+    """The tenant check first: another tenant's user is "not found", whatever the page."""
+    ui_tenant(request).check(user_id, f"user {user_id!r} not found")
+    return request.app.state.memory
+
+
+def _posted(request: Request, user_id: str, csrf: str) -> Memory:
+    memory = _memory(request, user_id)
+    if not form_ok(request, csrf):
+        raise InvalidInput("this form is stale or came from another site; reload the page and try again")
+    return memory
+
+
+def _to(path: str, **params: Any) -> RedirectResponse:
+    qs = query({}, **params)
+    return RedirectResponse(f"{UI_PREFIX}{path}{'?' + qs if qs else ''}", status_code=303)
+
+
+# ---------------------------------------------------------------------- login and home
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, failed: bool = False) -> Response:
+    if request.app.state.keys.is_open:
+        return _to("")
+    return _page(request, "login.html", failed=failed)
+
+
+@router.post("/login")
+def login(request: Request, key: str = Form("")) -> Response:
+    if not same_origin(request):
+        raise InvalidInput("a login from another site is refused")
+    try:
+        request.app.state.keys.resolve(key.strip())
+    except Exception:  # AuthError: the same page again, without saying why beyond "not accepted"
+        return _to("/login", failed="1")
+    response = _to("")
+    response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path=UI_PREFIX)
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    response = _to("/login")
+    response.delete_cookie(COOKIE, path=UI_PREFIX)
+    return response
+
+
+@router.get("", response_class=HTMLResponse)
+def home(request: Request) -> Response:
+    tenant = ui_tenant(request)
+    users = sorted(tenant.users) if tenant.users is not None else []
+    return _page(request, "home.html", users=users)
+
+
+@router.get("/open")
+def open_user(request: Request, user_id: str = "") -> Response:
+    user_id = V.check_id("user_id", user_id)
+    _memory(request, user_id)
+    return _to(f"/users/{user_id}/memories")
+
+
+# ---------------------------------------------------------------------- browse, add, batch delete
+def _filters(params: dict[str, Any]) -> dict[str, Any]:
+    sort = params.get("sort") or "time"
+    return {"memory_type": params.get("memory_type") or None, "category": params.get("category") or None,
+            "state": params.get("state") or None, "chat_id": params.get("chat_id") or None,
+            "text": params.get("text") or None, "sort": sort if sort in SORT_KEYS else "time",
+            "descending": params.get("order", "desc") != "asc"}
+
+
+@router.get("/users/{user_id}/memories", response_class=HTMLResponse)
+def memories(request: Request, user_id: str, offset: int = 0) -> Response:
+    memory = _memory(request, user_id)
+    params = {k: request.query_params.get(k, "") for k in FILTERS}
+    page = memory.browse(user_id, **_filters(params), offset=offset, limit=PAGE)
+    now = now_ts()
+    scores = {r.id: memory.score_now(r, now) for r in page.items}
+    return _page(request, "memories.html", user_id=user_id, page=page, params=params, scores=scores,
+                 categories=[c.value for c in Category], types=[t.value for t in MemoryType], sorts=SORT_KEYS,
+                 msg=request.query_params.get("msg", ""))
+
+
+@router.post("/users/{user_id}/memories")
+def add(request: Request, user_id: str, text: str = Form(...), memory_type: str = Form("episodic"),
+        category: str = Form(""), csrf: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf)
+    if category and category not in {c.value for c in Category}:
+        raise InvalidInput(f"unknown category {category!r}")
+    mid = memory.add(text, user_id=user_id, chat_id="ui", who=user_id, memory_type=memory_type).ids[0]
+    if category:
+        memory.curate(mid, user_id, category=category)
+    return _to(f"/users/{user_id}/memories/{mid}", msg="added")
+
+
+@router.post("/users/{user_id}/batch-delete", response_class=HTMLResponse)
+def batch_delete(request: Request, user_id: str, ids: str = Form(""), csrf: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf)
+    result = memory.delete_many(ids, user_id)
+    return _page(request, "batch.html", user_id=user_id, result=result)
+
+
+# ---------------------------------------------------------------------- one memory
+@router.get("/users/{user_id}/memories/{memory_id}", response_class=HTMLResponse)
+def detail(request: Request, user_id: str, memory_id: int) -> Response:
+    memory = _memory(request, user_id)
+    try:
+        record = memory.get(memory_id, user_id)
+    except NotFound:
+        record = None  # deleted, forgotten or merged away: its history (and its undo) remain
+    events = memory.history(memory_id, user_id)  # NotFound when it never existed for this user
+    undone = {e.details.get("undo_of") for e in events if e.details.get("undo_of") is not None}
+    return _page(request, "memory.html", user_id=user_id, memory_id=memory_id, record=record, events=list(reversed(events)),
+                 undoable=UNDOABLE, undone=undone, categories=[c.value for c in Category],
+                 score=memory.score_now(record, now_ts()) if record else None, msg=request.query_params.get("msg", ""))
+
+
+@router.post("/users/{user_id}/memories/{memory_id}/edit")
+def edit(request: Request, user_id: str, memory_id: int, text: str = Form(...), category: str = Form(""),
+         importance: str = Form(""), csrf: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf)
+    record = memory.get(memory_id, user_id)
+    try:
+        level: Optional[float] = float(importance) if importance.strip() else None
+    except ValueError:
+        raise InvalidInput(f"importance must be a number between 0 and 1, got {importance!r}") from None
+    if level is not None and abs(level - record.life.importance) < 1e-9:
+        level = None
+    new_category = category if category and category != record.life.category.value else None
+    if text.strip() != record.text:
+        memory.update(memory_id, text.strip(), user_id)
+    if new_category is not None or level is not None:
+        memory.curate(memory_id, user_id, category=new_category, importance=level)
+    return _to(f"/users/{user_id}/memories/{memory_id}", msg="saved")
+
+
+@router.post("/users/{user_id}/memories/{memory_id}/delete")
+def delete(request: Request, user_id: str, memory_id: int, csrf: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf)
+    memory.delete(memory_id, user_id)
+    return _to(f"/users/{user_id}/memories/{memory_id}", msg="deleted")
+
+
+@router.post("/users/{user_id}/events/{event_id}/undo")
+def undo(request: Request, user_id: str, event_id: int, memory_id: int = Form(...), csrf: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf)
+    result = memory.undo(event_id, user_id)
+    target = result.memory_ids[0] if result.memory_ids else memory_id
+    return _to(f"/users/{user_id}/memories/{target}", msg="undone")
+
+
+# ---------------------------------------------------------------------- search, statistics, export
+@router.get("/users/{user_id}/search", response_class=HTMLResponse)
+def search(request: Request, user_id: str, q: str = "", mode: str = "") -> Response:
+    memory = _memory(request, user_id)
+    result = memory.search(q, user_id, mode=mode or None) if q.strip() else None
+    hits = sorted(result.all, key=lambda h: -h.score) if result else []
+    return _page(request, "search.html", user_id=user_id, q=q, mode=mode, hits=hits)
+
+
+@router.get("/users/{user_id}/stats", response_class=HTMLResponse)
+def stats(request: Request, user_id: str) -> Response:
+    memory = _memory(request, user_id)
+    view = memory.overview(user_id)
+    days = list(view.added_per_day.items())[-60:]
+    runs = [r for r in request.app.state.consolidations.runs if r.get("users") == [user_id] or request.state.tenant.is_operator]
+    charts = {
+        "type": bar_chart(view.by_type, "memories by type"),
+        "category": bar_chart(view.by_category, "memories by category"),
+        "state": bar_chart({**view.by_state, "superseded": view.superseded}, "memories by state"),
+        "scores": column_chart(view.score_histogram, [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(len(view.score_histogram))],
+                               "scores now, from 0 to 1"),
+        "days": column_chart([n for _, n in days], [d for d, _ in days], "memories written per day"),
+    }
+    return _page(request, "stats.html", user_id=user_id, view=view, charts=charts, runs=list(reversed(runs)),
+                 states=[s.value for s in State])
+
+
+@router.post("/users/{user_id}/consolidate")
+def consolidate(request: Request, user_id: str, csrf: str = Form("")) -> JSONResponse:
+    _posted(request, user_id, csrf)
+    return JSONResponse({"run_id": request.app.state.consolidations.start([user_id], trigger="ui")})
+
+
+@router.get("/users/{user_id}/consolidate/{run_id}")
+def consolidation_progress(request: Request, user_id: str, run_id: str) -> JSONResponse:
+    _memory(request, user_id)
+    state = request.app.state.consolidations.tracked(run_id)
+    if state is None or state["users"] != [user_id]:
+        raise NotFound(f"no consolidation run {run_id!r} for this user")
+    return JSONResponse(state)
+
+
+@router.get("/users/{user_id}/export")
+def export(request: Request, user_id: str, format: str = "jsonl") -> Response:
+    memory = _memory(request, user_id)
+    params = {k: request.query_params.get(k, "") for k in FILTERS}
+    fmt = "md" if format == "md" else "jsonl"
+    body = memory.export_view(user_id, fmt, **_filters(params))
+    name = f"{user_id}-memories.{'md' if fmt == 'md' else 'jsonl'}"
+    return PlainTextResponse(body, media_type="text/markdown" if fmt == "md" else "application/x-ndjson",
+                             headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+def error_page(request: Request, status: int, kind: str, message: str) -> HTMLResponse:
+    """A library error on a page: the same words as the API, as a page a person can go back from."""
+    return _page(request, "error.html", status=status, kind=kind, message=message, code=status)
+
+
+def mount(app: FastAPI) -> None:
+    """The UI's routes, its static files and the login redirect, on the service's app."""
+    app.include_router(router)
+    app.mount(f"{UI_PREFIX}/static", StaticFiles(directory=str(HERE / "static")), name="ui-static")
+
+    @app.exception_handler(LoginRequired)
+    async def to_login(request: Request, exc: LoginRequired) -> Response:
+        return RedirectResponse(f"{UI_PREFIX}/login", status_code=303)
