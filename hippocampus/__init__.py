@@ -1,6 +1,8 @@
 """Hippocampus: long-term memory for LLM agents over one Milvus collection."""
 
-from .config import MemoryConfig
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     AuthError,
     ConfigError,
@@ -15,24 +17,37 @@ from .errors import (
     StoreError,
     StoreLockedError,
 )
-from .client import AsyncClient, Client
-from .launcher import connect
-from .memory import Memory
-from .models import (
-    AddResult,
-    Category,
-    ConsolidationStats,
-    DecayStats,
-    HistoryAction,
-    HistoryEvent,
-    Lifecycle,
-    MemoryPage,
-    MemoryRecord,
-    MemoryType,
-    SearchHit,
-    SearchResult,
-    State,
-)
+
+# Imported on first use (PEP 562), so that `import hippocampus` and the command line start fast:
+# Memory pulls in the store client and the embedder, Client httpx, MemoryConfig pydantic-settings.
+_LAZY = {
+    "Memory": "memory", "Client": "client", "AsyncClient": "client", "connect": "launcher", "MemoryConfig": "config",
+    **{name: "models" for name in ("AddResult", "Category", "ConsolidationStats", "DecayStats", "HistoryAction",
+                                   "HistoryEvent", "Lifecycle", "MemoryPage", "MemoryRecord", "MemoryType",
+                                   "ObserveResult", "SearchHit", "SearchResult", "State", "UndoResult")},
+}
+
+if TYPE_CHECKING:
+    from .client import AsyncClient, Client
+    from .config import MemoryConfig
+    from .launcher import connect
+    from .memory import Memory
+    from .models import (AddResult, Category, ConsolidationStats, DecayStats, HistoryAction, HistoryEvent, Lifecycle,
+                         MemoryPage, MemoryRecord, MemoryType, ObserveResult, SearchHit, SearchResult, State, UndoResult)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hippocampus' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 __all__ = [
@@ -49,6 +64,8 @@ __all__ = [
     "HistoryEvent",
     "HistoryAction",
     "AddResult",
+    "ObserveResult",
+    "UndoResult",
     "ConsolidationStats",
     "DecayStats",
     "Lifecycle",

@@ -28,11 +28,10 @@ from .errors import HippocampusError, InvalidInput, ServiceUnavailable, from_wir
 from .models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                      SearchResult, UndoResult)
 from . import validation as V
+from .defaults import DEFAULT_URL, ENV_SERVER
 from .wire import API_PREFIX, IdsResult
 
-ENV_SERVER = "HIPPOCAMPUS_SERVER"
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
-DEFAULT_URL = "http://127.0.0.1:8765"
 DEFAULT_TIMEOUT_S = 120.0  # add with infer=True waits for the LLM
 PAGE = 1000
 R = TypeVar("R")

@@ -26,8 +26,8 @@ DEFAULT_HOME = Path(os.environ.get("HIPPOCAMPUS_HOME", Path.home() / ".hippocamp
 SECRET_FIELDS = ("llm_api_key", "embedding_api_key")
 
 # Calibrated per embedding model: similarity at or above `merge` proposes a merge
-# candidate, [`ambiguous`, `merge`) proposes separation. Seed 002 chose 0.85/0.65 for
-# qwen3-embedding; e5 models score unrelated sentences about 0.78, so they need
+# candidate, [`ambiguous`, `merge`) proposes separation. The original design chose 0.85/0.65
+# for qwen3-embedding; e5 models score unrelated sentences about 0.78, so they need
 # higher values. Regenerate with scripts/calibrate_thresholds.py.
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "qwen/qwen3-embedding-4b": {"merge": 0.85, "ambiguous": 0.65},
@@ -155,6 +155,8 @@ class MemoryConfig(BaseSettings):
     rank_neighbour_weight: float = Field(default=0.0, ge=0, le=10)  # 0.3 raised LoCoMo hit@5 a further ~4 points
     rank_chat_weight: float = Field(default=0.3, ge=0, le=10)  # 0.5 scored ~1 point higher on LoCoMo but lost a demo question
     rank_who_weight: float = Field(default=0.08, ge=0, le=10)
+    # hubness (retrieval/hubness.py): lower memories that sit close to every query; 0 switches it off
+    rank_hubness_weight: float = Field(default=0.5, ge=0, le=2)
     rank_neighbour_window_seconds: int = Field(default=600, ge=0)  # turns further apart are not neighbours
 
     # --- consolidation ---
@@ -166,8 +168,9 @@ class MemoryConfig(BaseSettings):
     thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
     # --- lifecycle (lifecycle/policy.py; README "How memories age") ---
-    # the decay table: default (seed 004: 7 days of grace, then x0.99 a day), fast (seed 003's per-category
-    # table), off; consolidate and `decay` archive below 0.2 and forget below 0.05; core and system never decay
+    # the decay table: default (7 days of grace, then x0.99 a day), fast (per category: fact x0.85 per 5 days,
+    # episode x0.6 per 3 days), off; consolidate and `decay` archive below 0.2 and forget below 0.05;
+    # core and system never decay
     decay_preset: Literal["default", "fast", "off"] = "default"
 
     @classmethod

@@ -1,6 +1,6 @@
 """`connect()`: a Client to the local service, starting one in the background when none answers.
 
-Seed 003's client does the same: every program (agent, cron line, GUI) talks to one long-lived
+One service for a machine: every program (agent, cron line, GUI) talks to one long-lived
 service that owns the store and has loaded the embedder once. The service started here outlives
 the caller (its own session, its log in HIPPOCAMPUS_HOME/serve.log) and is stopped like any
 other: `kill <pid>` (SIGTERM finishes the requests in flight and closes the store).

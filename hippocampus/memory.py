@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from . import validation as V
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
-from .errors import ConfigError, InvalidInput, LLMError, NotFound
+from .errors import ConfigError, InvalidInput, NotFound
 from .browse_verbs import BrowseVerbs
 from .lifecycle.decay import forgotten_row
 from .lifecycle_verbs import LifecycleVerbs
@@ -27,14 +27,13 @@ from .models import (
     MemoryType,
     SearchResult,
     now_ts,
-    ts_to_iso,
 )
 from .retrieval import RetrievalParams, Retriever, check_search_mode
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
 from .transfer_verbs import TransferVerbs
 from .undo_verbs import UndoVerbs
-from .writes import Writer, new_row, plain_row
+from .writes import Writer, plain_row
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +129,9 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
         mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
         text, turns = V.messages_to_text(messages)
         if infer and mtype is MemoryType.EPISODIC:
-            return self._add_inferred(user_id, chat_id, who, metadata, event_ts, text, turns)
+            from .online import add_inferred
+
+            return add_inferred(self._writes, lambda: self.llm, self.config, user_id, chat_id, who, metadata, event_ts, text, turns)
         ids = self._writes.insert([plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata)], actor="api")
         return AddResult(ids=ids, stored=True, reason="stored without inference (infer=False)")
 
@@ -371,28 +372,3 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
     def llm(self, model: ChatModel) -> None:
         """Swap the ChatModel (a service wraps it to count calls; tests script it)."""
         self._llm = model
-
-    def _add_inferred(
-        self, user_id: str, chat_id: str, who: str, metadata: dict[str, Any], ts: int, text: str, turns: list[dict[str, str]]
-    ) -> AddResult:
-        """The online flow's write step (write_decider.decide_turn): the rules gate, then one WriteDecider
-        call; the turn is kept raw, pending, when the decision is deferred or the LLM fails."""
-        from .processors.write_decider import decide_turn, episodic_metadata, pending_metadata
-
-        try:
-            decision = decide_turn(lambda: self.llm, self.config, chat_id, turns, ts_to_iso(ts))
-            why = "deferred: kept raw; decide_pending or consolidation decides it later"
-        except LLMError as exc:
-            log.warning("write decision failed, keeping the turn raw for consolidation: %s", exc)
-            decision, why = None, f"LLM failed, kept raw for a later decision: {exc}"
-        if decision is None:
-            meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
-            ids = self._writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta)], actor="api")
-            return AddResult(ids=ids, stored=True, pending_decision=True, reason=why)
-        if not decision.write_episodic:
-            return AddResult(stored=False, reason=decision.reason or "not worth remembering")
-        event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
-        thing = meta["thing"] or text
-        meta["thing"] = thing
-        ids = self._writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta)], actor="write_decider")
-        return AddResult(ids=ids, stored=True, reason=decision.reason)

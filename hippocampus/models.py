@@ -39,7 +39,8 @@ class HistoryAction(str, Enum):
 
 
 class Category(str, Enum):
-    """Seed 004's categories, plus core (promoted, never decays) and system (set by the operator)."""
+    """What a memory is about (preference, fact, experience, workflow, ...), plus core (promoted, never
+    decays) and system (set by the operator)."""
 
     PREFERENCE = "preference"
     FACT = "fact"
@@ -82,7 +83,7 @@ def ts_to_iso(ts: int) -> str:
 
 
 LIFE_KEY = "life"  # where a memory's lifecycle fields live inside its metadata (validation.OWNED_KEYS)
-DEFAULT_IMPORTANCE = 0.6  # seed 004's "medium"
+DEFAULT_IMPORTANCE = 0.6  # the "medium" importance level
 
 
 class Lifecycle(BaseModel):

@@ -1,4 +1,4 @@
-"""The online flow in one call (issue 14 item 5, seed 003's KnowledgeMonitor): after a turn, the
+"""The online flow in one call (issue 14 item 5, the KnowledgeMonitor): after a turn, the
 monitor's checked plan is applied here: new memories added, corrections written in place (the old
 text in history), used or boosted memories counted and reinforced, deletions made soft (the row
 kept in a "forgotten" history event, so `Memory.restore` brings it back). A helper of the facade,
@@ -24,7 +24,7 @@ from .store import filters as F
 from .writes import Writer, new_row
 
 log = logging.getLogger(__name__)
-IMPORTANCE = {"high": 0.8, "medium": 0.6, "low": 0.4}  # seed 004's levels
+IMPORTANCE = {"high": 0.8, "medium": 0.6, "low": 0.4}  # the LLM's importance levels as scores
 ACTOR = "knowledge_monitor"
 
 

@@ -1,4 +1,4 @@
-"""The online flow's use step (seed 002's first flowchart, after the answer): hit_count++ and
+"""The online flow's use step (after the answer): hit_count++ and
 reconsolidation of a memory the answer actually used. A helper of the facade; the
 Reconsolidator itself stays pure (its fact guard included: the history event records the
 guard's facts_path and facts_missing).
@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from .embeddings import Embedder
 from .errors import LLMError, NotFound
-from .lifecycle.policy import PRESETS, DecayRule, use
-from .models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from .lifecycle.policy import PRESETS, DecayRule, decay_table, use
+from .models import LIFE_KEY, AddResult, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
 from .processors.reconsolidator import EpisodicReconsolidator, apply_reconsolidation
 from .processors.results import ReconsolidationResult
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
+from .writes import Writer, new_row
 
 log = logging.getLogger(__name__)
 
@@ -80,3 +81,39 @@ def record_use(
                                        details={"desc": desc, **(result.facts_details() if result is not None else {})}))
         store.add_history([e.model_dump(mode="json") for e in events])
     return MemoryRecord.from_row(row)
+
+
+def add_inferred(writes: Writer, get_llm: Callable[[], Any], config: Any, user_id: str, chat_id: str, who: str,
+                 metadata: dict[str, Any], ts: int, text: str, turns: list[dict[str, str]]) -> AddResult:
+    """add(infer=True)'s write step (write_decider.decide_turn): the rules gate, then one WriteDecider
+    call; the turn is kept raw, pending, when the decision is deferred or the LLM fails. A memory this
+    user already holds word for word (a "remember ..." said twice) is not stored again: its use is
+    counted instead (hit + reinforcement) and its id returned with stored False."""
+    from .processors.write_decider import decide_turn, episodic_metadata, pending_metadata
+
+    try:
+        decision = decide_turn(get_llm, config, chat_id, turns, ts_to_iso(ts))
+        why = "deferred: kept raw; decide_pending or consolidation decides it later"
+    except LLMError as exc:
+        log.warning("write decision failed, keeping the turn raw for consolidation: %s", exc)
+        decision, why = None, f"LLM failed, kept raw for a later decision: {exc}"
+    if decision is None:
+        meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
+        ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta)], actor="api")
+        return AddResult(ids=ids, stored=True, pending_decision=True, reason=why)
+    if not decision.write_episodic:
+        return AddResult(stored=False, reason=decision.reason or "not worth remembering")
+    event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
+    thing = meta["thing"] or text
+    meta["thing"] = thing
+    same = F.and_(F.eq("user_id", user_id), F.eq("memory_type", MemoryType.EPISODIC.value), F.eq("text", thing))
+    twin = writes.store.query(same, MEMORY_FIELDS, limit=1)
+    if twin:
+        record = MemoryRecord.from_row(twin[0])
+        try:
+            record_use(writes.store, writes.embedder, writes.lock, record, None, None, decay_table(config.decay_preset))
+            return AddResult(ids=[record.id], stored=False, reason=f"already remembered as memory {record.id}; its use was counted")
+        except NotFound:
+            pass  # deleted meanwhile: store it anew
+    ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta)], actor="write_decider")
+    return AddResult(ids=ids, stored=True, reason=decision.reason)

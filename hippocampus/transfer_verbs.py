@@ -1,4 +1,4 @@
-"""The facade's export and import verbs (issue 14, item 9): seed 004's MEMORY.md, a view that a person
+"""The facade's export and import verbs (issue 14, item 9): MEMORY.md, a view that a person
 reads and edits, and JSONL, a backup that moves every field and the history between stores.
 A part of `Memory` (it inherits them), like lifecycle_verbs.py; the formats live in
 lifecycle/memory_md.py and lifecycle/jsonl.py, pure, below the facade."""

@@ -36,3 +36,13 @@ def test_bench_run_one_reports_every_figure():
     for key in ("add_per_s", "add_many_per_s", "embed_queries_per_s", "open_s", "dense_excl_p50_ms",
                 "dense_incl_p50_ms", "hybrid_excl_p50_ms", "dense_neighbours_excl_p50_ms", "floor_p50_ms", "ratio_dense_to_floor", "peak_rss_mb"):
         assert result[key] > 0, key
+
+
+def test_bench_cli_times_the_command_line_and_long_adds(tmp_path, capsys):
+    from scripts import bench_cli
+
+    figures = bench_cli.main(["--runs", "1", "--json", str(tmp_path / "cli.json")])
+    assert set(figures) == {"--help", "add", "search", "search --server (service up)", "add 1k chars (in-process)",
+                            "add 10k chars (in-process)", "add 60k chars (in-process)"}
+    assert all(v > 0 for v in figures.values())
+    assert "| search |" in capsys.readouterr().out

@@ -125,3 +125,17 @@ def test_T_MEM_EMB_04_remote_embedder_down_writes_nothing(shared_db):
             assert m.get(mid, user_id="u").text == "stored once the endpoint is back"
             m.store.client.drop_collection("emb04_remote")
             m.store.client.drop_collection("emb04_remote_history")
+
+
+def test_a_long_text_is_embedded_by_its_head_and_tail_and_stored_whole(memory):
+    from hippocampus.embeddings.base import EMBED_HEAD_CHARS, EMBED_TAIL_CHARS, bounded
+
+    short = "x" * (EMBED_HEAD_CHARS + EMBED_TAIL_CHARS)
+    assert bounded(short) is short
+    text = "river boats " * 5000 + "the quokka at the very end"
+    cut = bounded(text)
+    assert cut.startswith(text[:EMBED_HEAD_CHARS]) and cut.endswith(text[-EMBED_TAIL_CHARS:]) and len(cut) < 2100
+    assert (memory.embedder.encode([text]) == memory.embedder.encode([cut])).all()
+    mid = memory.add(text, user_id="u").ids[0]
+    assert memory.get(mid, "u").text == text  # stored whole, the tail word found by BM25 too
+    assert memory.search("quokka", user_id="u", mode="bm25").all[0].id == mid

@@ -183,3 +183,33 @@ def test_user_facing_text_has_no_design_document_names():
         texts[f"Memory.{name}"] = inspect.getdoc(member.fget if isinstance(member, property) else member) or ""
     for where, text in texts.items():
         assert "seed 00" not in text.lower(), f"{where} speaks of a design document the user has never seen"
+
+
+def test_the_package_speaks_to_users_not_of_design_documents():
+    """Docstrings and comments say what a rule is; docs/design-sources.md says where it comes from."""
+    import os
+    import re
+
+    import hippocampus
+    import hippocampus.prompts
+
+    package, prompts = Path(hippocampus.__file__).parent, Path(hippocampus.prompts.__file__).parent
+    files = {(Path(d) / f).resolve() for d, _, names in os.walk(package, followlinks=True) if "__pycache__" not in d
+             for f in names if f.endswith(".py")}
+    files |= {p.resolve() for p in prompts.iterdir() if p.suffix in (".yaml", ".yml")}
+    assert len([f for f in files if f.suffix == ".py"]) > 50 and len([f for f in files if f.suffix == ".yaml"]) > 5
+    name = re.compile(r"seeds? 00|seed-notes", re.IGNORECASE)
+    found = [f"{path}:{number}: {line.strip()}" for path in sorted(files)
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if name.search(line)]
+    assert not found, "design-document names in the package (say what the rule is; record the source in "\
+                      "docs/design-sources.md):\n" + "\n".join(found)
+
+
+def test_a_remember_phrase_said_twice_is_one_memory_used_twice(memory):
+    first = memory.add("请记住我对花生过敏", user_id="u", infer=True)
+    again = memory.add("请记住我对花生过敏", user_id="u", infer=True)
+    assert first.stored and not again.stored and again.ids == first.ids
+    assert "already remembered" in again.reason
+    record = memory.get(first.ids[0], "u")
+    assert memory.stats("u")["total"] == 1 and record.hit_count == 1 and record.life.activation_count == 1
+    assert memory.add("请记住我对虾过敏", user_id="u", infer=True).stored  # a different fact is new

@@ -130,10 +130,12 @@ def test_concurrent_first_calls_negotiate_to_one_mode_and_one_log_line(negotiati
 
 
 def test_memory_add_infer_is_stored_not_pending_against_a_llama_like_server(shared_db, embedder, negotiation_log):
+    things = iter(["adopted a grey kitten named Miso", "Miso sleeps on the sofa"] * 3)  # a repeated thing is one memory
+
     def chat(body: dict[str, Any]) -> str:
         props = ((body.get("response_format") or {}).get("schema") or {}).get("properties", {})
         if "write_episodic" in props:
-            return json.dumps({"write_episodic": True, "context": "home", "thing": "adopted a grey kitten named Miso"})
+            return json.dumps({"write_episodic": True, "context": "home", "thing": next(things)})
         return json.dumps({"facts": []}) if "facts" in props else "{}"
 
     with OpenAIStub(chat=chat, refuse_formats={"json_schema"}) as stub:

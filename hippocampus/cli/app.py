@@ -19,14 +19,17 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from typing import Any, Callable, List, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar
 
 import typer
 
-from ..client import ENV_SERVER, Client
+from ..defaults import ENV_SERVER
 from ..errors import ConfigError, HippocampusError, InvalidInput
-from ..memory import Memory
 from . import render
+
+if TYPE_CHECKING:  # imported by the commands that open a store: `--help` starts without them
+    from ..client import Client
+    from ..memory import Memory
 
 F = TypeVar("F", bound=Callable[..., Any])
 USER_EXIT = 2  # the caller's mistake: bad input or settings
@@ -107,7 +110,11 @@ def open_memory(**overrides: Any) -> Memory | Client:
     if _SERVER["url"]:
         if store_overrides():
             raise ConfigError("--uri/--collection/--create choose a store to open here; with --server the service's store is used")
+        from ..client import Client
+
         return Client(_SERVER["url"])
+    from ..memory import Memory
+
     return Memory(**{**store_overrides(), **overrides})
 
 

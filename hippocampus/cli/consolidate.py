@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..consolidation.schedule import DEFAULT_CRON, DEFAULT_GRACE_S, cron_trigger, run_forever
+from ..defaults import DEFAULT_CRON, DEFAULT_GRACE_S
 from .app import app, open_memory
 
 PHASES = {"pending": "pending decisions", "semantic": "distilling facts", "pairs": "merging / separating"}
@@ -60,6 +60,8 @@ def schedule_cmd(
 ) -> None:
     """Consolidate on a cron schedule until interrupted; runs never overlap, missed runs collapse into one.
     Prints a line when each run starts and one when it ends, with its counts."""
+    from ..consolidation.schedule import cron_trigger, run_forever
+
     trigger = cron_trigger(cron)  # InvalidInput for a malformed expression (exit code 2)
     upcoming = trigger.get_next_fire_time(None, datetime.now(timezone.utc).astimezone())
     Console().print(f"consolidating on {cron!r}; next run {upcoming:%Y-%m-%d %H:%M %Z}. Ctrl-C stops.")

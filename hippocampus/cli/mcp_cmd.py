@@ -16,18 +16,22 @@ import contextlib
 import logging
 import os
 import sys
-from typing import Iterator, List, Optional
+from typing import TYPE_CHECKING, Iterator, List, Optional
 
 import typer
 
-from ..server.auth import Tenant
 from .app import app, open_memory
+
+if TYPE_CHECKING:
+    from ..server.auth import Tenant
 
 ENV_USERS = "HIPPOCAMPUS_MCP_USERS"
 
 
-def stdio_tenant(users: Optional[List[str]], env: Optional[dict[str, str]] = None) -> Tenant:
+def stdio_tenant(users: Optional[List[str]], env: Optional[dict[str, str]] = None) -> "Tenant":
     """The operator, or only the users named by --user or HIPPOCAMPUS_MCP_USERS (comma-separated)."""
+    from ..server.auth import Tenant
+
     env = os.environ if env is None else env
     named = [u.strip() for u in (users or env.get(ENV_USERS, "").split(",")) if u and u.strip()]
     if not named:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ..server import DEFAULT_HOST, DEFAULT_PORT, run_server
+from ..defaults import DEFAULT_HOST, DEFAULT_PORT
 from .app import _SERVER, app, store_overrides
 
 
@@ -29,5 +29,7 @@ def serve_cmd(
     if _SERVER["url"]:
         raise typer.BadParameter("--server names a service to use; `serve` starts one (drop --server)")
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ..server import run_server
+
     run_server(host, port, keys_file=keys_file, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,
                **store_overrides())

@@ -4,21 +4,25 @@ moves every field and the history between stores). They run on the store directl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from ..errors import ConfigError, InvalidInput
-from ..memory import Memory
 from . import render
 from .app import JsonOpt, UserOpt, app, emit, open_memory
+
+if TYPE_CHECKING:
+    from ..memory import Memory
 
 FORMATS = ("md", "jsonl")
 FormatOpt = typer.Option("md", "--format", "-f", help="md (MEMORY.md, to read and edit) or jsonl (a full backup)")
 
 
-def _direct(memory: Any) -> Memory:
+def _direct(memory: Any) -> "Memory":
     """The store itself: a Client (--server) has no export or import."""
+    from ..memory import Memory
+
     if not isinstance(memory, Memory):
         raise ConfigError("export/import run on the store directly; drop --server and use --uri/--collection "
                           "(stop the service first if it holds a milvus-lite file)")

@@ -1,4 +1,4 @@
-"""The offline consolidation job (seed 002's second flowchart), an orchestrator.
+"""The offline consolidation job, an orchestrator.
 
 For each episodic memory its neighbours come from one Milvus similarity search with
 the record's own stored vector (so the work grows with n x k, never n^2); each

@@ -1,6 +1,6 @@
 """Hard rules of consolidation: small pure functions, no store, no model.
 
-Seed 002: two episodes may only merge when the same person is remembered (`who`),
+Two episodes may only merge when the same person is remembered (`who`),
 and when they are close in time: within 30 minutes in one chat, within 7 days
 across chats. Similarity only *proposes* a pair; these rules and then the Merger's
 same-event judgement decide.

@@ -17,13 +17,12 @@ from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.cron import CronTrigger
 
+from ..defaults import DEFAULT_CRON, DEFAULT_GRACE_S
 from ..errors import InvalidInput
 from ..models import ConsolidationStats
 
 log = logging.getLogger(__name__)
 JOB_ID = "hippocampus-consolidation"
-DEFAULT_CRON = "0 3 * * *"
-DEFAULT_GRACE_S = 3600
 
 
 class Consolidates(Protocol):

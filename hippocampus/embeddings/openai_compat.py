@@ -10,7 +10,7 @@ from tenacity import RetryError, retry, retry_if_exception, stop_after_attempt, 
 
 from ..errors import EmbeddingError
 from ..llm.client import is_transient
-from .base import Role, normalize
+from .base import Role, bounded, normalize
 
 
 class OpenAIEmbedder:
@@ -49,7 +49,7 @@ class OpenAIEmbedder:
         prefix = self.prefix.get(role, "")
         out = []
         for start in range(0, len(texts), self.batch_size):
-            chunk = [prefix + t for t in texts[start : start + self.batch_size]]
+            chunk = [prefix + bounded(t) for t in texts[start : start + self.batch_size]]
             out.append(self._batch(chunk))
         matrix = np.concatenate(out)
         if matrix.shape[1] != self.dim:

@@ -40,7 +40,7 @@ def guess_category(text: str, memory_type: MemoryType) -> Category:
 
 
 def guess_importance(text: str) -> float:
-    """An explicit "remember" is high (0.8), anything else medium (0.6): seed 004's levels."""
+    """An explicit "remember" is high (0.8), anything else medium (0.6): the importance levels."""
     return LEVELS["high"] if _REMEMBER.search(text) else LEVELS["medium"]
 
 

@@ -1,5 +1,5 @@
-"""Compression over time (seed 001, "自动压缩原则": ten related facts become three core facts at 30 days
-and one pattern at 90; what is used often stays as it is; the newest wins where facts disagree).
+"""Compression over time (memories shrink as they age: ten related facts become three core facts
+at 30 days and one pattern at 90; what is used often stays as it is; the newest wins where facts disagree).
 
 A consolidation phase, after the contradictions (lifecycle/supersede.py) and before decay: a user's
 old semantic facts are grouped by topic (greedy clusters of cosine neighbours), each group of three
@@ -39,7 +39,7 @@ COMPRESSION, FROM, INTO, FORMED = "compression", "compressed_from", "compressed_
 
 
 class CompressPolicy(BaseModel):
-    """Seed 001's numbers in one table. `similarity` is the cosine every member of a group has with
+    """The compression's numbers in one table. `similarity` is the cosine every member of a group has with
     every other one (policy_for: calibrated per embedder); `keep_if_used` uses (activation_count)
     keep a fact out of every group."""
 

@@ -1,4 +1,4 @@
-"""The decay step (seed 004's nightly pass, seed 003's archive/forget and review): moves memories
+"""The decay step (a regular pass over every memory: archive, forget and review): moves memories
 whose score has fallen, or whose todo date has passed, to archived, forgets (deletes) those below
 the forget threshold with a history event that keeps the whole row, so `restore` brings it back,
 and asks the MemoryReviewer about what scores 0.9 or more (promote to core, or keep) and, with a
@@ -28,7 +28,7 @@ _BATCH = 200
 
 def mark_full_run(store: MilvusStore, now: int, stats: DecayStats) -> None:
     """Remember in the store itself when a pass over every user last ran (the service decays at
-    start when that is over a day ago, seed 003); only the latest mark is kept."""
+    start when that is over a day ago); only the latest mark is kept."""
     mark = HistoryEvent(memory_id=0, user_id="", action=HistoryAction.DECAY_RUN, actor="decay", at=now,
                         details=stats.model_dump(exclude={"seconds"}))
     store.add_history([mark.model_dump(mode="json")])
@@ -129,7 +129,7 @@ def _apply(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int, t
                     forget.append(rec.id)
                     events.append(_event(rec, HistoryAction.FORGOTTEN, now, {**details, "row": forgotten_row(rec)}, rec.text))
                     continue
-                # keep: at the low trigger the score goes back to 0.5 (seed 003's KEEP)
+                # keep: at the low trigger the score goes back to 0.5 (the reviewer's KEEP)
                 update: dict[str, Any] = {"reviewed_at": now}
                 if trigger == "low":
                     update.update(importance=0.5, last_activated=now)

@@ -1,5 +1,5 @@
-"""Seed 004's MEMORY.md: a person-readable, person-editable view of one user's memories (the store
-stays the truth; seed-notes "Storage"). `render` and `parse` are pure; `load` and `save` add the file.
+"""MEMORY.md: a person-readable, person-editable view of one user's memories (the store stays the
+truth; the file is a view for export and import). `render` and `parse` are pure; `load` and `save` add the file.
 
     # Agent Memory
 
@@ -17,11 +17,11 @@ stays the truth; seed-notes "Storage"). `render` and `parse` are pure; `load` an
     ### [new] fact | 0.18 | 2026-01-10 | 2
     The user once tried Vue for a frontend
 
-The heading is exactly seed-shaped: `### [id] category | score | last_activated | hits`, the score
+The heading is exactly the format's: `### [id] category | score | last_activated | hits`, the score
 with two decimals, the date in UTC, hits = activation_count. `[new]` or `[]` is an entry a person
-wrote; a seed-style id that is no number (`[a1b2c3]`) reads as new too, with a warning.
+wrote; an id of another tool that is no number (`[a1b2c3]`) reads as new too, with a warning.
 
-memory_type: the seed has no field for it and the category does not decide it, so it rides on an
+memory_type: the format has no field for it and the category does not decide it, so it rides on an
 optional HTML comment, `<!-- type: episodic -->` or `<!-- type: semantic -->`, on the line right
 under the heading (invisible in rendered Markdown). `render` writes it whenever it is known;
 without it `MdEntry.memory_type` is None.
@@ -32,7 +32,7 @@ that starts with `#` or `<!--` after any number of backslashes gets one more bac
 (`### x` -> `\\### x`, `\\### x` -> `\\\\### x`), which Markdown shows as the plain text; `parse`
 drops exactly one. Other lines, `|` included, are written as they are. Texts are stripped.
 
-Tolerant parsing (seed 004 "容错解析"): a damaged entry (bad heading, unknown category, a score
+Tolerant parsing: a damaged entry (bad heading, unknown category, a score
 outside [0, 1], bad date or hits, empty text) is skipped with a warning naming its line number;
 the other entries load. Lines outside any entry (other than comments) are ignored with a warning.
 """
@@ -221,7 +221,7 @@ def _reason(exc: ValueError) -> str:
 
 
 def load(path: str | os.PathLike[str]) -> tuple[list[MdEntry], list[str]]:
-    """`parse` of a file; a missing file is no entries and no warning (seed 004 7.1)."""
+    """`parse` of a file; a missing file (or an empty one) is no entries and no warning."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             return parse(f.read())
@@ -230,7 +230,7 @@ def load(path: str | os.PathLike[str]) -> tuple[list[MdEntry], list[str]]:
 
 
 def save(path: str | os.PathLike[str], text: str) -> None:
-    """Write the whole file, keeping the previous one as `<name>.bak` (seed 004)."""
+    """Write the whole file, keeping the previous one as `<name>.bak`, so a failed write loses nothing."""
     write_atomically(path, [text], backup=True)
 
 

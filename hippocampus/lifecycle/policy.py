@@ -1,6 +1,6 @@
-"""How memories age (seeds 004 and 003, reconciled in design/seed-notes.md): one score in [0, 1],
-reinforcement on real use, decay as a pure function of time, and the thresholds that archive,
-forget and review. Every rule here is a small pure function; every number lives in one table.
+"""How memories age: one score in [0, 1], reinforcement on real use, decay as a pure function of
+time, and the thresholds that archive, forget and review. Every rule here is a small pure function;
+every number lives in one table.
 
 The score is never rewritten nightly: a memory stores `importance` (its score at
 `last_activated`) and the score at any moment is `effective_score(...)`, a function of the
@@ -20,13 +20,13 @@ DAY = 86_400
 
 PERMANENT = frozenset({Category.CORE, Category.SYSTEM})  # never decay, never removed by a job
 
-# seed 004: the LLM's high / medium / low become these scores
+# the LLM's high / medium / low importance become these scores
 LEVELS: dict[str, float] = {"high": 0.8, "medium": 0.6, "low": 0.4}
 
 
 class DecayRule(BaseModel):
     """score = importance * factor ** (days past grace / period); `stepped` counts whole periods
-    only (seed 003: "x 0.85 per 5 days"); past `forget_after_days` without use the score is 0."""
+    only ("x 0.85 per 5 days"); past `forget_after_days` without use the score is 0."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -49,10 +49,10 @@ def _table(fact: DecayRule, episode: DecayRule) -> dict[Category, DecayRule]:
 
 
 _SEED_004 = DecayRule(grace_days=7, factor=0.99, period_days=1)
-# The decay presets: a name for a table (seed-notes "Decay presets").
+# The decay presets: a name for a table.
 PRESETS: dict[str, dict[Category, DecayRule]] = {
-    "default": _table(_SEED_004, _SEED_004),  # seed 004: 7 days of grace, then x0.99 a day
-    "fast": _table(  # seed 003's later table ("更新：衰减参数")
+    "default": _table(_SEED_004, _SEED_004),  # 7 days of grace, then x0.99 a day
+    "fast": _table(  # per category: fact x0.85 per 5 days, episode x0.6 per 3 days, forgotten at 7 days
         DecayRule(factor=0.85, period_days=5, stepped=True),
         DecayRule(factor=0.6, period_days=3, stepped=True, forget_after_days=7),
     ),
@@ -61,7 +61,7 @@ PRESETS: dict[str, dict[Category, DecayRule]] = {
 
 
 class Thresholds(BaseModel):
-    """The numbers of seed 004 and seed 003 on the one [0, 1] scale (seed-notes "One score")."""
+    """The lifecycle's thresholds and steps, all on the one [0, 1] scale."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -70,7 +70,7 @@ class Thresholds(BaseModel):
     review_core_at: float = 0.9
     reinforce_step: float = 0.2  # s + (1 - s) * step
     cooldown_s: int = 2 * 3600  # uses within 2 h of the last counted one count once
-    daily_cap: int = 3  # counted uses per memory per day (seed 003's +1.0 a day in +0.3 steps)
+    daily_cap: int = 3  # counted uses per memory per day (about +1.0 a day at +0.3 a use)
     inject_min_score: float = 0.5
     inject_max_items: int = 20
 
@@ -181,7 +181,7 @@ def merged(a: Lifecycle, b: Lifecycle, now: int, table: dict[Category, DecayRule
 
 
 def superseded(life: Lifecycle, by: int, at: int, now: int, table: dict[Category, DecayRule] = PRESETS["default"]) -> Lifecycle:
-    """An older fact a newer one made untrue (seed-notes "Contradictions"): valid until `at`, replaced
+    """An older fact a newer one made untrue (newest wins, nothing erased): valid until `at`, replaced
     by `by`, its score halved; it stays readable in history and with include_superseded."""
     return life.model_copy(update={"valid_to": at, "superseded_by": by, "importance": score_of(life, now, table) * 0.5,
                                    "last_activated": now})

@@ -1,4 +1,4 @@
-"""The prompt block (seed 004's injection rule, seed-notes "The prompt block"): what an agent puts
+"""The prompt block (the injection rule: high-scoring memories live in the prompt): what an agent puts
 in its system prompt. Active memories scoring at least `min_score`, at most `max_items`, core and
 system first, then what the query found that the score rule leaves out, then the rest by score,
 grouped by category. The texts

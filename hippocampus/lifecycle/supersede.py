@@ -1,4 +1,4 @@
-"""Contradictions, newest wins, nothing erased blindly (seed-notes "Contradictions"): a consolidation
+"""Contradictions, newest wins, nothing erased blindly: a consolidation
 phase that shows each new semantic fact, with the user's older facts nearest to it, to the
 ContradictionJudge; what the judge names gets `valid_to` and `superseded_by`, its score halved,
 a "superseded" history event, and leaves the prompt block and default search results. A fact is

@@ -1,5 +1,5 @@
 """FactCompressor: related old facts of one user become fewer facts (at 30 days) or one pattern (at
-90 days), seed 001's "自动压缩原则". The caller (lifecycle/compress.py) picks the group and archives
+90 days), the automatic compression over time. The caller (lifecycle/compress.py) picks the group and archives
 the sources only when this returns facts.
 
 Pure: the source facts in, the compressed texts out, or None. A compression is a rewrite, so it

@@ -1,4 +1,4 @@
-"""ContradictionJudge: does a new fact make older facts untrue now (seed-notes "Contradictions")?
+"""ContradictionJudge: does a new fact make older facts untrue now?
 Newest wins, nothing is erased: the caller marks what is superseded (lifecycle/supersede.py).
 
 Pure: the new fact and its nearest older facts in, the older facts' ids out. The model sees the

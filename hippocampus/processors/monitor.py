@@ -1,11 +1,11 @@
-"""KnowledgeMonitor (seed 003, 后台小祥): after a turn, one model call sees the turn and the
+"""KnowledgeMonitor: after a turn, one model call sees the turn and the
 memories retrieved for it (under short ids m1, m2, ...) and says what to add, and per memory
 UPDATE / BOOST / DELETE / SKIP and whether the answer actually used it (retrieved is not used).
 
 Pure: turns and records in, a checked `MonitorPlan` out; `observe.py` applies it. The checks are
 the processor's, not the model's: an id outside the shown set is refused, core and system memories
-are never updated or deleted, an "add" that repeats a shown memory becomes a boost of it (seed
-004's "no duplicate candidates"), and at most 50 memories are shown (seed 004's top-50 bound).
+are never updated or deleted, an "add" that repeats a shown memory becomes a boost of it (no
+duplicate candidates), and at most 50 memories are shown (a top-50 bound on the model's input).
 """
 
 from __future__ import annotations

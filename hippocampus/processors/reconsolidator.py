@@ -1,5 +1,5 @@
 """EpisodicReconsolidator: a recalled memory that the answer used is updated by what the
-conversation adds to or corrects in it (seed 002, Properties 8 and 9).
+conversation adds to or corrects in it.
 
 Pure: `reconsolidate` asks the model; `apply_reconsolidation` computes the new text and
 metadata. It keeps metadata.time, chatid and who as they were (the record's chat_id and

@@ -117,7 +117,7 @@ class SupersedeResult(BaseModel):
 
 
 class ReviewResult(BaseModel):
-    """MemoryReviewer (seed 003): a memory at a review threshold is promoted to core, kept, or
+    """MemoryReviewer: a memory at a review threshold is promoted to core, kept, or
     deleted; "search" asks for up to 3 searches first (their results come back in a second call)."""
 
     action: Literal["promote", "keep", "delete", "search"] = Field(description="promote, keep, delete, or search first")
@@ -156,7 +156,7 @@ class MonitorVerdict(BaseModel):
 
 
 class MonitorResult(BaseModel):
-    """KnowledgeMonitor (seed 003, 后台小祥): after a turn, in one call, what to add and what to do
+    """KnowledgeMonitor: after a turn, in one call, what to add and what to do
     with each memory shown for it (ADD / UPDATE / BOOST / DELETE / SKIP) and which were used."""
 
     add: list[MonitorAdd] = Field(default_factory=list, description="new memories worth keeping from this turn")

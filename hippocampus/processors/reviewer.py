@@ -1,4 +1,4 @@
-"""MemoryReviewer (seed 003): at a review threshold (score reaching 0.9, or falling to the archive
+"""MemoryReviewer: at a review threshold (score reaching 0.9, or falling to the archive
 line) one model call decides PROMOTE (to core), KEEP or DELETE; it may first ask for up to three
 searches, whose results come back in one more call. Pure: the memory, related texts and a search
 function in, a validated ReviewResult out; the decay step (lifecycle/decay.py) applies it.

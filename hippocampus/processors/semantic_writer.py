@@ -1,4 +1,4 @@
-"""SemanticWriter: distil stable facts about a person from one episode (seed 002, Property 13).
+"""SemanticWriter: distil stable facts about a person from one episode.
 
 Pure: the episode and the user's similar existing semantic memories in (the caller, the
 consolidation job, looks those up), a SemanticExtraction out. Facts already known,

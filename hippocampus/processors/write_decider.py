@@ -1,6 +1,6 @@
 """EpisodicWriteDecider: is this turn worth remembering as an episode?
 
-Seed 002: pure chitchat, greetings, objective knowledge questions and fragments are
+Pure chitchat, greetings, objective knowledge questions and fragments are
 not stored; an explicit "remember this" with personal information always is. The
 facade turns a positive decision into an episodic record with `episodic_metadata`.
 """
@@ -63,7 +63,7 @@ def decide_turn(get_llm: Callable[[], "ChatModel"], config: "MemoryConfig", chat
 def episodic_metadata(
     decision: WriteDecision, turn_ts: int, chat_id: str, who: str, extra: dict[str, Any]
 ) -> tuple[int, dict[str, Any]]:
-    """(event ts, seed 002's episodic metadata) for a positive decision.
+    """(event ts, episodic metadata: context, thing, time, chatid, who) for a positive decision.
 
     `chatid` and `who` come from the turn itself (the caller's values), never from the
     model, so a model cannot move a memory to another person; `time` is the event time

@@ -73,6 +73,8 @@ class Candidate:
     bm25_rank: int | None = None
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
+    hub: float = 0.0  # the hubness stage's correction of the similarity (retrieval/hubness.py)
+    vector: Any = None  # the memory's vector when the search returned it (the hubness stage reads it)
 
     @property
     def id(self) -> int:
@@ -86,8 +88,7 @@ def collect(dense: Sequence[dict[str, Any]], bm25: Sequence[dict[str, Any]], que
     for rank, row in enumerate(dense):
         row = dict(row)
         sim = float(row.pop("_distance"))
-        row.pop("vector", None)
-        out[int(row["id"])] = Candidate(row=row, similarity=sim, dense_rank=rank)
+        out[int(row["id"])] = Candidate(row=row, similarity=sim, dense_rank=rank, vector=row.pop("vector", None))
     q = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
     for rank, row in enumerate(bm25):
         row = dict(row)
@@ -100,7 +101,7 @@ def collect(dense: Sequence[dict[str, Any]], bm25: Sequence[dict[str, Any]], que
                 v = np.asarray(vec, dtype=np.float32)
                 norm = float(np.linalg.norm(v) * np.linalg.norm(q))
                 sim = float(v @ q / norm) if norm > 0 else 0.0
-            cand = out[int(row["id"])] = Candidate(row=row, similarity=sim)
+            cand = out[int(row["id"])] = Candidate(row=row, similarity=sim, vector=vec)
         cand.bm25 = max(score, 0.0)
         cand.bm25_rank = rank
     return list(out.values())
@@ -127,11 +128,11 @@ def fuse(
     elif method == "weighted":
         top = max((c.bm25 or 0.0 for c in candidates), default=0.0)
         for c in candidates:
-            sim = c.similarity if c.similarity is not None else 0.0
+            sim = c.similarity + c.hub if c.similarity is not None else 0.0
             lex = (c.bm25 or 0.0) / top if top > 0 else 0.0
             if script_aware and not lexical_allowed(qscripts, c.row.get("text", "")):
                 lex = 0.0
-            c.parts = {"similarity": sim, "bm25_norm": lex}
+            c.parts = {"similarity": c.similarity or 0.0, "bm25_norm": lex}  # the hubness correction: Candidate.hub
             c.score = sim + bm25_weight * lex
     else:  # pragma: no cover - guarded by the config's Literal
         raise ValueError(f"unknown fusion method {method!r}")

@@ -1,4 +1,4 @@
-"""The ranking stage after fusion: seed 001's similarity x time decay x importance, additively.
+"""The ranking stage after fusion: similarity, time decay and importance, added up.
 
     final = relevance
           + recency_weight    * 0.5 ** (age_days / half_life_days)
@@ -7,9 +7,9 @@
 
 `relevance` is the fused score (the cosine in dense mode). `age_days` counts from the later of the
 memory's event time (`ts`) and its last confirmed use (`metadata.last_used_at`, epoch seconds,
-if present) to `now`. `importance` is `metadata.importance` in [0, 1] (0.5 when absent). Seed 001
-multiplies a 30-day exponential decay by fixed weights 0.6/0.2/0.2; here each term has its own
-weight so that a deployment can switch them on one by one.
+if present) to `now`. `importance` is `metadata.importance` in [0, 1] (0.5 when absent). A common
+recipe weighs the cosine, a 30-day exponential decay and importance by fixed weights 0.6/0.2/0.2;
+here each term has its own weight so that a deployment can switch them on one by one.
 
 All weights default to 0 (the stage is then the identity): on LoCoMo, where questions ask about
 any point of a months-long conversation, a recency bonus lowered recall (docs/performance.md).

@@ -6,7 +6,7 @@ The facade decides what to do with the hits. Three guarantees hold in every mode
   rows match (an approximate index under a selective filter, BM25 finding no shared word), the
   retriever falls back to an exact scan (dense) or fills up with the scope's other memories (BM25);
 - BM25 scores are used only relatively (Milvus returns them negated), never thresholded;
-- with no working embedder (EmbeddingError), search degrades to BM25 and logs it (seed 000).
+- with no working embedder (EmbeddingError), search degrades to BM25 and logs it.
 On a server without full-text search (store/capabilities.py) hybrid and bm25 run dense, and with
 no working embedder either the scope's newest memories are returned.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from .context import ContextParams, apply_context, in_context, neighbours, windows
 from .fusion import Candidate, FusionMethod, collect, fuse
+from .hubness import PROBES, corrections, hub_scores
 from .ranking import RankParams, rank
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class RetrievalParams:
     bm25_weight: float = 0.1
     candidates: int = 20
     script_aware: bool = True
+    hubness_weight: float = 0.5
     rank: RankParams = RankParams()
     context: ContextParams = ContextParams()
 
@@ -60,6 +62,7 @@ class RetrievalParams:
             fusion=config.hybrid_fusion,
             bm25_weight=float(config.hybrid_bm25_weight),
             candidates=int(config.search_candidates),
+            hubness_weight=float(config.rank_hubness_weight),
             rank=RankParams.from_config(config),
             context=ContextParams.from_config(config),
         )
@@ -72,6 +75,7 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.params = params or RetrievalParams()
+        self._probes: np.ndarray | None = None
 
     def scope(self, user_id: str, memory_type: MemoryType | None = None, metadata: dict[str, Any] | None = None,
               include_superseded: bool = False) -> str:
@@ -110,8 +114,8 @@ class Retriever:
         now: int | None = None,
         include_superseded: bool = False,
     ) -> list[SearchHit]:
-        """Up to `limit` hits, best first. Pass `query_vector` to reuse one embedding across calls;
-        without it the query is embedded here (or BM25 serves if that fails)."""
+        """Up to `limit` hits, best first: the query walks STAGES once. Pass `query_vector` to reuse
+        one embedding across calls; without it the query is embedded here (or BM25 serves if that fails)."""
         if limit <= 0:
             return []
         mode = mode or self.params.mode
@@ -119,39 +123,36 @@ class Retriever:
             query_vector = self.encode_query(query, mode)
         # without full text (store/capabilities.py) hybrid and bm25 run dense; with no vector either, the newest serve
         mode = self.store.capabilities.serve(mode) if query_vector is not None else "bm25"
-        scope = self.scope(user_id, memory_type, metadata, include_superseded)
         part = self.store.partition_for(user_id)  # the user's bucket: scan only it (store/buckets.py)
         if part is None:
             return []  # no bucket yet: this user has no memories
         use_context = self.params.context.active and query_vector is not None and mode != "bm25"
-        reorder = mode == "hybrid" or self.params.rank.active or use_context
-        depth = max(limit, self.params.candidates) if reorder else limit
-        if mode == "bm25":
-            cands = self._bm25(query, scope, depth, part)
-        elif mode == "dense":
-            cands = collect(self._dense(query_vector, scope, depth, part), [])
-            for c in cands:
-                c.score = c.similarity or 0.0
-        elif self.params.fusion.startswith("milvus_"):
-            cands = self._milvus_hybrid(query, query_vector, scope, depth, part)
-        else:
-            dense = self._dense(query_vector, scope, depth, part)
-            lexical = self.store.search_bm25([query], scope, depth, fields=[*MEMORY_FIELDS, "vector"], partition=part)[0]
-            method: FusionMethod = "rrf" if self.params.fusion == "rrf" else "weighted"
-            cands = fuse(collect(dense, lexical, query_vector), query, method, self.params.bm25_weight, script_aware=self.params.script_aware)
-        if use_context:
-            cands = self._in_context(query, query_vector, cands, scope, part)
-        if not include_superseded:
-            cands = [c for c in cands if _current(c.row)]
-        cands = rank(cands, self.params.rank, now)
+        reorder = mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0
+        q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, metadata, include_superseded),
+                  part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
+                  include_superseded=include_superseded, now=now)
+        cands: list[Candidate] = []
+        for stage in STAGES:
+            cands = stage(self, q, cands)
         return [_hit(c) for c in cands[:limit]]
+
+    def probe_vectors(self) -> np.ndarray | None:
+        """The hubness stage's probe questions, embedded once (None when the embedder fails)."""
+        if self._probes is None:
+            try:
+                self._probes = np.asarray(self.embedder.encode(list(PROBES), role="query"), dtype=np.float32)
+            except EmbeddingError as exc:
+                log.warning("no hubness correction: the probe questions could not be embedded (%s)", exc)
+                return None
+        return self._probes
 
     # ------------------------------------------------------------------ per mode
     def _dense(self, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[dict[str, Any]]:
-        rows = self.store.search_dense([vector], scope, limit, partition=part)[0]
+        fields = [*MEMORY_FIELDS, "vector"] if self.params.hubness_weight > 0 else MEMORY_FIELDS  # the hubness stage reads them
+        rows = self.store.search_dense([vector], scope, limit, fields=fields, partition=part)[0]
         if len(rows) < limit and self.store.count(scope, partition=part) > len(rows):
             log.info("dense index returned %d of %d wanted while more match; using the exact scan", len(rows), limit)
-            rows = self.store.search_exact(vector, scope, limit, partition=part)
+            rows = self.store.search_exact(vector, scope, limit, fields=fields, partition=part)
         return rows
 
     def _bm25(self, query: str, scope: str, limit: int, part: str | None = None) -> list[Candidate]:
@@ -221,7 +222,7 @@ _NEIGHBOUR_ROWS = 16384
 
 def _hit(c: Candidate) -> SearchHit:
     record = MemoryRecord.from_row(c.row)
-    signals = {k: round(float(v), 6) for k, v in c.parts.items()}
+    signals = {k: round(float(v), 6) for k, v in {**c.parts, "hubness": c.hub}.items()}
     signals.update({k: float(v) for k, v in (("dense_rank", c.dense_rank), ("bm25_rank", c.bm25_rank), ("bm25", c.bm25))
                     if v is not None})
     return SearchHit(memory=record, score=float(c.score), similarity=c.similarity, signals=signals)
@@ -231,3 +232,89 @@ def _current(row: dict[str, Any]) -> bool:
     """Not superseded by a newer fact (the filter's twin, for servers without JSON `exists`)."""
     life = (row.get("metadata") or {}).get("life")
     return not (isinstance(life, dict) and life.get("superseded_by") is not None)
+
+
+# ---------------------------------------------------------------------- the stages
+@dataclass
+class Query:
+    """What every stage may read of one search."""
+
+    text: str
+    vector: Sequence[float] | None
+    mode: SearchMode
+    scope: str
+    part: str
+    depth: int  # candidates gathered: the limit, or more when a later stage reorders
+    use_context: bool
+    include_superseded: bool
+    now: int | None
+
+
+def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
+    """Candidates by mode: dense, BM25 (filled with the scope's newest when few share a word), both,
+    or Milvus's own hybrid ranking (already scored)."""
+    if q.mode == "bm25":
+        return r._bm25(q.text, q.scope, q.depth, q.part)
+    if q.mode == "dense":
+        return collect(r._dense(q.vector, q.scope, q.depth, q.part), [])
+    if r.params.fusion.startswith("milvus_"):
+        return r._milvus_hybrid(q.text, q.vector, q.scope, q.depth, q.part)
+    dense = r._dense(q.vector, q.scope, q.depth, q.part)
+    lexical = r.store.search_bm25([q.text], q.scope, q.depth, fields=[*MEMORY_FIELDS, "vector"], partition=q.part)[0]
+    return collect(dense, lexical, q.vector)
+
+
+def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Lower the similarity of memories close to every query (retrieval/hubness.py); the dense
+    ranks follow the corrected similarity. Not for BM25 alone nor Milvus's own hybrid ranking."""
+    weight = r.params.hubness_weight
+    scored = [c for c in cands if c.similarity is not None]
+    if weight <= 0 or len(scored) < 2 or q.mode == "bm25" or (q.mode == "hybrid" and r.params.fusion.startswith("milvus_")):
+        return cands
+    probes = r.probe_vectors()
+    if probes is None:
+        return cands
+    missing = [c.id for c in scored if c.vector is None]
+    found = r.store.vectors(missing) if missing else {}  # every search path returns them; a safety net
+    scored = [c for c in scored if c.vector is not None or c.id in found]
+    hubs = hub_scores(np.asarray([c.vector if c.vector is not None else found[c.id] for c in scored], dtype=np.float32), probes)
+    for c, gain in zip(scored, corrections(hubs, weight)):
+        c.hub = gain
+    for rank_, c in enumerate(sorted(scored, key=lambda c: (-(c.similarity or 0.0) - c.hub, c.dense_rank or 0))):
+        c.dense_rank = rank_
+    return cands
+
+
+def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """One score per candidate: BM25's, the (corrected) similarity, or the weighted / RRF fusion of both."""
+    if q.mode == "bm25":
+        for c in cands:
+            c.score = c.bm25 or 0.0
+        return cands
+    if q.mode == "dense":
+        for c in cands:
+            c.score = (c.similarity or 0.0) + c.hub
+        return sorted(cands, key=lambda c: (-c.score, c.dense_rank if c.dense_rank is not None else 0))
+    if r.params.fusion.startswith("milvus_"):
+        return cands
+    method: FusionMethod = "rrf" if r.params.fusion == "rrf" else "weighted"
+    return fuse(cands, q.text, method, r.params.bm25_weight, script_aware=r.params.script_aware)
+
+
+def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """The best match's chat, a named who, and (opt-in) chat neighbours (retrieval/context.py)."""
+    return r._in_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
+
+
+def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Facts a newer one superseded leave, unless asked for (the filter's twin for servers without JSON exists)."""
+    return cands if q.include_superseded else [c for c in cands if _current(c.row)]
+
+
+def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Recency, use and importance bonuses (retrieval/ranking.py; off by default)."""
+    return rank(cands, r.params.rank, q.now)
+
+
+Stage = Callable[[Retriever, Query, list[Candidate]], list[Candidate]]
+STAGES: tuple[Stage, ...] = (gather, hubness, fusion, context, current, ranking)  # the order a query walks, once

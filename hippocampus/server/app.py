@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
+from ..defaults import DEFAULT_HOST, DEFAULT_PORT
 from ..errors import ConfigError, HippocampusError, NotFound, http_status
 from ..memory import Memory
 from ..wire import error_body
@@ -31,8 +32,6 @@ from .metrics import CountingLLM, ServiceMetrics, timer
 from .rest import router
 
 log = logging.getLogger("hippocampus.server")
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 
 
 def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional[str] = None,

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 KEEP_RUNS = 20
 PENDING_INTERVAL_S = 10.0  # how often the worker looks for turns left pending (deferred or a failed LLM)
 PENDING_BATCH = 50
-DECAY_STALE_S = 24 * 3600  # seed 003: at start, decay when the last pass is older than a day
+DECAY_STALE_S = 24 * 3600  # at start, decay when the last pass is older than a day
 DECAY_JOB = "hippocampus-decay"
 
 

@@ -169,7 +169,7 @@ def test_a_name_or_standing_preference_scoring_ninety_is_promoted_to_core_an_eve
 
 def test_the_readme_prompt_block_is_what_context_prints(memory: Memory):
     """README "How memories age" shows this block; it is built here the way a user would."""
-    from datetime import datetime, timezone
+    from datetime import datetime
     from pathlib import Path
 
     def at(day: str) -> int:

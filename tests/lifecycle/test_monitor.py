@@ -6,26 +6,16 @@ model scripted through the ChatModel interface, or the offline rules."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
-from hippocampus import InvalidInput, Memory
+from hippocampus import InvalidInput
 from hippocampus.models import Category, HistoryAction
 from hippocampus.processors.monitor import MAX_SHOWN, repeats
 from tests.consolidation_helpers import ScriptedChat
 
 TURN = [{"role": "user", "content": "I just started a pottery class on Thursdays, and please remember I'm vegetarian"},
         {"role": "assistant", "content": "Nice! Pottery on Thursdays, and vegetarian noted."}]
-
-
-@pytest.fixture
-def modelled(shared_db, embedder):
-    chat = ScriptedChat()
-    m = Memory(milvus_uri=str(shared_db), collection_name=f"km_{uuid.uuid4().hex[:10]}", embedder=embedder, llm=chat,
-               llm_provider="openai", llm_base_url="http://127.0.0.1:9/v1")
-    yield m, chat
-    m.close()
 
 
 def _script(chat: ScriptedChat, answer: dict | str | Exception) -> None:

@@ -5,23 +5,8 @@ a failed model leaves the rules of decay in charge. The model is scripted; the s
 from __future__ import annotations
 
 import json
-import uuid
 
-import pytest
-
-from hippocampus import Memory
 from hippocampus.models import Category, HistoryAction, State
-from tests.consolidation_helpers import ScriptedChat
-
-
-@pytest.fixture
-def modelled(shared_db, embedder):
-    """A Memory whose LLM is a scripted model configured like a real endpoint."""
-    chat = ScriptedChat()
-    m = Memory(milvus_uri=str(shared_db), collection_name=f"rv_{uuid.uuid4().hex[:10]}", embedder=embedder, llm=chat,
-               llm_provider="openai", llm_base_url="http://127.0.0.1:9/v1")
-    yield m, chat
-    m.close()
 
 
 def test_the_model_promotes_at_point_nine_after_asking_for_a_search(modelled):

@@ -35,7 +35,7 @@ _CORE_WORTHY = re.compile(
 
 
 def core_worthy(text: str, category: Category) -> bool:
-    """The degraded MemoryReviewer's PROMOTE (seed 003, without a model): names and birthdays the
+    """The degraded MemoryReviewer's PROMOTE (without a model): names and birthdays the
     user stated, and standing preferences. Never a delete: below the archive line a memory is
     archived, never judged."""
     return category is Category.PREFERENCE or bool(_CORE_WORTHY.search(text))

@@ -1,0 +1,9 @@
+"""Names and defaults the command line needs before anything heavy is imported (the CLI's start-up
+reads them to build its options; the modules that use them import them from here)."""
+
+ENV_SERVER = "HIPPOCAMPUS_SERVER"  # the service a Client (and the CLI's --server) talks to
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+DEFAULT_CRON = "0 3 * * *"  # consolidation: 03:00 every day
+DEFAULT_GRACE_S = 3600  # a missed scheduled run may still start this late
