@@ -118,10 +118,10 @@ class _Verbs:
 
     def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
                filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None,
-               include_superseded: bool = False) -> Call[SearchResult]:
+               include_superseded: bool = False, memory_types: Optional[Sequence[Any]] = None) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
         body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
-                    include_superseded=include_superseded)
+                    include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None)
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:

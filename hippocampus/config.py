@@ -138,6 +138,7 @@ class MemoryConfig(BaseSettings):
     # --- retrieval ---
     k_semantic: int = Field(default=5, ge=0, le=1000)
     k_episodic: int = Field(default=5, ge=0, le=1000)
+    k_procedural: int = Field(default=3, ge=0, le=1000)  # only when a search asks for procedural memories
     search_mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
     # hybrid fusion (retrieval/fusion.py): cosine + bm25_weight * normalised BM25, or RRF; milvus_*
     # use Milvus' own hybrid_search rankers. Defaults chosen on LoCoMo (docs/performance.md).

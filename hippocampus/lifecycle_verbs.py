@@ -71,6 +71,8 @@ class LifecycleVerbs:
         "hit") and its score is reinforced, s + (1 - s) * 0.2, when the use counts (once per 2 hours,
         at most 3 times a day: lifecycle/policy.py); with `context` (the current conversation) each
         episodic one also goes to the Reconsolidator (one LLM call each; history "reconsolidated"; an LLM failure leaves it as it was).
+        The offline rules only append the user's clauses that share a word with the memory and add one,
+        as "(update: ...)"; they never correct or rewrite it.
 
         Raises InvalidInput for a bad id, user_id or context; NotFound, before anything changes,
         when an id is unknown or another user's; EmbeddingError / StoreError on failure."""

@@ -212,35 +212,34 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
         filters: dict[str, Any] | None = None,
         mode: str | None = None,
         include_superseded: bool = False,
+        memory_types: Sequence[MemoryType | str] | None = None,
     ) -> SearchResult:
-        """Up to k_episodic episodic and k_semantic semantic memories, each list best first.
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
+        procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
 
-        `limit` caps both lists at once; `memory_type` restricts to one kind;
+        `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
         `filters` matches metadata keys exactly; `mode` (hybrid, dense, bm25) overrides
         config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
         a newer one superseded are left out unless `include_superseded`.
 
-        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, limit
-        outside 0..1000, filters that are not a JSON object); StoreError on failure. An embedder
+        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
+        memory_type and memory_types, limit outside 0..1000, filters that are not a JSON object);
+        StoreError on failure. An embedder
         failure is not raised: BM25 answers instead.
         """
         query = V.check_text(query, "query")
         user_id = V.check_id("user_id", user_id)
-        mtype = V.check_memory_type(memory_type)
+        kinds = V.check_memory_types(memory_type, memory_types)
         limit = V.check_limit(limit) if limit is not None else None
         metadata = V.check_metadata(filters)
-        k_epi = self.config.k_episodic if limit is None else limit
-        k_sem = self.config.k_semantic if limit is None else limit
         mode = check_search_mode(mode) if mode is not None else self.config.search_mode
         vector = self.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
         mode = mode if vector is not None else "bm25"
         result = SearchResult()
-        if mtype in (None, MemoryType.EPISODIC):
-            result.episodic = self.retriever.search(query, user_id, k_epi, MemoryType.EPISODIC, metadata, vector, mode,
-                                                    include_superseded=bool(include_superseded))
-        if mtype in (None, MemoryType.SEMANTIC):
-            result.semantic = self.retriever.search(query, user_id, k_sem, MemoryType.SEMANTIC, metadata, vector, mode,
-                                                    include_superseded=bool(include_superseded))
+        for kind in kinds:
+            k = getattr(self.config, f"k_{kind.value}") if limit is None else limit
+            setattr(result, kind.value, self.retriever.search(query, user_id, k, kind, metadata, vector, mode,
+                                                              include_superseded=bool(include_superseded)))
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:

@@ -16,6 +16,7 @@ TEXT_MAX_BYTES = 65535  # the longest memory text, in UTF-8 bytes: Milvus's VARC
 class MemoryType(str, Enum):
     EPISODIC = "episodic"
     SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"  # a tool-call sequence that worked (task, steps, outcome): recalled only when asked for
 
 
 class HistoryAction(str, Enum):
@@ -191,32 +192,34 @@ class SearchHit(BaseModel):
 
 
 class SearchResult(BaseModel):
-    """Episodic and semantic hits, each list ranked best first."""
+    """Episodic, semantic and (when asked for) procedural hits, each list ranked best first."""
 
     episodic: list[SearchHit] = Field(default_factory=list)
     semantic: list[SearchHit] = Field(default_factory=list)
+    procedural: list[SearchHit] = Field(default_factory=list)
 
     @property
     def all(self) -> list[SearchHit]:
-        """Both lists in one, each keeping its own order. Where the two meet, the cosine decides:
-        episodic scores carry context bonuses that semantic scores cannot have, so scores are
-        comparable only within a kind (by score where no cosine exists, as in BM25-only search)."""
+        """Every list in one, each keeping its own order. Where they meet, the cosine (with the
+        hubness stage's correction) decides: episodic scores carry context bonuses that other kinds
+        cannot have, so scores are comparable only within a kind (by score where no cosine exists,
+        as in BM25-only search)."""
         def key(h: SearchHit) -> float:
-            return h.similarity if h.similarity is not None else h.score
+            return h.similarity + h.signals.get("hubness", 0.0) if h.similarity is not None else h.score
 
-        out, e, s = [], 0, 0
-        while e < len(self.episodic) or s < len(self.semantic):
-            take_e = s >= len(self.semantic) or (e < len(self.episodic) and key(self.episodic[e]) >= key(self.semantic[s]))
-            if take_e:
-                out.append(self.episodic[e])
-                e += 1
-            else:
-                out.append(self.semantic[s])
-                s += 1
-        return out
+        lists = [self.episodic, self.semantic, self.procedural]
+        heads = [0, 0, 0]
+        out: list[SearchHit] = []
+        while True:
+            ready = [i for i in range(3) if heads[i] < len(lists[i])]
+            if not ready:
+                return out
+            best = max(ready, key=lambda i: (key(lists[i][heads[i]]), -i))  # a tie goes to the earlier kind
+            out.append(lists[best][heads[best]])
+            heads[best] += 1
 
     def __len__(self) -> int:
-        return len(self.episodic) + len(self.semantic)
+        return len(self.episodic) + len(self.semantic) + len(self.procedural)
 
 
 class HistoryEvent(BaseModel):

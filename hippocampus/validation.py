@@ -80,7 +80,22 @@ def check_memory_type(value: Any) -> MemoryType | None:
     try:
         return MemoryType(value)
     except ValueError:
-        raise InvalidInput(f"unknown memory_type {value!r}; use 'episodic' or 'semantic'") from None
+        raise InvalidInput(f"unknown memory_type {value!r}; use 'episodic', 'semantic' or 'procedural'") from None
+
+
+DEFAULT_SEARCH_KINDS = (MemoryType.EPISODIC, MemoryType.SEMANTIC)  # procedural memories come only when asked for
+
+
+def check_memory_types(memory_type: Any, memory_types: Any) -> tuple[MemoryType, ...]:
+    """The kinds a search covers: one (`memory_type`), several (`memory_types`), or episodic and semantic."""
+    if memory_types is None:
+        one = check_memory_type(memory_type)
+        return (one,) if one is not None else DEFAULT_SEARCH_KINDS
+    if memory_type is not None:
+        raise InvalidInput("give memory_type or memory_types, not both")
+    if isinstance(memory_types, (str, bytes)) or not isinstance(memory_types, (list, tuple)) or not memory_types:
+        raise InvalidInput("memory_types must be a non-empty list such as ['episodic', 'procedural']")
+    return tuple(dict.fromkeys(check_memory_type(t) for t in memory_types))  # type: ignore[misc]
 
 
 # Metadata keys the library writes and reads back itself; a caller may not set them on add,
@@ -106,6 +121,7 @@ OWNED_KEYS: dict[str, str] = {
     "compressed_into": "the facts this one was compressed into (it is archived)",
     "compression": "facts or pattern: what a compression made this fact",
     "formed_at": "when a compressed fact's newest source formed, for its age",
+    "compression_failed_at": "when compressing this fact last failed (it waits a week before the next try)",
 }
 BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)

@@ -52,6 +52,7 @@ class SearchRequest(_Body):
     filters: Optional[dict[str, Any]] = None
     mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
     include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
+    memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
 
 
 class UpdateRequest(_Body):

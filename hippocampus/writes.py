@@ -33,10 +33,13 @@ def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, te
 
 
 def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """A turn stored as it is (infer=False): an episode's context/thing/time/chatid/who, or a fact's
-    fact/source_chatid/first_seen, with the caller's metadata on top."""
+    """A turn stored as it is (infer=False): an episode's context/thing/time/chatid/who, a fact's
+    fact/source_chatid/first_seen, or a procedure's procedure/source_chatid/first_seen, with the
+    caller's metadata on top."""
     if mtype is MemoryType.EPISODIC:
         meta = {"context": "", "thing": text, "time": ts_to_iso(ts), "chatid": chat_id, "who": who, **extra}
+    elif mtype is MemoryType.PROCEDURAL:
+        meta = {"procedure": text, "source_chatid": chat_id, "first_seen": ts_to_iso(ts), **extra}
     else:
         meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(ts), **extra}
     return new_row(user_id, mtype, ts, chat_id, who, text, meta)

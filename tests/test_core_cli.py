@@ -97,7 +97,7 @@ def test_reset_asks_unless_yes(fresh_path: str):
     [
         (["add", "   ", "-u", "alice"], 2, "InvalidInput"),
         (["add", "text", "-u", " "], 2, "InvalidInput"),
-        (["search", "q", "-u", "alice", "--type", "procedural"], 2, "InvalidInput"),
+        (["search", "q", "-u", "alice", "--type", "skills"], 2, "InvalidInput"),
         (["search", "q", "-u", "alice", "--limit", "100000"], 2, "InvalidInput"),
         (["add", "text", "-u", "alice", "-m", "novalue"], 2, "InvalidInput"),
         (["get", "123456", "-u", "alice"], 1, "NotFound"),

@@ -158,6 +158,7 @@ def add(
     who: Optional[str] = typer.Option(None, "--who", help="who said or did it (default: the user)"),
     meta: Optional[List[str]] = typer.Option(None, "--meta", "-m", help="extra metadata key=value (repeatable)"),
     semantic: bool = typer.Option(False, "--semantic", help="store as a semantic fact instead of an episode"),
+    procedural: bool = typer.Option(False, "--procedural", help="store as a procedure (a tool-call sequence that worked)"),
     infer: bool = typer.Option(False, "--infer", help="let the write decider (LLM or offline rules) decide what to keep"),
     ts: Optional[int] = typer.Option(None, "--ts", help="when it happened, epoch seconds (default: now)"),
     as_json: bool = JsonOpt,
@@ -166,7 +167,7 @@ def add(
     with open_memory() as memory:
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
-            memory_type="semantic" if semantic else "episodic",
+            memory_type="procedural" if procedural else "semantic" if semantic else "episodic",
         )
     shown = f"stored as {', '.join(map(str, result.ids))}" if result.stored else f"not stored: {result.reason}"
     emit(as_json, result.model_dump(mode="json"), message=shown)
@@ -178,7 +179,7 @@ def search(
     user: str = UserOpt,
     limit: Optional[int] = typer.Option(None, "--limit", "-k", help="how many memories to show, both kinds ranked together "
                                         "(default: k_episodic + k_semantic; with --json: at most this many of each kind)"),
-    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic or semantic (default: both)"),
+    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural (default: episodic and semantic)"),
     mode: Optional[str] = typer.Option(None, "--mode", help="hybrid, dense or bm25 (default: settings)"),
     where: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="metadata key=value that must match (repeatable)"),
     as_json: bool = JsonOpt,
@@ -205,7 +206,7 @@ def get(
 @app.command("list")
 def list_(
     user: str = UserOpt,
-    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic or semantic (default: both)"),
+    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural (default: episodic and semantic)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Every memory of a user, oldest event first (paged through the store, never capped)."""

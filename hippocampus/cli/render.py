@@ -44,7 +44,10 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
 
 
 def result_json(result: SearchResult) -> dict[str, Any]:
-    return {"episodic": [hit_json(h) for h in result.episodic], "semantic": [hit_json(h) for h in result.semantic]}
+    out = {"episodic": [hit_json(h) for h in result.episodic], "semantic": [hit_json(h) for h in result.semantic]}
+    if result.procedural:
+        out["procedural"] = [hit_json(h) for h in result.procedural]
+    return out
 
 
 def records_table(records: Iterable[MemoryRecord], title: str | None = None) -> Table:

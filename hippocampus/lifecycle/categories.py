@@ -36,6 +36,8 @@ def guess_category(text: str, memory_type: MemoryType) -> Category:
                               (_DECISION, Category.DECISION), (_WORKFLOW, Category.WORKFLOW)):
         if pattern.search(text):
             return category
+    if memory_type is MemoryType.PROCEDURAL:
+        return Category.SKILL_USAGE  # a tool-call sequence that worked
     return Category.FACT if memory_type is MemoryType.SEMANTIC else Category.EXPERIENCE
 
 

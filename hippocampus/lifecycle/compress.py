@@ -6,7 +6,8 @@ old semantic facts are grouped by topic (greedy clusters of cosine neighbours), 
 or more goes to the FactCompressor, and its answer is written as new semantic facts that name their
 sources (`compressed_from`); the sources are archived, never deleted (`compressed_into`, a
 "compressed" history event each): still searchable, out of the prompt block. A failed model or an
-answer that loses a fact leaves the group as it is and counts an error.
+answer that loses a fact leaves the group as it is, counts an error, and its facts wait a week
+(`retry_after_days`) before a model is asked about them again.
 
 Age is the time since the memory formed: the later of its event time and when it was written (a
 fact distilled today from a year-old episode is new), and a compression's output keeps the age of
@@ -36,6 +37,7 @@ from .policy import DAY, PERMANENT
 log = logging.getLogger(__name__)
 FACTS, PATTERN = "facts", "pattern"  # metadata["compression"]: what a memory is the output of
 COMPRESSION, FROM, INTO, FORMED = "compression", "compressed_from", "compressed_into", "formed_at"
+FAILED = "compression_failed_at"  # a failed attempt: the fact waits retry_after_days before the next one
 
 
 class CompressPolicy(BaseModel):
@@ -51,6 +53,7 @@ class CompressPolicy(BaseModel):
     pattern_age_days: float = 90.0  # every member older: the group becomes one pattern
     max_facts: int = 3
     keep_if_used: int = 5
+    retry_after_days: float = 7.0  # after a failed model call or a lossy answer: no model call for a week
     similarity: float = 0.80
     similarity_cjk: float = 0.80  # for a pair where either fact is Chinese
 
@@ -89,6 +92,9 @@ def level(record: MemoryRecord, now: int, policy: CompressPolicy = COMPRESS) -> 
             or life.category in PERMANENT or life.activation_count >= policy.keep_if_used):
         return None
     done = record.metadata.get(COMPRESSION)
+    failed = record.metadata.get(FAILED)
+    if isinstance(failed, (int, float)) and now - failed < policy.retry_after_days * DAY:
+        return None
     age = (now - formed_at(record)) / DAY
     if done == PATTERN:
         return None
@@ -178,6 +184,7 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
     stats.llm_calls += proc.calls
     if not texts:
         stats.errors += 1
+        _failed(store, lock, [m.id for m in members], now)
         return
     rows = _new_rows(members, texts, kind, now)
     for row, vec in zip(rows, embedder.encode(texts, role="passage")):
@@ -198,6 +205,14 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
     stats.groups += 1
     stats.compressed += len(members)
     stats.created += len(new_ids)
+
+
+def _failed(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int) -> None:
+    """Mark a group's facts so that a model that keeps failing on them costs no call every night."""
+    with lock:
+        rows = store.query(F.in_("id", ids), [*MEMORY_FIELDS, "vector"], limit=len(ids))
+        store.upsert([{**{k: v for k, v in r.items() if k != "sparse"}, "metadata": {**(r.get("metadata") or {}), FAILED: now}}
+                      for r in rows])
 
 
 def _new_rows(members: list[MemoryRecord], texts: list[str], kind: str, now: int) -> list[dict[str, Any]]:

@@ -170,3 +170,31 @@ class CompressionResult(BaseModel):
 
     facts: list[str] = Field(description="the compressed facts, each one short self-contained sentence")
     reason: str = Field(default="", description="one short sentence")
+
+
+class RecallPlan(BaseModel):
+    """RecallPlanner: can the agent answer from the conversation and what was recalled so far, and
+    if not, what it still needs to recall (one short search query)."""
+
+    can_answer: bool = Field(default=False, description="true when the conversation and the recalled memories are enough")
+    need: str = Field(default="", description="when not: what to recall, as one short search query; else empty")
+    reason: str = Field(default="", description="one short sentence")
+
+
+class SessionUpdate(BaseModel):
+    """A shown memory (by its short id) that the session corrected or completed."""
+
+    id: str = Field(description="the short id of a shown memory, e.g. m1")
+    text: str = Field(default="", description="the whole corrected memory text")
+    reason: str = Field(default="", description="one short sentence")
+
+    _id = field_validator("id", mode="before")(lambda cls, v: str(v).strip().strip("[]").lower() if v is not None else "")
+
+
+class SessionExtraction(BaseModel):
+    """SessionExtractor: at the end of a session (or when its buffer fills), in one call, the new
+    memories it holds and the corrections to the memories shown (by short id); nothing else."""
+
+    new: list[MonitorAdd] = Field(default_factory=list, description="new memories worth keeping from this session")
+    updates: list[SessionUpdate] = Field(default_factory=list, description="corrections of shown memories, by short id")
+    reason: str = Field(default="", description="one short sentence")

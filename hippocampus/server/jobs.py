@@ -90,7 +90,9 @@ class Consolidations:
             finally:
                 state.update(phase="finished", finished=True)
 
-        threading.Thread(target=work, name=f"consolidate-{run_id}", daemon=True).start()
+        thread = threading.Thread(target=work, name=f"consolidate-{run_id}", daemon=True)
+        thread.start()
+        self._starters = [t for t in self._starters if t.is_alive()] + [thread]  # shutdown waits for it
         return run_id
 
     def tracked(self, run_id: str) -> Optional[dict[str, Any]]:
@@ -201,7 +203,7 @@ class Consolidations:
                 self._lock.release()
 
     def shutdown(self) -> None:
-        """Stop the schedule and the worker; a run or a batch in progress finishes first."""
+        """Stop the schedule and the worker; a run (a UI's too) or a batch in progress finishes first."""
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=True)
             self._scheduler = None

@@ -1,7 +1,7 @@
 """MCP: the memory verbs as Model Context Protocol tools, for agents that speak MCP.
 
-Seven tools (add_memory, search_memory, list_memories, get_memory, update_memory, delete_memory,
-memory_history), each a thin call into anything with Memory's verbs: an embedded `Memory`, or a
+Nine tools (add_memory, search_memory, list_memories, get_memory, update_memory, delete_memory,
+memory_history, memory_context, observe_turn), each a thin call into anything with Memory's verbs: an embedded `Memory`, or a
 `hippocampus.Client` talking to a running service. Built on the official SDK (mcp 2.x, `MCPServer`).
 
 - Streamable HTTP: `hippocampus serve` answers at **http://HOST:PORT/mcp** (exactly that path, no
@@ -40,7 +40,7 @@ from .deps import presented_key
 
 log = logging.getLogger("hippocampus.mcp")
 MCP_PATH = "/mcp"
-MemoryKind = Optional[Literal["episodic", "semantic"]]
+MemoryKind = Optional[Literal["episodic", "semantic", "procedural"]]
 UserId = Annotated[str, Field(description="whose memories: the user this conversation is with")]
 MemoryId = Annotated[int, Field(description="a memory id, from search_memory, list_memories or add_memory")]
 INSTRUCTIONS = (
@@ -131,12 +131,13 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
     @tool()
     async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: Optional[str] = None,
                          metadata: Optional[dict[str, Any]] = None, infer: bool = False,
-                         memory_type: Literal["episodic", "semantic"] = "episodic",
+                         memory_type: Literal["episodic", "semantic", "procedural"] = "episodic",
                          ts: Optional[int | str] = None) -> dict[str, Any]:
         """Remember something about user_id. Call it after a turn worth keeping; give the exchange
         ("assistant: Do you travel alone? user: With my sister"), not a bare reply. infer=true lets
         the write decider choose what (and whether) to keep; memory_type="semantic" stores a stable
-        fact. ts: when it happened (epoch seconds or ISO 8601; default now).
+        fact, "procedural" a tool-call sequence that worked (task, steps, outcome), recalled only when
+        search_memory asks for memory_type="procedural". ts: when it happened (epoch seconds or ISO 8601; default now).
         Returns {ids, stored, reason, pending_decision}."""
         result = await run(ctx, user_id, _user(user_id), verbs.add, text, user_id=user_id, chat_id=chat_id, who=who,
                            metadata=metadata, infer=infer, ts=ts, memory_type=memory_type)

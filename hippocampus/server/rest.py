@@ -12,7 +12,7 @@ from typing import Any, Optional
 from fastapi import APIRouter, Depends, Query, Request
 
 from ..memory import Memory
-from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, ObserveResult,
+from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                       SearchResult, UndoResult)
 from ..wire import (
     API_PREFIX,
@@ -74,7 +74,8 @@ def add_many(body: AddManyRequest, tenant: Tenant = Depends(authenticate), memor
 def search(body: SearchRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> SearchResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
-                         filters=body.filters, mode=body.mode, include_superseded=body.include_superseded)
+                         filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
+                         memory_types=body.memory_types)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
@@ -190,7 +191,7 @@ def stats(request: Request, user_id: Optional[str] = None, tenant: Tenant = Depe
         out = memory.stats(scope[0])
     else:  # a tenant key without user_id: the sum over its own users
         parts = [memory.stats(u) for u in scope]
-        out = {**parts[0], **{k: sum(p[k] for p in parts) for k in ("total", "episodic", "semantic")}}
+        out = {**parts[0], **{k: sum(p[k] for p in parts) for k in ("total", *(t.value for t in MemoryType))}}
     if tenant.is_operator:
         out["service"] = request.app.state.service_stats()
     return out

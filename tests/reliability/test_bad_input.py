@@ -73,7 +73,7 @@ CALLS: dict[str, Callable[[Memory, int], Any]] = {
     "add-ts-bool": lambda m, i: m.add("x", user_id=U, ts=True),
     "add-ts-huge": lambda m, i: m.add("x", user_id=U, ts=10**15),
     # memory_type
-    "add-unknown-type": lambda m, i: m.add("x", user_id=U, memory_type="procedural"),
+    "add-unknown-type": lambda m, i: m.add("x", user_id=U, memory_type="skills"),
     "add-type-wrong-case": lambda m, i: m.add("x", user_id=U, memory_type="EPISODIC"),
     "search-unknown-type": lambda m, i: m.search("x", user_id=U, memory_type="working"),
     "get-all-unknown-type": lambda m, i: m.get_all(U, memory_type=3),

@@ -1,0 +1,246 @@
+"""Session memory for an agent: working memory holds the last `max_messages` messages, and what the
+session tells about the user is extracted into long-term memory at the session's end, when the
+buffer fills, or on an explicit save; not after every turn.
+
+One extraction is one SessionExtractor call: the messages not yet extracted (the most recent ~8,000
+characters of them) and at most 50 of the user's active memories scoring 0.2 or more (shown as
+m1..m50, the ones a search for the session's words finds first) in; new memories and corrections of
+shown memories out, checked (processors/session_extractor.py). It is applied through the facade:
+`add` for each new memory (then `curate` for its category and importance), `update` for each
+correction. Every memory it writes carries the session's id and a hash of its text in metadata
+(`source_session`, `source_hash`); a memory whose marker is stored already is never written again,
+so ending a session twice, or again after a crash half-way, never duplicates a memory.
+
+Memory never breaks a turn: a failed model or store is a warning in the report (logged) and the
+messages, or the rest of a half-applied extraction, are kept for the next save or end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+import uuid
+from collections import deque
+from typing import Any, Sequence
+
+from pydantic import BaseModel, Field
+
+from .. import validation as V
+from ..errors import InvalidInput, NotFound
+from ..lifecycle.policy import LEVELS, PERMANENT
+from ..lifecycle.prompt_block import injectable
+from ..llm import ChatModel
+from ..models import MemoryRecord, now_ts, ts_to_iso
+from ..processors.session_extractor import MAX_SHOWN, SessionExtractor, SessionPlan
+from ._common import describe, log, prompts_dir, resolve_model, score
+
+SESSION_KEY = "source_session"  # metadata: the session that wrote the memory
+HASH_KEY = "source_hash"  # metadata: a hash of the text it wrote, the idempotency marker with the session id
+MIN_SCORE = 0.2  # memories scoring less are not shown to the extractor
+MAX_QUERY_CHARS = 1000
+MODEL_MODE = "model: one SessionExtractor call per extraction"
+OFFLINE_MODE = "offline: the write rules on each user message; no updates"
+
+
+def content_hash(text: str) -> str:
+    """The idempotency marker of a memory's text: equal for the same words, whatever the spacing or case."""
+    norm = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
+
+
+class SessionReport(BaseModel):
+    """What one extraction (a full buffer, `save` or `end`) did."""
+
+    session_id: str
+    trigger: str  # "buffer full", "save" or "end"
+    mode: str = MODEL_MODE
+    messages: int = 0  # messages extracted
+    left_out: int = 0  # older messages of a long session the model did not see
+    added: list[int] = Field(default_factory=list)
+    updated: list[int] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)  # what the checks refused: ids not shown, core updates, repeats
+    skipped_as_duplicate: list[str] = Field(default_factory=list)  # written already by this session (an earlier try)
+    llm_calls: int = 0
+    pending: bool = False  # something failed: kept for the next save or end
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Session:
+    """One conversation of `user_id` in `chat_id`, through `memory` (a Memory, or a Client with `llm`).
+
+    >>> with Session(memory, "alice", "c1") as session:
+    ...     session.add_message("user", "I moved to Lyon last month")
+    ...     session.add_message("assistant", "How do you like it?")
+    """
+
+    def __init__(self, memory: Any, user_id: str, chat_id: str = "default", max_messages: int = 30,
+                 session_id: str | None = None, *, llm: ChatModel | None = None):
+        """Raises InvalidInput for a bad user_id, chat_id, session_id or max_messages (2 .. 1000)."""
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or not 2 <= max_messages <= 1000:
+            raise InvalidInput(f"max_messages must be a whole number from 2 to 1000, got {max_messages!r}")
+        self.memory = memory
+        self.user_id = V.check_id("user_id", user_id)
+        self.chat_id = V.check_id("chat_id", chat_id)
+        self.session_id = V.check_id("session_id", session_id) if session_id is not None else uuid.uuid4().hex
+        self.max_messages = max_messages
+        self.closed = False
+        self.reports: list[SessionReport] = []
+        self._llm = llm
+        self._window: deque[dict[str, str]] = deque(maxlen=max_messages)
+        self._pending: list[dict[str, str]] = []  # not extracted yet
+        self._plan: SessionPlan | None = None  # an extraction whose writes stopped half-way
+        self._plan_covers = 0  # how many of _pending that plan came from
+        self._due = max_messages  # extract when this many messages are pending
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The working memory: the last `max_messages` messages, oldest first."""
+        return list(self._window)
+
+    def add_message(self, role: str, content: str) -> SessionReport | None:
+        """Buffer one message; when `max_messages` are waiting, extract them and keep working (the
+        report of that extraction comes back; None otherwise). A blank message is ignored.
+
+        Raises InvalidInput for a role or content that is not a string, or after `end`."""
+        if self.closed:
+            raise InvalidInput(f"session {self.session_id} has ended; start a new Session")
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise InvalidInput("role and content must be strings")
+        if not content.strip():
+            return None
+        message = {"role": role, "content": content}
+        self._window.append(message)
+        self._pending.append(message)
+        if len(self._pending) >= self._due:
+            return self._extract("buffer full")
+        return None
+
+    def save(self) -> SessionReport:
+        """Extract what is waiting now; the session goes on. Raises nothing."""
+        return self._extract("save")
+
+    def end(self) -> SessionReport:
+        """Extract what is waiting and close the session; ending it again does nothing. When the
+        extraction fails the session stays open (`pending` in the report): call end() again.
+        Raises nothing."""
+        if self.closed:
+            return SessionReport(session_id=self.session_id, trigger="end", warnings=["the session has ended already"])
+        report = self._extract("end")
+        self.closed = not report.pending
+        return report
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        report = self.end()
+        if report.pending:
+            log.warning("session %s of %s ended with %d messages not extracted: %s", self.session_id, self.user_id,
+                        len(self._pending), "; ".join(report.warnings))
+
+    # ------------------------------------------------------------------ extraction
+    def _extract(self, trigger: str) -> SessionReport:
+        model, offline, warning = resolve_model(self.memory, self._llm)
+        report = SessionReport(session_id=self.session_id, trigger=trigger, mode=OFFLINE_MODE if offline else MODEL_MODE)
+        if warning:
+            self._warn(report, warning)
+        try:
+            if self._plan is not None:  # finish the half-applied extraction first, without asking again
+                report.messages += self._plan_covers
+                if not self._apply(self._plan, self._stored(), report):
+                    return self._failed(report)
+                del self._pending[: self._plan_covers]
+                self._plan, self._plan_covers = None, 0
+            if self._pending:
+                chunk = list(self._pending)
+                stored = self._stored()
+                report.llm_calls += 1
+                plan = SessionExtractor(model, prompts_dir(self.memory)).extract(
+                    chunk, self._shown(stored, chunk), ts_to_iso(now_ts()), self.chat_id)
+                report.messages += len(chunk)
+                report.left_out += plan.left_out
+                report.refused += plan.refused
+                self._plan, self._plan_covers = plan, len(chunk)
+                if not self._apply(plan, stored, report):
+                    return self._failed(report)
+                del self._pending[: len(chunk)]
+                self._plan, self._plan_covers = None, 0
+        except Exception as exc:  # a model or a store failure: the messages wait for the next try
+            self._warn(report, f"extraction failed ({describe(exc)}); the messages are kept for the next save or end")
+            return self._failed(report)
+        self._due = self.max_messages
+        self.reports.append(report)
+        return report
+
+    def _failed(self, report: SessionReport) -> SessionReport:
+        report.pending = True
+        self._due = len(self._pending) + self.max_messages  # a full buffer retries after as many messages again
+        self.reports.append(report)
+        return report
+
+    def _warn(self, report: SessionReport, text: str) -> None:
+        log.warning("session %s: %s", self.session_id, text)
+        report.warnings.append(text)
+
+    def _stored(self) -> list[MemoryRecord]:
+        return list(self.memory.get_all(self.user_id))
+
+    def _shown(self, stored: Sequence[MemoryRecord], chunk: Sequence[dict[str, str]]) -> list[MemoryRecord]:
+        """At most 50 active memories scoring 0.2 or more: those a search for the session's words
+        finds first, then the rest by score."""
+        now = now_ts()
+        scores = {r.id: score(self.memory, r, now) for r in stored if injectable(r, now)}
+        eligible = {r.id: r for r in stored if scores.get(r.id, 0.0) >= MIN_SCORE}
+        said = " ".join(m["content"] for m in chunk if m["role"] == "user") or " ".join(m["content"] for m in chunk)
+        query = " ".join(said[-MAX_QUERY_CHARS:].split())
+        try:
+            found = [h.id for h in self.memory.search(query, user_id=self.user_id, limit=MAX_SHOWN).all] if query else []
+        except Exception as exc:  # the ranking only: the rest by score still shows something
+            log.warning("session %s: the search for shown memories failed (%s)", self.session_id, describe(exc))
+            found = []
+        first = [eligible[i] for i in dict.fromkeys(found) if i in eligible]
+        rest = sorted((r for i, r in eligible.items() if i not in set(found)), key=lambda r: (-scores[r.id], -r.ts))
+        return (first + rest)[:MAX_SHOWN]
+
+    def _apply(self, plan: SessionPlan, stored: Sequence[MemoryRecord], report: SessionReport) -> bool:
+        """Write the plan through the facade; False (with a warning) when a write fails, the plan kept."""
+        markers = {(r.metadata.get(SESSION_KEY), r.metadata.get(HASH_KEY)) for r in stored}
+        for new in plan.new:
+            marker = content_hash(new.text)
+            if (self.session_id, marker) in markers:
+                report.skipped_as_duplicate.append(new.text)
+                continue
+            try:
+                added = self.memory.add(new.text, user_id=self.user_id, chat_id=self.chat_id,
+                                        metadata={SESSION_KEY: self.session_id, HASH_KEY: marker}, memory_type="episodic")
+            except Exception as exc:
+                self._warn(report, f"writing {new.text!r} failed ({describe(exc)}); kept for the next save or end")
+                return False
+            markers.add((self.session_id, marker))
+            report.added += list(added.ids)
+            self._curate(added.ids, new.category, new.importance, report)
+        for memory_id, text in plan.updates.items():
+            try:
+                current = self.memory.get(memory_id, user_id=self.user_id)
+                if current.life.category in PERMANENT:
+                    report.refused.append(f"memory {memory_id} became {current.life.category.value}; not updated")
+                elif current.text != text:
+                    self.memory.update(memory_id, text, user_id=self.user_id)
+                    report.updated.append(memory_id)
+            except NotFound:
+                report.refused.append(f"memory {memory_id} was deleted meanwhile; not updated")
+            except Exception as exc:
+                self._warn(report, f"updating memory {memory_id} failed ({describe(exc)}); kept for the next save or end")
+                return False
+        return True
+
+    def _curate(self, ids: Sequence[int], category: str, importance: str, report: SessionReport) -> None:
+        """The model's category and importance, set through `curate` (a failure only warns: the memory is stored)."""
+        level = LEVELS.get(importance) if importance != "medium" else None
+        if not category and level is None:
+            return
+        for memory_id in ids:
+            try:
+                self.memory.curate(memory_id, self.user_id, category=category or None, importance=level)
+            except Exception as exc:
+                self._warn(report, f"setting category/importance of memory {memory_id} failed ({describe(exc)})")
