@@ -49,6 +49,19 @@ def memory(shared_db: Path, embedder: OfflineEmbedder):
 
 
 @pytest.fixture
+def modelled(shared_db: Path, embedder: OfflineEmbedder):
+    """(memory, chat): a fresh collection whose LLM is a scripted model configured like a real
+    endpoint, answering per result schema (tests/consolidation_helpers.py ScriptedChat)."""
+    from tests.consolidation_helpers import ScriptedChat
+
+    chat = ScriptedChat()
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"sm_{uuid.uuid4().hex[:10]}", embedder=embedder, llm=chat,
+               llm_provider="openai", llm_base_url="http://127.0.0.1:9/v1")
+    yield m, chat
+    m.close()
+
+
+@pytest.fixture
 def fresh_path(tmp_path: Path) -> str:
     return str(tmp_path / "memories.db")
 

@@ -43,6 +43,11 @@ def shown_view(shown: Sequence[MemoryRecord]) -> dict[str, MemoryRecord]:
     return {f"m{i}": rec for i, rec in enumerate(list(shown)[:MAX_SHOWN], 1)}
 
 
+def shown_memories(short: dict[str, MemoryRecord]) -> list[dict[str, Any]]:
+    """What the model sees of each shown memory: its short id, text, category and time."""
+    return [{"id": key, "text": rec.text, "category": rec.life.category.value, "time": rec.time_iso} for key, rec in short.items()]
+
+
 def _norm(text: str) -> str:
     return _PUNCT.sub("", unicodedata.normalize("NFKC", text).casefold())
 
@@ -116,9 +121,7 @@ class KnowledgeMonitor(Processor[MonitorResult]):
                 chat_id: str = "default") -> MonitorPlan:
         """One model call; raises LLMError when the model fails (the caller keeps the turn raw)."""
         short = shown_view(shown)
-        memories: list[dict[str, Any]] = [
-            {"id": key, "text": rec.text, "category": rec.life.category.value, "time": rec.time_iso} for key, rec in short.items()
-        ]
+        memories = shown_memories(short)
         turns = [{"role": str(t.get("role", "user")), "content": str(t.get("content", ""))} for t in turns]
         result: MonitorResult = self.ask(now=now_iso, chat_id=chat_id, turns=turns, memories=memories)
         return plan(result, short)

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from ..models import MemoryRecord
 from .base import Processor
-from .monitor import MAX_SHOWN, repeats, shown_view
+from .monitor import MAX_SHOWN, repeats, shown_memories, shown_view
 from .results import MonitorAdd, SessionExtraction
 
 MAX_CHARS = 8000  # the session's most recent characters that reach the model
@@ -88,8 +88,7 @@ class SessionExtractor(Processor[SessionExtraction]):
                 chat_id: str = "default") -> SessionPlan:
         """One model call; raises LLMError when the model fails (the session keeps its messages)."""
         short = shown_view(shown)
-        memories = [{"id": key, "text": rec.text, "category": rec.life.category.value, "time": rec.time_iso}
-                    for key, rec in short.items()]
+        memories = shown_memories(short)
         turns, left_out = recent(messages)
         result: SessionExtraction = self.ask(now=now_iso, chat_id=chat_id, turns=turns, memories=memories)
         out = plan(result, short)
