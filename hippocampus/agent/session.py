@@ -31,7 +31,9 @@ from ..lifecycle.policy import LEVELS, PERMANENT
 from ..lifecycle.prompt_block import injectable
 from ..llm import ChatModel
 from ..models import MemoryRecord, now_ts, ts_to_iso
+from ..processors.base import data_block
 from ..processors.session_extractor import MAX_SHOWN, SessionExtractor, SessionPlan
+from ..processors.tool_context import ToolContextCondenser
 from ._common import describe, log, prompts_dir, resolve_model, score
 
 SESSION_KEY = "source_session"  # metadata: the session that wrote the memory
@@ -91,6 +93,8 @@ class Session:
         self._plan: SessionPlan | None = None  # an extraction whose writes stopped half-way
         self._plan_covers = 0  # how many of _pending that plan came from
         self._due = max_messages  # extract when this many messages are pending
+        self._carry_next: list[tuple[str, str]] = []  # condensed tool results for the next turn
+        self._carry_now: list[tuple[str, str]] = []  # ... and for this one (dropped at the next user message)
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -109,11 +113,49 @@ class Session:
         if not content.strip():
             return None
         message = {"role": role, "content": content}
+        if role == "user":  # a new turn: last turn's tool results are its context, older ones go
+            self._carry_now, self._carry_next = self._carry_next, []
         self._window.append(message)
         self._pending.append(message)
         if len(self._pending) >= self._due:
             return self._extract("buffer full")
         return None
+
+    def tool_result(self, name: str, text: str) -> str:
+        """Condense a tool's raw result into what the next turn needs (one ToolContextCondenser call;
+        offline: its sentences that share a word with the user's last message) and carry it to the
+        next turn only: `tool_context` gives it while the next user message is answered, then it is
+        dropped. It is never stored nor extracted. Returns the condensed text; "" when nothing in it
+        helps or the model failed (a warning, logged: memory never breaks a turn).
+
+        Raises InvalidInput for a name or text that is not a string, or after `end`."""
+        if self.closed:
+            raise InvalidInput(f"session {self.session_id} has ended; start a new Session")
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise InvalidInput("a tool result's name and text must be strings")
+        if not text.strip():
+            return ""
+        model, _offline, warning = resolve_model(self.memory, self._llm)
+        if warning:
+            log.warning("session %s: %s", self.session_id, warning)
+        try:
+            condensed = ToolContextCondenser(model, prompts_dir(self.memory)).condense(self.messages, name.strip() or "tool", text)
+        except Exception as exc:  # memory never breaks a turn
+            log.warning("session %s: the result of %s was not condensed (%s); nothing carried", self.session_id, name,
+                        describe(exc))
+            return ""
+        if condensed.context:
+            self._carry_next.append((name.strip() or "tool", condensed.context))
+        return condensed.context
+
+    @property
+    def tool_context(self) -> str:
+        """For this turn's prompt: what the previous turn's tools found, condensed, inside <data>
+        delimiters that no tool output can close; "" when there is none."""
+        if not self._carry_now:
+            return ""
+        lines = "\n".join(f"- [{name}] {context}" for name, context in self._carry_now)
+        return f"What the previous turn's tools found (for this turn only):\n{data_block(lines)}"
 
     def save(self) -> SessionReport:
         """Extract what is waiting now; the session goes on. Raises nothing."""

@@ -198,3 +198,10 @@ class SessionExtraction(BaseModel):
     new: list[MonitorAdd] = Field(default_factory=list, description="new memories worth keeping from this session")
     updates: list[SessionUpdate] = Field(default_factory=list, description="corrections of shown memories, by short id")
     reason: str = Field(default="", description="one short sentence")
+
+
+class ToolContext(BaseModel):
+    """ToolContextCondenser: what of a tool's result the next turn needs, in a few sentences."""
+
+    useful: bool = Field(default=True, description="false when nothing in the result helps the next turn")
+    context: str = Field(default="", description="what the next turn needs to know, 1-3 short sentences; empty when not useful")
