@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .. import validation as V
 from ..errors import InvalidInput
 from ..lifecycle.prompt_block import render
 from ..llm import ChatModel
+from ..llm.rules.monitor import used
 from ..models import MemoryRecord, now_ts, ts_to_iso
 from ..processors.recall_planner import RecallPlanner
 from ._common import describe, log, prompts_dir, resolve_model
@@ -47,6 +48,18 @@ class RecallResult(BaseModel):
     mode: str = MODEL_MODE
     memory_ids: list[int] = Field(default_factory=list)  # every memory in `context`, in its order
     warnings: list[str] = Field(default_factory=list)  # what failed; the turn goes on without it
+    _texts: dict[int, str] = PrivateAttr(default_factory=dict)  # id -> text of what `context` holds
+
+    @property
+    def texts(self) -> list[str]:
+        """The recalled memories' texts, in `memory_ids` order."""
+        return [self._texts.get(i, "") for i in self.memory_ids]
+
+    def used_by(self, answer: str) -> list[int]:
+        """The recalled memories that `answer` repeats (a name, place or number of one, or two of its
+        content words: the offline KnowledgeMonitor's rule), for `mark_used` after the turn. Word
+        overlap, not understanding: an answer that paraphrases a memory is missed."""
+        return [i for i in self.memory_ids if used(self._texts.get(i, ""), answer)]
 
 
 def _turns(messages: Any) -> list[dict[str, str]]:
@@ -107,6 +120,7 @@ def recall_loop(memory: Any, messages: str | list[dict[str, str]], user_id: str,
     except Exception as exc:  # memory never breaks a turn: keep what was recalled before it
         _warn(result, f"recall failed ({describe(exc)}); the answer goes on with {len(recalled)} recalled memories")
     result.memory_ids = [r.id for r in recalled]
+    result._texts = {r.id: r.text for r in recalled}
     result.context = render([(SECTION, r) for r in recalled], dates=dates)
     return result
 
