@@ -118,10 +118,12 @@ class _Verbs:
 
     def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
                filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None,
-               include_superseded: bool = False, memory_types: Optional[Sequence[Any]] = None) -> Call[SearchResult]:
+               include_superseded: bool = False, memory_types: Optional[Sequence[Any]] = None,
+               graph: Optional[bool] = None) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
         body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
-                    include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None)
+                    include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None,
+                    graph=graph)
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
@@ -184,6 +186,13 @@ class _Verbs:
         """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
         may touch. Raises InvalidInput for a bad user_id or now."""
         return Call("POST", "/decay", DecayStats, body={"user_id": user_id, "now": now}, timeout=None)
+
+    def graph(self, user_id: str, limit: Optional[int] = None) -> Call[Any]:
+        """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
+        from .graph_verbs import GraphView
+
+        params = {"user_id": _uid(user_id), **({"limit": V.check_limit(limit)} if limit is not None else {})}
+        return Call("GET", "/graph", GraphView, params=params)
 
     def context(self, user_id: str, query: Optional[str] = None, max_items: int = 20, min_score: float = 0.5,
                 dates: bool = False, now: Any = None) -> Call[str]:
@@ -303,6 +312,7 @@ class Client(_Base):
     stats = _sync(_Verbs.stats)
     decay = _sync(_Verbs.decay)
     context = _sync(_Verbs.context)
+    graph = _sync(_Verbs.graph)
     curate = _sync(_Verbs.curate)
     restore = _sync(_Verbs.restore)
     undo = _sync(_Verbs.undo)
@@ -366,6 +376,7 @@ class AsyncClient(_Base):
     stats = _async(_Verbs.stats)
     decay = _async(_Verbs.decay)
     context = _async(_Verbs.context)
+    graph = _async(_Verbs.graph)
     curate = _async(_Verbs.curate)
     restore = _async(_Verbs.restore)
     undo = _async(_Verbs.undo)

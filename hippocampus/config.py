@@ -158,6 +158,7 @@ class MemoryConfig(BaseSettings):
     rank_who_weight: float = Field(default=0.08, ge=0, le=10)
     # hubness (retrieval/hubness.py): lower memories that sit close to every query; 0 switches it off
     rank_hubness_weight: float = Field(default=0.5, ge=0, le=2)
+    rank_graph_weight: float = Field(default=0.3, ge=0, le=10)  # the graph stage's bonus at full strength (graph: on)
     rank_neighbour_window_seconds: int = Field(default=600, ge=0)  # turns further apart are not neighbours
 
     # --- consolidation ---
@@ -166,6 +167,8 @@ class MemoryConfig(BaseSettings):
     merge_time_window_same_chat: int = Field(default=1800, ge=0)  # seconds
     merge_time_window_diff_chat: int = Field(default=604800, ge=0)  # seconds
     consolidation_neighbours: int = Field(default=5, ge=1, le=100)
+    # graph memory (graph/): `on` builds entities and triples in consolidation (Memory.build_graph builds on demand)
+    graph: Literal["on", "off"] = "off"
     thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
     # --- lifecycle (lifecycle/policy.py; README "How memories age") ---
@@ -185,7 +188,7 @@ class MemoryConfig(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _YamlSource(settings_cls, _config_path()))
 
-    @field_validator("llm_gate", mode="before")
+    @field_validator("llm_gate", "graph", mode="before")
     @classmethod
     def _on_off(cls, value: Any) -> Any:
         """YAML reads a bare `on` / `off` as a boolean."""

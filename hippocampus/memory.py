@@ -14,6 +14,7 @@ from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .errors import ConfigError, InvalidInput, NotFound
 from .browse_verbs import BrowseVerbs
+from .graph_verbs import GraphVerbs
 from .lifecycle.decay import forgotten_row
 from .lifecycle_verbs import LifecycleVerbs
 from .llm import ChatModel
@@ -48,7 +49,7 @@ def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryC
         raise ConfigError(str(exc)) from exc
 
 
-class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
+class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs, GraphVerbs):
     """Long-term memory for one agent deployment, many users.
 
     >>> with Memory(milvus_uri="./demo.db") as memory:
@@ -213,6 +214,7 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
         mode: str | None = None,
         include_superseded: bool = False,
         memory_types: Sequence[MemoryType | str] | None = None,
+        graph: bool | None = None,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
         procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
@@ -220,7 +222,8 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
         `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
         `filters` matches metadata keys exactly; `mode` (hybrid, dense, bm25) overrides
         config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
-        a newer one superseded are left out unless `include_superseded`.
+        a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
+        stage (memories linked through the user's entities and triples) or not; None: config `graph`.
 
         Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
         memory_type and memory_types, limit outside 0..1000, filters that are not a JSON object);
@@ -232,6 +235,8 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
         kinds = V.check_memory_types(memory_type, memory_types)
         limit = V.check_limit(limit) if limit is not None else None
         metadata = V.check_metadata(filters)
+        if graph is not None and not isinstance(graph, bool):
+            raise InvalidInput(f"graph must be true, false or None, got {graph!r}")
         mode = check_search_mode(mode) if mode is not None else self.config.search_mode
         vector = self.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
         mode = mode if vector is not None else "bm25"
@@ -239,7 +244,7 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
         for kind in kinds:
             k = getattr(self.config, f"k_{kind.value}") if limit is None else limit
             setattr(result, kind.value, self.retriever.search(query, user_id, k, kind, metadata, vector, mode,
-                                                              include_superseded=bool(include_superseded)))
+                                                              include_superseded=bool(include_superseded), graph=graph))
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
@@ -315,7 +320,8 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
         """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
         episodes, mark older facts that new ones contradict as superseded (newest wins; the old
         stays in history and `search(include_superseded=True)`), compress facts over 30 / 90 days old
-        (lifecycle/compress.py) and decay (`decay`; neither with decay_preset off), for all users when
+        (lifecycle/compress.py) and decay (`decay`; neither with decay_preset off), then with `graph: on`
+        read new memories into the graph (`build_graph`), for all users when
         user_id is None. The job lives in consolidation/job.py; `progress(phase, done, total)` is called as it goes.
 
         Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the
@@ -340,6 +346,9 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs):
             stats.compressed, stats.llm_calls, stats.errors = comp.compressed, stats.llm_calls + comp.llm_calls, stats.errors + comp.errors
             aged = self.decay(user_id, progress=progress)
             stats.archived, stats.forgotten, stats.promoted = aged.archived, aged.forgotten, aged.promoted
+        if self.config.graph == "on":  # last: what merging, superseding and forgetting left is what it reads
+            built = self.build_graph(user_id, progress=progress)
+            stats.graph_read, stats.llm_calls, stats.errors = built.memories_read, stats.llm_calls + built.llm_calls, stats.errors + built.errors
         return stats
 
     def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:

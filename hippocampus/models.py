@@ -36,6 +36,7 @@ class HistoryAction(str, Enum):
     FORGOTTEN = "forgotten"
     RESTORED = "restored"
     DECAY_RUN = "decay_run"  # a full decay pass over every user (no memory: memory_id 0, user_id "")
+    GRAPH_PRUNED = "graph_pruned"  # graph rows (store/graph.py) deleted with this memory: it was their last support
     COMPRESSED = "compressed"  # a fact folded into a compression's output (lifecycle/compress.py), kept archived
 
 
@@ -294,6 +295,7 @@ class ConsolidationStats(BaseModel):
     promoted: int = 0  # to core by the MemoryReviewer
     superseded: int = 0  # older facts a newer one made untrue (lifecycle/supersede.py)
     compressed: int = 0  # old facts archived into fewer facts or one pattern (lifecycle/compress.py)
+    graph_read: int = 0  # memories read into the graph (graph: on; graph/build.py)
     seconds: float = 0.0
 
 

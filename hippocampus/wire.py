@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 API_PREFIX = "/v1"
 KEY_HEADER = "Authorization"  # "Bearer <key>"; X-API-Key is accepted too
@@ -53,6 +53,7 @@ class SearchRequest(_Body):
     mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
     include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
     memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
+    graph: Optional[StrictBool] = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
 
 
 class UpdateRequest(_Body):

@@ -12,6 +12,7 @@ caption), its dia_id in metadata. Every question of categories 1-4 is searched w
     python scripts/eval_locomo.py --conversations 2     # quick run
     python scripts/eval_locomo.py --offset 5            # conversations 6-10 (tune on 1-5, check here)
     python scripts/eval_locomo.py --json out.json --variant rrf:hybrid_fusion=rrf
+    python scripts/eval_locomo.py --pick 0,4 --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
 
 The data (CC BY-NC 4.0) is read from ../shared/bench/locomo/ and never copied into the repo.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import statistics
 import sys
 import tempfile
@@ -129,14 +131,31 @@ def main(argv: list[str] | None = None) -> int:
                     help="store each turn with the N turns before it (1 if N is left out; one memory per turn still)")
     ap.add_argument("--variant", action="append", default=[],
                     help="extra mode 'name:key=value,...' (MemoryConfig overrides; latency excludes the query embedding)")
+    ap.add_argument("--pick", help="only these conversations, 0-based indices, e.g. 0,4 (after --offset)")
+    ap.add_argument("--embedder", choices=("offline", "local"), default="offline",
+                    help="offline: the bundled e5 (default); local: a sentence-transformers folder (--model-path)")
+    ap.add_argument("--model-path", type=Path, help="--embedder local: the model folder")
+    ap.add_argument("--dim", type=int, help="--embedder local: truncate to this many dimensions (Matryoshka)")
+    ap.add_argument("--threads", type=int, help="--embedder local: torch threads (default: torch's)")
+    ap.add_argument("--graph", action="store_true",
+                    help="build each conversation's graph after ingestion and add the mode hybrid+graph (graph: on)")
+    ap.add_argument("--graph-llm", metavar="URL", help="--graph: extract triples with this OpenAI-compatible endpoint "
+                    "(default: the offline extractor)")
+    ap.add_argument("--graph-model", default="local", help="--graph-llm: the model name at that endpoint")
     args = ap.parse_args(argv)
 
     data = json.loads(args.data.read_text(encoding="utf-8"))[args.offset :]
+    if args.pick:
+        data = [data[int(i)] for i in args.pick.split(",")]
     data = data[: args.conversations]
     modes: list[tuple[str, str, dict[str, Any]]] = [(m, m, {}) for m in args.modes.split(",") if m]
     n_plain = len(modes)
     modes += [parse_variant(v) for v in args.variant]
-    embedder = OfflineEmbedder()
+    if args.graph:
+        modes.append(("hybrid+graph", "hybrid", {"graph": "on"}))
+    graph_llm = {"llm_provider": "openai", "llm_base_url": args.graph_llm, "llm_model": args.graph_model} if args.graph_llm else {}
+    graph_cost = {"memories": 0, "entities": 0, "triples": 0, "seconds": 0.0, "llm_calls": 0, "errors": 0}
+    embedder, settings = make_eval_embedder(args)
     embedder.encode(["warm up"], role="query")
 
     scores: dict[str, dict[str, list[dict[str, float]]]] = {name: defaultdict(list) for name, _, _ in modes}
@@ -150,11 +169,13 @@ def main(argv: list[str] | None = None) -> int:
             known = {t["metadata"]["dia_id"] for t in turns}
             user = str(sample.get("sample_id", f"conv-{ci}"))
             path = str(Path(tmp) / f"c{ci}.db")
-            base = Memory(milvus_uri=path, embedder=embedder)
+            base = Memory(milvus_uri=path, embedder=embedder, **settings)
             t0 = time.perf_counter()
             base.add_many([{**t, "user_id": user} for t in turns])
             ingest_s += time.perf_counter() - t0
             turns_total += len(turns)
+            if args.graph:
+                build_graph(path, embedder, {**settings, **graph_llm}, user, graph_cost)
             questions = []
             for qa in sample["qa"]:
                 cat = str(qa.get("category"))
@@ -168,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             base.close()
             qvec: dict[str, Any] = {}  # variants reuse the query embedding (their latency excludes it)
             for vi, (name, mode, overrides) in enumerate(modes):
-                mem = Memory(milvus_uri=path, embedder=embedder, **overrides)
+                mem = Memory(milvus_uri=path, embedder=embedder, **{**settings, **overrides})
                 variant = vi >= n_plain
                 for cat, question, evidence in questions:
                     t0 = time.perf_counter()
@@ -200,13 +221,45 @@ def main(argv: list[str] | None = None) -> int:
         "skipped_questions": skipped,
         "ingest_turns_per_s": turns_total / ingest_s if ingest_s else 0.0,
         "exchange": args.exchange,
+        "embedder": embedder.model_name,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux: KiB
+        "picked": args.pick,
         "modes": {name: {"search_mode": mode, **overrides} for name, mode, overrides in modes},
+        **({"graph": {**graph_cost, "extractor": args.graph_llm and f"{args.graph_model} at {args.graph_llm}" or "offline rules"}}
+           if args.graph else {}),
     }
     print_table(report, meta)
     if args.json:
         args.json.write_text(json.dumps({**report, "meta": meta}, indent=2), encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
+
+
+def build_graph(path: str, embedder: Any, settings: dict[str, Any], user: str, cost: dict[str, Any]) -> None:
+    """Read the conversation into its graph (offline rules, or the --graph-llm endpoint) and add up the cost."""
+    with Memory(milvus_uri=path, embedder=embedder, **settings) as mem:
+        stats = mem.build_graph(user, progress=lambda _phase, done, total: print(f"  graph {done}/{total}", file=sys.stderr)
+                                if done % 200 < 8 or done == total else None)
+        view = mem.graph(user)
+    cost["memories"] += stats.memories_read
+    cost["entities"] += len(view.entities)
+    cost["triples"] += len(view.triples)
+    cost["seconds"] += stats.seconds
+    cost["llm_calls"] += stats.llm_calls
+    cost["errors"] += stats.errors
+
+
+def make_eval_embedder(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The embedder the flags ask for and the Memory settings that name it (thresholds are per model)."""
+    if args.embedder == "offline":
+        return OfflineEmbedder(), {}
+    if args.model_path is None:
+        raise SystemExit("--embedder local needs --model-path (a sentence-transformers folder)")
+    from hippocampus.embeddings.local import LocalEmbedder
+
+    settings = {"embedding_provider": "local", "embedding_model_path": str(args.model_path.expanduser())}
+    settings.update({"embedding_dim": args.dim} if args.dim else {})
+    return LocalEmbedder(args.model_path.expanduser(), dim=args.dim, threads=args.threads), settings
 
 
 def score(ranked: list[str | None], evidence: list[str]) -> dict[str, float]:
@@ -233,9 +286,15 @@ def print_table(report: dict[str, Any], meta: dict[str, Any]) -> None:
     print(
         f"\nLoCoMo retrieval: {meta['conversations']} conversations, {meta['turns']} turns, "
         f"{meta['questions']} questions (categories 1-4), {meta['skipped_questions']} skipped (no usable evidence); "
-        f"ingestion {meta['ingest_turns_per_s']:.0f} turns/s"
+        f"ingestion {meta['ingest_turns_per_s']:.1f} turns/s; embedder {meta.get('embedder')}, peak RSS {meta.get('peak_rss_mb', 0):.0f} MB"
         + (f"; each memory = the turn with the {meta['exchange']} turn(s) before it (--exchange)" if meta.get("exchange") else "")
     )
+    g = meta.get("graph")
+    if g:
+        per = max(g["memories"], 1)
+        print(f"graph ({g['extractor']}): {g['memories']} memories read, {g['entities'] / per:.2f} entities and "
+              f"{g['triples'] / per:.3f} triples per memory, {1000 * g['seconds'] / per:.1f} s per 1,000 memories, "
+              f"{g['llm_calls']} extractor calls, {g['errors']} failed")
     header = f"{'mode':<14}{'category':<16}{'n':>5}" + "".join(f"{m:>9}" for m in METRICS) + f"{'p50 ms':>9}{'p99 ms':>9}"
     print(header)
     print("-" * len(header))

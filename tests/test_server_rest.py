@@ -237,3 +237,22 @@ def test_deferred_write_decisions_are_made_in_the_background(shared_db, embedder
         records = client.get_all("gus")
         assert records and not any(r.metadata.get("pending_decision") for r in records)
         assert client.stats()["service"]["pending_decided"] == 1
+
+
+def test_graph_through_the_service_is_the_users_own(service):
+    """GET /v1/graph and search(graph=...) over HTTP: the library's answer, and a tenant key never
+    reads another user's graph (404 in the library's words, as for a memory)."""
+    url, memory, _app = service
+    memory.add("I moved to Lisbon with my sister Ana", user_id="alice")
+    memory.add("My brother Tom lives in Oslo", user_id="bob")
+    memory.build_graph()
+    with Client(url, api_key=ALICE_KEY) as alice:
+        view = alice.graph("alice")
+        assert view == memory.graph("alice") and "Lisbon" in {e.name for e in view.entities}
+        assert alice.search("where does Ana's sister live?", user_id="alice", graph=True).episodic
+        with pytest.raises(NotFound, match="user 'bob' not found"):
+            alice.graph("bob")
+        with pytest.raises(InvalidInput):
+            alice.search("Lisbon", user_id="alice", graph="yes")  # type: ignore[arg-type]
+    with Client(url, api_key=OPERATOR) as operator:
+        assert {e.name for e in operator.graph("bob").entities} >= {"Tom", "Oslo"}

@@ -297,3 +297,4 @@ from . import serve as _serve  # noqa: E402,F401
 from . import mcp_cmd as _mcp_cmd  # noqa: E402,F401
 from . import lifecycle as _lifecycle  # noqa: E402,F401
 from . import transfer as _transfer  # noqa: E402,F401
+from . import graph as _graph  # noqa: E402,F401

@@ -205,3 +205,73 @@ class ToolContext(BaseModel):
 
     useful: bool = Field(default=True, description="false when nothing in the result helps the next turn")
     context: str = Field(default="", description="what the next turn needs to know, 1-3 short sentences; empty when not useful")
+
+
+ENTITY_TYPES = ("person", "place", "organisation", "thing", "event", "concept", "time")
+_TYPE_SYNONYMS = {"organization": "organisation", "org": "organisation", "company": "organisation", "location": "place",
+                  "people": "person", "human": "person", "object": "thing", "other": "thing", "date": "time"}
+
+
+def _entity_type(value: object) -> str:
+    """One of ENTITY_TYPES: common spellings mapped ("organization", "location"), anything else "thing"."""
+    text = str(value or "").strip().lower()
+    text = _TYPE_SYNONYMS.get(text, text)
+    return text if text in ENTITY_TYPES else "thing"
+
+
+def _text_or_empty(value: object) -> str:
+    """A model's null, "none" or "null" for an optional field becomes "" (no frequency, no condition)."""
+    if value is None:
+        return ""
+    text = " ".join(str(value).split())
+    return "" if text.lower() in ("none", "null", "n/a", "无") else text
+
+
+def _short_id(value: object) -> str:
+    """"m1", "[m1]", "M1" and a bare 1 all become "m1"; the processor refuses ids it did not show."""
+    text = str(value).strip().strip("[]").lower() if value is not None else ""
+    return f"m{text}" if text.isdigit() else text
+
+
+class GraphEntity(BaseModel):
+    """A named person, place, organisation, thing, event, concept or time in a memory (graph memory)."""
+
+    name: str = Field(description="the name as the memory says it, e.g. Caroline, 杭州, LGBTQ support group")
+    type: str = Field(default="thing", description="person, place, organisation, thing, event, concept or time")
+
+    _name = field_validator("name", mode="before")(lambda cls, v: "" if v is None else str(v))
+    _type = field_validator("type", mode="before")(lambda cls, v: _entity_type(v))
+
+
+class GraphTriple(BaseModel):
+    """subject / predicate / object with its negation, frequency (a degree or
+    frequency adverb: 很, often, always) and condition (when it holds; "" when always)."""
+
+    subject: str = Field(description="who or what the fact is about, a name")
+    predicate: str = Field(description="a short verb phrase in the memory's language: lives in, sister of, 喜欢")
+    object: str = Field(description="the other entity, a name")
+    negated: bool = Field(default=False, description="true when the memory says it is not so (不喜欢, doesn't like)")
+    frequency: str = Field(default="", description="degree or frequency adverb as said (很, often, always), or empty")
+    condition: str = Field(default="", description="when it holds (下雨的时候, when it's cold), or empty")
+
+    _names = field_validator("subject", "predicate", "object", mode="before")(lambda cls, v: "" if v is None else str(v))
+    _negated = field_validator("negated", mode="before")(lambda cls, v: False if v is None or v == "" else v)
+    _optional = field_validator("frequency", "condition", mode="before")(lambda cls, v: _text_or_empty(v))
+
+
+class TripleItem(BaseModel):
+    """The entities and triples of one shown memory, by its short id."""
+
+    id: str = Field(description="the short id of a shown memory, e.g. m1")
+    entities: list[GraphEntity] = Field(default_factory=list)
+    triples: list[GraphTriple] = Field(default_factory=list)
+
+    _id = field_validator("id", mode="before")(lambda cls, v: _short_id(v))
+
+
+class TripleExtraction(BaseModel):
+    """TripleExtractor: for each shown memory (by short id), its entities and subject / predicate /
+    object triples; triples are by-products of memories, each supported by the memory it came from."""
+
+    items: list[TripleItem] = Field(default_factory=list, description="one entry per shown memory")
+    reason: str = Field(default="", description="one short sentence")

@@ -26,6 +26,8 @@ from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from .context import ContextParams, apply_context, in_context, neighbours, windows
 from .fusion import Candidate, FusionMethod, collect, fuse
+from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple_links
+from .graph import apply as apply_graph
 from .hubness import PROBES, corrections, hub_scores
 from .ranking import RankParams, rank
 
@@ -52,6 +54,8 @@ class RetrievalParams:
     candidates: int = 20
     script_aware: bool = True
     hubness_weight: float = 0.5
+    graph_on: bool = False  # config `graph: on`; a search may ask for it or not (`graph=`)
+    graph: GraphParams = GraphParams()
     rank: RankParams = RankParams()
     context: ContextParams = ContextParams()
 
@@ -63,6 +67,8 @@ class RetrievalParams:
             bm25_weight=float(config.hybrid_bm25_weight),
             candidates=int(config.search_candidates),
             hubness_weight=float(config.rank_hubness_weight),
+            graph_on=config.graph == "on",
+            graph=GraphParams(weight=float(config.rank_graph_weight)),
             rank=RankParams.from_config(config),
             context=ContextParams.from_config(config),
         )
@@ -113,9 +119,11 @@ class Retriever:
         mode: SearchMode | None = None,
         now: int | None = None,
         include_superseded: bool = False,
+        graph: bool | None = None,
     ) -> list[SearchHit]:
         """Up to `limit` hits, best first: the query walks STAGES once. Pass `query_vector` to reuse
-        one embedding across calls; without it the query is embedded here (or BM25 serves if that fails)."""
+        one embedding across calls; without it the query is embedded here (or BM25 serves if that fails).
+        `graph` asks for the graph stage or not (None: the config's `graph`)."""
         if limit <= 0:
             return []
         mode = mode or self.params.mode
@@ -127,10 +135,11 @@ class Retriever:
         if part is None:
             return []  # no bucket yet: this user has no memories
         use_context = self.params.context.active and query_vector is not None and mode != "bm25"
-        reorder = mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0
+        use_graph = (self.params.graph_on if graph is None else bool(graph)) and self.params.graph.active and query_vector is not None
+        reorder = mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0 or use_graph
         q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, metadata, include_superseded),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
-                  include_superseded=include_superseded, now=now)
+                  include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph)
         cands: list[Candidate] = []
         for stage in STAGES:
             cands = stage(self, q, cands)
@@ -248,6 +257,8 @@ class Query:
     use_context: bool
     include_superseded: bool
     now: int | None
+    user_id: str = ""
+    use_graph: bool = False
 
 
 def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
@@ -301,6 +312,31 @@ def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return fuse(cands, q.text, method, r.params.bm25_weight, script_aware=r.params.script_aware)
 
 
+def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Memories linked to the query through the user's graph join or rise (retrieval/graph.py; with `graph: on`)."""
+    g, p = r.store.graph, r.params.graph
+    if not q.use_graph or q.vector is None or not g.exists():
+        return cands
+    memories = g.count(q.user_id, "memory")
+    if not memories:
+        return cands
+    seeds = [c.id for c in cands[: p.seeds]]
+    linked = combine({
+        "triple": triple_links(g.search(q.user_id, q.vector, "triple", p.triples), p),
+        "entity": entity_links(g.search(q.user_id, q.vector, "entity", p.entities), q.text, memories, p),
+        "hop": hop_links(seeds, g.rows(q.user_id, "entity", extra=F.contains_any("supports", seeds)) if seeds else [], memories, p),
+    })
+    known = {c.id for c in cands}
+    wanted = sorted((m for m in linked if m not in known), key=lambda m: -linked[m][0])[: p.max_new]
+    joined = []
+    if wanted:  # read within the search's scope: the user, the type, current facts only
+        for row in r.store.query(F.and_(q.scope, F.in_("id", wanted)), fields=[*MEMORY_FIELDS, "vector"], partition=q.part):
+            vec = row.pop("vector")
+            sim = cosine(q.vector, vec)
+            joined.append(Candidate(row=row, similarity=sim, vector=vec, score=sim, parts={"similarity": sim}))
+    return apply_graph(cands, linked, joined, p.weight)
+
+
 def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """The best match's chat, a named who, and (opt-in) chat neighbours (retrieval/context.py)."""
     return r._in_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
@@ -317,4 +353,4 @@ def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 
 
 Stage = Callable[[Retriever, Query, list[Candidate]], list[Candidate]]
-STAGES: tuple[Stage, ...] = (gather, hubness, fusion, context, current, ranking)  # the order a query walks, once
+STAGES: tuple[Stage, ...] = (gather, hubness, fusion, graph, context, current, ranking)  # the order a query walks, once

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from ..graph_verbs import GraphView
 from ..memory import Memory
 from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                       SearchResult, UndoResult)
@@ -75,7 +76,7 @@ def search(body: SearchRequest, tenant: Tenant = Depends(authenticate), memory: 
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
                          filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
-                         memory_types=body.memory_types)
+                         memory_types=body.memory_types, graph=body.graph)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
@@ -160,6 +161,13 @@ def context(user_id: str, query: Optional[str] = None, max_items: int = Query(20
             memory: Memory = Depends(memory_of)) -> ContextReply:
     tenant.check(user_id, f"user {user_id!r} not found")
     return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates))
+
+
+@router.get("/graph", response_model=GraphView, summary="A user's entities and triples (graph memory)")
+def graph(user_id: str, limit: Optional[int] = Query(None, ge=0, le=1000), tenant: Tenant = Depends(authenticate),
+          memory: Memory = Depends(memory_of)) -> GraphView:
+    tenant.check(user_id, f"user {user_id!r} not found")
+    return memory.graph(user_id, limit=limit)
 
 
 @router.post("/memories/{memory_id}/curate", response_model=MemoryRecord, summary="Set a memory's category or importance")

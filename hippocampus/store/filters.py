@@ -83,6 +83,14 @@ def in_(field: str, values: Iterable[object]) -> str:
     return f"{_field(field)} in [{', '.join(items)}]"
 
 
+def contains_any(field: str, values: Iterable[int]) -> str:
+    """An ARRAY field holding any of `values` (integers)."""
+    items = [literal(v) for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if not items:
+        return "false"
+    return f"array_contains_any({_field(field)}, [{', '.join(items)}])"
+
+
 def and_(*parts: str | None) -> str:
     """Conjunction of already-built expressions; empty when none is given."""
     return _join("and", parts)

@@ -21,6 +21,7 @@ from . import filters as F
 from .buckets import bucket_of, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, release
+from .graph import GraphCollection, owners_of
 from .ids import new_ids
 from .schema import PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema, remove_half_created
 
@@ -41,6 +42,7 @@ class MilvusStore:
         self.history_collection = f"{collection}_history"
         self._lock = threading.RLock()  # milvus-lite's in-process engine is not re-entrant
         self._buckets: set[str] = set()  # user-bucket partitions known to exist (store/buckets.py)
+        self.graph = GraphCollection(self)  # `<collection>_graph`, made on first write (store/graph.py)
         self._client = connect(uri, token)
         try:
             self.capabilities: Capabilities = detect(self._client, uri)  # the server's; then the collection's
@@ -191,8 +193,10 @@ class MilvusStore:
     def delete(self, filter_expr: str) -> int:
         if not filter_expr:
             raise StoreError("refusing to delete without a filter")
+        owners = owners_of(self.query(filter_expr, ["id", "user_id"])) if self.graph.exists() else {}
         with self._lock:
             res = self._call("delete", self.collection, filter=filter_expr)
+        self.graph.cascade(owners)  # in the same operation: their ids leave the graph, unsupported rows go
         if isinstance(res, dict):
             return int(res.get("delete_count", 0))
         return len(res)

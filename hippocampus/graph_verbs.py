@@ -1,0 +1,80 @@
+"""The facade's graph verbs: build a user's graph now, and read it (the CLI's `hippocampus graph`, the
+UI later). A part of `Memory` (it inherits them); the work is in graph/build.py and store/graph.py."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+from . import validation as V
+from .graph.build import GraphStats
+
+ORDER = "mentions"  # entities most supported first: what the user's memories are mostly about
+
+
+class GraphEntityView(BaseModel):
+    name: str
+    type: str
+    memory_ids: list[int] = Field(default_factory=list)  # the memories that name it
+    first_seen: int = 0  # the earliest and latest of those memories' times
+    last_seen: int = 0
+
+
+class GraphTripleView(BaseModel):
+    subject: str
+    predicate: str
+    object: str
+    negated: bool = False
+    frequency: str = ""
+    condition: str = ""
+    memory_ids: list[int] = Field(default_factory=list)  # the memories that state it
+    first_seen: int = 0
+    last_seen: int = 0
+
+
+class GraphView(BaseModel):
+    """One user's graph: entities (most mentioned first) and triples, and how many memories were read."""
+
+    user_id: str
+    memories_read: int = 0
+    entities: list[GraphEntityView] = Field(default_factory=list)
+    triples: list[GraphTripleView] = Field(default_factory=list)
+
+
+class GraphVerbs:
+    store: Any
+    embedder: Any
+    config: Any
+    llm: Any
+
+    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> GraphStats:
+        """Read the memories the extractor has not read yet (of `user_id`, else of every user) into the
+        graph: one TripleExtractor call per 8 memories; the offline rules are its degraded mode. A model
+        failure leaves that batch for the next build (counted in `errors`).
+
+        Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the embedder fails."""
+        from .graph.build import build
+        from .processors.triple_extractor import TripleExtractor
+
+        user_id = V.check_id("user_id", user_id) if user_id is not None else None
+        return build(self.store, self.embedder, TripleExtractor(self.llm, self.config.prompts_dir), user_id, progress)
+
+    def graph(self, user_id: str, limit: Optional[int] = None) -> GraphView:
+        """`user_id`'s entities and triples as built so far, at most `limit` of each (all when None).
+
+        Raises InvalidInput for a bad user_id or limit; StoreError on failure."""
+        user_id = V.check_id("user_id", user_id)
+        limit = V.check_limit(limit) if limit is not None else None
+        rows = self.store.graph.rows(user_id)
+        entities = sorted((r for r in rows if r["kind"] == "entity"), key=lambda r: (-len(r["supports"]), r["name"].casefold()))
+        triples = sorted((r for r in rows if r["kind"] == "triple"), key=lambda r: (-len(r["supports"]), r["name"].casefold()))
+        return GraphView(
+            user_id=user_id,
+            memories_read=sum(1 for r in rows if r["kind"] == "memory"),
+            entities=[GraphEntityView(name=r["name"], type=r["etype"], memory_ids=r["supports"], first_seen=r["first_seen"],
+                                      last_seen=r["last_seen"]) for r in entities[:limit]],
+            triples=[GraphTripleView(subject=r["subject"], predicate=r["predicate"], object=r["object"], negated=r["negated"],
+                                     frequency=r["frequency"], condition=r["condition"], memory_ids=r["supports"],
+                                     first_seen=r["first_seen"], last_seen=r["last_seen"]) for r in triples[:limit]],
+        )
