@@ -212,9 +212,7 @@ def connection(args: argparse.Namespace, p: argparse.ArgumentParser) -> dict[str
             p.error("--local reads the server from scripts/local_llm.py's state; leave out --base-url")
         from scripts import local_llm
 
-        state = local_llm.read_state()
-        if state is None:
-            p.error(f"no local server recorded in {local_llm.state_path()}: run `python scripts/local_llm.py serve` first")
+        state = local_llm.recorded_server(p.error)
         return {"source": f"local state {local_llm.state_path()}", "base_url": state["url"], "model": args.model or state["model"],
                 "threads": state.get("threads"), "response_format": args.response_format}
     if args.base_url and not args.model:

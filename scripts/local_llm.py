@@ -277,6 +277,15 @@ def read_state(path: Path | None = None) -> dict[str, Any] | None:
     return state
 
 
+def recorded_server(error: Any) -> dict[str, Any]:
+    """The recorded server's state for a script's `--local`; `error` (argparse's `parser.error`) is
+    called with what to do when none is recorded."""
+    state = read_state()
+    if state is None:
+        error(f"no local server recorded in {state_path()}: run `python scripts/local_llm.py serve` first")
+    return state or {}
+
+
 def config_lines(state: dict[str, Any]) -> list[str]:
     """What a user sets so hippocampus uses this server."""
     return ["HIPPOCAMPUS_LLM_PROVIDER=openai", f"HIPPOCAMPUS_LLM_BASE_URL={state['url']}", f"HIPPOCAMPUS_LLM_MODEL={state['model']}"]

@@ -158,6 +158,12 @@ class Retriever:
     # ------------------------------------------------------------------ per mode
     def _dense(self, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[dict[str, Any]]:
         fields = [*MEMORY_FIELDS, "vector"] if self.params.hubness_weight > 0 else MEMORY_FIELDS  # the hubness stage reads them
+        fast = _lite_scope(self.store, scope)
+        if fast is not None:  # milvus-lite: superseded memories dropped here, not by the filter (_lite_scope)
+            rows = self.store.search_dense([vector], fast, limit + _MARGIN, fields=fields, partition=part)[0]
+            kept = [r for r in rows if _current(r)]
+            if len(kept) >= limit or (len(rows) < limit + _MARGIN and self.store.count(fast, partition=part) == len(rows)):
+                return kept[:limit]  # exact: the top `limit` current rows, or every current row there is
         rows = self.store.search_dense([vector], scope, limit, fields=fields, partition=part)[0]
         if len(rows) < limit and self.store.count(scope, partition=part) > len(rows):
             log.info("dense index returned %d of %d wanted while more match; using the exact scan", len(rows), limit)
@@ -165,7 +171,7 @@ class Retriever:
         return rows
 
     def _bm25(self, query: str, scope: str, limit: int, part: str | None = None) -> list[Candidate]:
-        rows = self.store.search_bm25([query], scope, limit, partition=part)[0] if self.store.capabilities.full_text else []
+        rows = self._lexical(query, scope, limit, MEMORY_FIELDS, part) if self.store.capabilities.full_text else []
         cands = collect([], rows)
         for c in cands:
             c.score = c.bm25 or 0.0
@@ -175,6 +181,18 @@ class Retriever:
             extra.sort(key=lambda r: (-int(r.get("ts", 0)), int(r["id"])))  # no shared word: newest first
             cands += [Candidate(row=r, bm25=0.0, score=0.0) for r in extra[: limit - len(cands)]]
         return cands
+
+    def _lexical(self, query: str, scope: str, limit: int, fields: Sequence[str], part: str | None) -> list[dict[str, Any]]:
+        """BM25's top `limit` in the scope. Milvus returns only rows sharing a word with the query, so a
+        short answer holds all of them: with superseded rows dropped here (_lite_scope), it is exact
+        when it keeps `limit` rows or when the unfiltered answer was short."""
+        fast = _lite_scope(self.store, scope)
+        if fast is not None:
+            rows = self.store.search_bm25([query], fast, limit + _MARGIN, fields=fields, partition=part)[0]
+            kept = [r for r in rows if _current(r)]
+            if len(kept) >= limit or len(rows) < limit + _MARGIN:
+                return kept[:limit]
+        return self.store.search_bm25([query], scope, limit, fields=fields, partition=part)[0]
 
     def _milvus_hybrid(self, query: str, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[Candidate]:
         ranker = "rrf" if self.params.fusion == "milvus_rrf" else "weighted"
@@ -271,8 +289,25 @@ def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
     if r.params.fusion.startswith("milvus_"):
         return r._milvus_hybrid(q.text, q.vector, q.scope, q.depth, q.part)
     dense = r._dense(q.vector, q.scope, q.depth, q.part)
-    lexical = r.store.search_bm25([q.text], q.scope, q.depth, fields=[*MEMORY_FIELDS, "vector"], partition=q.part)[0]
+    lexical = r._lexical(q.text, q.scope, q.depth, [*MEMORY_FIELDS, "vector"], q.part)
     return collect(dense, lexical, q.vector)
+
+
+_CURRENT = F.json_missing("metadata", "life", "superseded_by")
+_MARGIN = 10  # rows asked for beyond the depth when the search itself does not drop superseded memories
+
+
+def _lite_scope(store: MilvusStore, scope: str) -> str | None:
+    """On milvus-lite, the scope without `not exists metadata["life"]["superseded_by"]` (the caller drops
+    superseded rows itself, asking for _MARGIN more); None where nothing is gained (another engine, no such
+    part, or another JSON condition left). Why: milvus-lite evaluates a JSON path row by row in Python
+    after converting every column of the partition's rows, 384-d vectors included; at 100k memories that
+    filter took ~90% of a dense search and half of the BM25 one (docs/hybrid_at_scale.md)."""
+    part = f" and ({_CURRENT})"
+    if store.capabilities.engine != "milvus-lite" or part not in scope:
+        return None
+    fast = scope.replace(part, "", 1)
+    return None if "metadata[" in fast else fast
 
 
 def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
@@ -329,8 +364,10 @@ def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     known = {c.id for c in cands}
     wanted = sorted((m for m in linked if m not in known), key=lambda m: -linked[m][0])[: p.max_new]
     joined = []
-    if wanted:  # read within the search's scope: the user, the type, current facts only
-        for row in r.store.query(F.and_(q.scope, F.in_("id", wanted)), fields=[*MEMORY_FIELDS, "vector"], partition=q.part):
+    if wanted:  # read within the search's scope: the user, the type, current facts only (milvus-lite: dropped here)
+        rows = r.store.query(F.and_(_lite_scope(r.store, q.scope) or q.scope, F.in_("id", wanted)),
+                             fields=[*MEMORY_FIELDS, "vector"], partition=q.part)
+        for row in (rw for rw in rows if q.include_superseded or _current(rw)):
             vec = row.pop("vector")
             sim = cosine(q.vector, vec)
             joined.append(Candidate(row=row, similarity=sim, vector=vec, score=sim, parts={"similarity": sim}))
