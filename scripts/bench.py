@@ -3,6 +3,7 @@
 
     python scripts/bench.py                        # 1k,10k,100k
     python scripts/bench.py --sizes 1k,10k --queries 200
+    python scripts/bench.py --sizes 10k --embed-max 300 --queries 50 --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
 
 Per size, in a fresh subprocess (so peak RSS is that size's own):
 - add throughput: Memory.add (infer=False, one turn per call, embedding included) and
@@ -63,13 +64,26 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values) * 1000.0, q)) if values else float("nan")
 
 
-def run_one(n: int, users: int, queries: int, embed_max: int) -> dict[str, Any]:
+def make_embedder(kind: str = "offline", model_path: str | None = None) -> Any:
+    """The offline e5 (default) or a local sentence-transformers folder (--embedder local --model-path)."""
+    if kind == "offline":
+        from hippocampus.embeddings import OfflineEmbedder
+
+        return OfflineEmbedder()
+    if not model_path:
+        raise SystemExit("--embedder local needs --model-path")
+    from hippocampus.embeddings.local import LocalEmbedder
+
+    return LocalEmbedder(Path(model_path).expanduser())
+
+
+def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "offline", model_path: str | None = None) -> dict[str, Any]:
     from hippocampus import Memory
-    from hippocampus.embeddings import OfflineEmbedder
     from hippocampus.retrieval import Retriever
 
     out: dict[str, Any] = {"n": n, "users": users}
-    emb = OfflineEmbedder()
+    emb = make_embedder(embedder, model_path)
+    out["embedder"] = emb.model_name
     emb.encode(["warm up"], role="query")
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         path = str(Path(tmp) / "m.db")
@@ -168,15 +182,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--embed-max", type=int, default=2000, help="rows embedded for real; the rest reuse those vectors")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--embedder", choices=("offline", "local"), default="offline")
+    ap.add_argument("--model-path", help="--embedder local: a sentence-transformers folder")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(run_one(args.one, args.users, args.queries, args.embed_max)))
+        print(json.dumps(run_one(args.one, args.users, args.queries, args.embed_max, args.embedder, args.model_path)))
         return 0
     results = []
     for size in (parse_size(s) for s in args.sizes.split(",")):
         cmd = [sys.executable, __file__, "--one", str(size), "--users", str(args.users), "--queries", str(args.queries),
-               "--embed-max", str(args.embed_max)]
+               "--embed-max", str(args.embed_max), "--embedder", args.embedder]
+        cmd += ["--model-path", args.model_path] if args.model_path else []
         proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)

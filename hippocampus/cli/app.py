@@ -298,3 +298,4 @@ from . import mcp_cmd as _mcp_cmd  # noqa: E402,F401
 from . import lifecycle as _lifecycle  # noqa: E402,F401
 from . import transfer as _transfer  # noqa: E402,F401
 from . import graph as _graph  # noqa: E402,F401
+from . import models as _models  # noqa: E402,F401
