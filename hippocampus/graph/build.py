@@ -46,7 +46,7 @@ def text_hash(text: str) -> str:
 
 
 def triple_sentence(t: GraphTriple) -> str:
-    """A triple as the sentence its vector embeds ("Caroline | attends | support group")."""
+    """A triple as the sentence its vector embeds ("Caroline went to LGBTQ support group", "alice not likes 香菜")."""
     words = [t.subject, ("not " if t.negated else "") + t.predicate, t.object]
     return " ".join(w for w in words if w) + (f" ({t.frequency})" if t.frequency else "") + (f" if {t.condition}" if t.condition else "")
 
