@@ -106,10 +106,7 @@ class Session:
         report of that extraction comes back; None otherwise). A blank message is ignored.
 
         Raises InvalidInput for a role or content that is not a string, or after `end`."""
-        if self.closed:
-            raise InvalidInput(f"session {self.session_id} has ended; start a new Session")
-        if not isinstance(role, str) or not isinstance(content, str):
-            raise InvalidInput("role and content must be strings")
+        self._check_open("role and content", role, content)
         if not content.strip():
             return None
         message = {"role": role, "content": content}
@@ -129,10 +126,7 @@ class Session:
         helps or the model failed (a warning, logged: memory never breaks a turn).
 
         Raises InvalidInput for a name or text that is not a string, or after `end`."""
-        if self.closed:
-            raise InvalidInput(f"session {self.session_id} has ended; start a new Session")
-        if not isinstance(name, str) or not isinstance(text, str):
-            raise InvalidInput("a tool result's name and text must be strings")
+        self._check_open("a tool result's name and text", name, text)
         if not text.strip():
             return ""
         model, _offline, warning = resolve_model(self.memory, self._llm)
@@ -156,6 +150,13 @@ class Session:
             return ""
         lines = "\n".join(f"- [{name}] {context}" for name, context in self._carry_now)
         return f"What the previous turn's tools found (for this turn only):\n{data_block(lines)}"
+
+    def _check_open(self, what: str, *values: object) -> None:
+        """Raises InvalidInput after `end`, or when one of `values` is not a string."""
+        if self.closed:
+            raise InvalidInput(f"session {self.session_id} has ended; start a new Session")
+        if not all(isinstance(v, str) for v in values):
+            raise InvalidInput(f"{what} must be strings")
 
     def save(self) -> SessionReport:
         """Extract what is waiting now; the session goes on. Raises nothing."""

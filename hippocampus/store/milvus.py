@@ -1,11 +1,7 @@
-"""MilvusStore: one collection for every memory, a second for their history.
-
-What the collections hold is in store/schema.py; opening and locking in store/connection.py;
-what the server can do (full text, who assigns ids) in store/capabilities.py.
-
-The same code runs on milvus-lite (a local path, the default) and on a Milvus
-server or cluster (an http:// URI). Filters come only from `filters.py`.
-"""
+"""MilvusStore: one collection for every memory, companions for their history and graph (store/graph.py).
+What they hold is in store/schema.py; opening and locking in store/connection.py; what the server can do
+(full text, who assigns ids) in store/capabilities.py. The same code runs on milvus-lite (a local path,
+the default) and on a Milvus server or cluster (an http:// URI). Filters come only from `filters.py`."""
 
 from __future__ import annotations
 
