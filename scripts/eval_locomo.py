@@ -132,11 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", action="append", default=[],
                     help="extra mode 'name:key=value,...' (MemoryConfig overrides; latency excludes the query embedding)")
     ap.add_argument("--pick", help="only these conversations, 0-based indices, e.g. 0,4 (after --offset)")
-    ap.add_argument("--embedder", choices=("offline", "local"), default="offline",
-                    help="offline: the bundled e5 (default); local: a sentence-transformers folder (--model-path)")
-    ap.add_argument("--model-path", type=Path, help="--embedder local: the model folder")
-    ap.add_argument("--dim", type=int, help="--embedder local: truncate to this many dimensions (Matryoshka)")
-    ap.add_argument("--threads", type=int, help="--embedder local: torch threads (default: torch's)")
+    add_embedder_args(ap)
     ap.add_argument("--graph", action="store_true",
                     help="build each conversation's graph after ingestion and add the mode hybrid+graph (graph: on)")
     ap.add_argument("--graph-llm", metavar="URL", help="--graph: extract triples with this OpenAI-compatible endpoint "
@@ -249,9 +245,18 @@ def build_graph(path: str, embedder: Any, settings: dict[str, Any], user: str, c
     cost["errors"] += stats.errors
 
 
+def add_embedder_args(ap: argparse.ArgumentParser) -> None:
+    """--embedder, --model-path, --dim, --threads: what make_eval_embedder reads (the eval scripts share them)."""
+    ap.add_argument("--embedder", choices=("offline", "default", "local"), default="offline",
+                    help="offline (= default): the bundled e5; local: a sentence-transformers folder (--model-path)")
+    ap.add_argument("--model-path", type=Path, help="--embedder local: the model folder")
+    ap.add_argument("--dim", type=int, help="--embedder local: truncate to this many dimensions (Matryoshka)")
+    ap.add_argument("--threads", type=int, help="--embedder local: torch threads (default: torch's)")
+
+
 def make_eval_embedder(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The embedder the flags ask for and the Memory settings that name it (thresholds are per model)."""
-    if args.embedder == "offline":
+    if args.embedder in ("offline", "default"):
         return OfflineEmbedder(), {}
     if args.model_path is None:
         raise SystemExit("--embedder local needs --model-path (a sentence-transformers folder)")

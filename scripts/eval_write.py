@@ -49,6 +49,11 @@ def write_metrics(cases: list[dict[str, Any]], decisions: list[bool | None]) -> 
     return out
 
 
+def wrong_ids(cases: list[dict[str, Any]], decisions: list[bool | None]) -> list[str]:
+    """The ids of the cases decided wrongly or not at all, so a run can be read case by case."""
+    return [case["id"] for case, got in zip(cases, decisions) if got is not bool(case["write_episodic"])]
+
+
 def eval_write_decider(llm: ChatModel, cases: list[dict[str, Any]]) -> dict[str, float]:
     """The model alone (accuracy, precision, recall, ...) and gate + model (gated_*), one model run."""
     decider = EpisodicWriteDecider(llm)
@@ -57,6 +62,7 @@ def eval_write_decider(llm: ChatModel, cases: list[dict[str, Any]]) -> dict[str,
     gated = [alone[i] if v is None else v.write_episodic for i, v in enumerate(verdicts)]
     out = write_metrics(cases, alone)
     with_gate = write_metrics(cases, gated)
+    out.update({"wrong": wrong_ids(cases, alone), "gated_wrong": wrong_ids(cases, gated)})  # in --json, for reading case by case
     out.update({f"gated_{k}": with_gate[k] for k in ("accuracy", "precision", "recall", "accuracy_hard") if k in with_gate})
     decided = [(v, c) for v, c in zip(verdicts, cases) if v is not None]
     out.update({"model_calls_per_turn": ratio(len(cases) - len(decided), len(cases)), "gate_decided": len(decided),
@@ -103,7 +109,8 @@ def compare_write_paths(model: ChatModel, cases: list[dict[str, Any]]) -> dict[s
     out = {}
     for path in WRITE_PATHS:
         metrics = write_metrics(cases, got[path])
-        metrics.update({"model_calls_per_turn": ratio(calls[path], len(cases)), "seconds_per_turn": ratio(seconds[path], len(cases))})
+        metrics.update({"model_calls_per_turn": ratio(calls[path], len(cases)), "seconds_per_turn": ratio(seconds[path], len(cases)),
+                        "wrong": wrong_ids(cases, got[path])})
         if path == "gate + model":
             metrics.update({"gate_decided": gated, "gate_right": gated_right})
         out[path] = metrics

@@ -103,8 +103,8 @@ def test_reconsolidation_counts_facts_a_rewrite_drops():
 
 def test_merge_section_counts_wrong_merges_and_lost_facts():
     evaluate = SECTIONS["merge_separate"].evaluate
-    dup = {"id": "d", "lang": "en", "kind": "duplicate", "same_event": True, "must_keep": ["Boston", "3:40", "knee"],
-           "a": {"text": "I ran the Boston marathon in 3:40", "time": "2026-03-03T15:00:00+00:00", "chat_id": "c6"},
+    dup = {"id": "d", "lang": "en", "kind": "duplicate", "same_event": True, "must_keep": ["Boston", "3:40", "knee", "happily"],
+           "a": {"text": "I ran the Boston marathon in 3:40 happily", "time": "2026-03-03T15:00:00+00:00", "chat_id": "c6"},
            "b": {"text": "Ran the Boston marathon, finished in 3:40, my knees hurt", "time": "2026-03-03T15:20:00+00:00", "chat_id": "c6"}}
     alike = {"id": "l", "lang": "en", "kind": "look_alike", "same_event": False, "must_keep": ["March 3", "March 10"],
              "a": {"text": "Dentist on March 3: cleaning", "time": "2026-03-03T10:00:00+00:00", "chat_id": "c1"},
@@ -118,7 +118,9 @@ def test_merge_section_counts_wrong_merges_and_lost_facts():
 
     out = evaluate(ScriptedLLM(default=reply), [dup, alike])
     assert out["merges_found"] == out["duplicates"] == 1 and out["wrong_merges"] == 1 and out["accuracy"] == 0.5
-    assert out["facts_lost"] == 1 and out["facts_kept"] == pytest.approx(2 / 3)  # "my knees hurt" is no fact to the guard
+    # the guard's union (B, the longer, plus A's clauses with a fact B lacks) kept "my knees" (an
+    # English noun); A's "happily" is no fact to the guard and is lost
+    assert out["facts_lost"] == 1 and out["facts_kept"] == pytest.approx(3 / 4)
     assert out["separation_facts_lost"] == 0  # the separator's guard put "March 10" back
 
 

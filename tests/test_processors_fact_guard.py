@@ -145,7 +145,9 @@ def test_separator_keeps_each_original_fact():
     llm = ScriptedLLM(default=reply)
     result = EpisodicSeparator(llm).separate(a, b)
     assert result.facts_path == "union" and result.facts_missing == ["May 3", "$80"] and llm.calls == 2
-    assert result.text_a == a.text and result.text_b == "Dentist visit on May 9 for a filling, the later one"
+    # the original, then the model's clause that adds a detail (a noun the original lacks)
+    assert result.text_a == f"{a.text}; Dentist visit for a cleaning"
+    assert result.text_b == "Dentist visit on May 9 for a filling, the later one"
 
 
 # ------------------------------------------------------------------ the offline rules provider

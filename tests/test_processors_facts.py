@@ -210,3 +210,28 @@ def test_supplement_with_a_note():
 def test_facts_are_hashable_by_kind_and_key():
     assert Fact("number", "3|km", "3 km", 0, 4) == Fact("number", "3|km", "三公里", 9, 12)
     assert len({Fact("number", "3|km", "3 km"), Fact("number", "3|km", "3km")}) == 1
+
+
+# ------------------------------------------------------------------ English nouns
+def test_english_nouns_after_a_determiner_or_a_possessive():
+    got = keys("Ran the Boston marathon, finished in 3:40, my knees hurt; Anna's dog has a window seat")
+    assert {("noun", "en:marathon"), ("noun", "en:knee"), ("noun", "en:dog"), ("noun", "en:window"), ("noun", "en:seat")} <= got
+    assert ("name", "boston") in got and ("noun", "en:boston") not in got  # a name stays a name
+
+
+def test_english_noun_is_kept_by_any_word_of_its_stem():
+    knees = next(f for f in facts("my knees hurt") if f.key == "en:knee")
+    assert kept(knees, "knee pain after the race") and kept(knees, "Knees: sore")
+    assert not kept(knees, "I kneeled") and not kept(knees, "my legs hurt")
+
+
+def test_the_lost_knees_of_a_merge_are_found():
+    """merge-07 of the held-out set: the model repeated A and dropped what B added."""
+    a, b = "I ran the Boston marathon in 3:40", "Ran the Boston marathon, finished in 3:40, my knees hurt"
+    assert "knees" in [f.text for f in missing([a, b], a)]
+    assert missing([a, b], union(a, b)) == []
+
+
+@pytest.mark.parametrize("text", ["a lot of fun with the same people", "the other one was a bit quick", "I had a really nice time"])
+def test_generic_words_after_a_determiner_are_not_nouns(text):
+    assert not [f for f in facts(text) if f.kind == "noun"], facts(text)

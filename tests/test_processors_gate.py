@@ -39,6 +39,9 @@ CERTAIN_SKIPS = [
     ("Can you recommend a good sci-fi novel?", "knowledge question"), ("Python 的装饰器怎么用？", "knowledge question"),
     ("帮我写一首关于秋天的诗", "content request"), ("把这句话翻译成英文：今天天气很好", "content request"),
     ("Translate 'good night' into Spanish", "content request"), ("Tell me a joke", "content request"), ("给我讲个笑话吧", "content request"),
+    ("哈哈哈哈笑死我了", "laughter"), ("Why do cats purr?", "knowledge question"),  # a generic "cats" is nobody's pet
+    ("第二次世界大战是哪一年结束的？", "knowledge question"),  # asking when is no event time
+    ("用Python写一个冒泡排序", "content request"), ("Tell me another dad joke", "content request"),
     ("忘掉我刚才说的", "forget request"), ("请忘记我的地址", "forget request"), ("把我说的地址忘了吧", "forget request"),
     ("forget what I said about Paris", "forget request"), ("这个别记", "forget request"),
 ]
@@ -65,6 +68,8 @@ FOR_THE_MODEL = [
     "记住这个", "你还记得我叫什么吗",  # a remember request naming nothing; a question about memory
     "帮我写一封邮件：我下周请假", "Write a poem about my dog",  # requests about the speaker
     "Where do I live?", "Is it going to rain tomorrow?", "The weather is nice today",
+    "Mom's surgery went fine, what should she eat now?", "Any tips for Dad's 60th birthday?",  # a parent written as a name
+    "我明年什么时候能毕业？",  # asking when, with a first person
 ]
 
 

@@ -67,6 +67,29 @@ def test_weighted_fusion_ignores_bm25_across_scripts():
     assert [c.id for c in blind] == [2, 1]
 
 
+def test_weighted_fusion_lets_bm25_reorder_only_the_memories_it_can_see():
+    """A Chinese question about an English memory: BM25 cannot see the English one, so a Chinese
+    memory's bonus for a shared common word may not push it down; among the Chinese memories BM25
+    still decides (docs/crosslang.md)."""
+    def cands():
+        return [
+            Candidate(row=_row(1, "我弟弟在深圳做程序员"), similarity=0.40, bm25=3.0, dense_rank=2, bm25_rank=0),
+            Candidate(row=_row(2, "周末我在网上教中文"), similarity=0.45, dense_rank=0),
+            Candidate(row=_row(3, "I work as a nurse in the pediatric ward"), similarity=0.42, dense_rank=1),
+        ]
+
+    out = fuse(cands(), "我是做什么职业的？", method="weighted", bm25_weight=0.1)
+    assert [c.id for c in out] == [1, 3, 2]  # 1 and 2 swapped places; the English memory kept the second
+    scores = {c.id: c.score for c in out}
+    assert scores == pytest.approx({1: 0.45, 2: 0.40, 3: 0.42})
+    assert {c.id: c.parts["bm25_shift"] for c in out} == pytest.approx({1: 0.05, 2: -0.05, 3: 0.0})
+    plain = fuse(cands(), "我是做什么职业的？", method="weighted", bm25_weight=0.1, script_aware=False)
+    assert [c.id for c in plain] == [1, 2, 3]  # a plain bonus (no script check) leaves it last
+    # with every candidate in the query's script the formula is the plain bounded bonus
+    same = fuse(cands()[:2], "我是做什么职业的？", method="weighted", bm25_weight=0.1)
+    assert {c.id: c.score for c in same} == pytest.approx({1: 0.50, 2: 0.45}) and "bm25_shift" not in same[0].parts
+
+
 def test_rrf_fusion_formula_and_script_awareness():
     cands = [
         Candidate(row=_row(1, "alpha"), similarity=0.9, dense_rank=0, bm25_rank=2, bm25=1.0),

@@ -54,7 +54,7 @@ async def _round_trip(client: Client, user: str) -> None:
     found = await client.call_tool("search_memory", {"query": "where do I live now?", "user_id": user})
     hit = next(h for h in found.structured_content["memories"] if h["id"] == memory_id)
     assert hit["text"] == "I moved to Berlin in May" and hit["memory_type"] == "episodic"
-    assert set(hit) == {"id", "text", "score", "memory_type", "time"}
+    assert set(hit) == {"id", "text", "score", "memory_type", "time", "found_by"} and "dense" in hit["found_by"]
     seen = await client.call_tool("observe_turn", {"exchange": "user: where do I live?\nassistant: In Berlin, since May.",
                                                     "user_id": user, "shown": [memory_id]})
     assert not seen.is_error and seen.structured_content["used"] == [memory_id], _text(seen)
@@ -79,7 +79,10 @@ def _stdio(tmp_path: Path, *args: str, **env: str) -> StdioServerParameters:
     )
 
 
-def test_stdio_round_trip_and_user_restriction(tmp_path: Path) -> None:
+def test_stdio_round_trip_and_user_restriction(tmp_path: Path, embedder: Any) -> None:
+    with Memory(milvus_uri=str(tmp_path / "stdio.db"), embedder=embedder) as memory:  # alice's graph, built before
+        memory.add_many([{"text": t, "user_id": "alice"} for t in ("Anna works at Siemens", "I met Anna at the climbing gym")])
+        memory.build_graph("alice")
     params = _stdio(tmp_path, "--uri", str(tmp_path / "stdio.db"), "mcp", "-u", "alice")
 
     async def talk() -> None:
@@ -87,6 +90,9 @@ def test_stdio_round_trip_and_user_restriction(tmp_path: Path) -> None:
             async with Client(params) as client:
                 await _check_tools(client)
                 await _round_trip(client, "alice")
+                joined = await client.call_tool("search_memory", {"query": "Where does Anna work?", "user_id": "alice", "graph": True})
+                paths = {p for h in joined.structured_content["memories"] for p in h["found_by"]}
+                assert any(p.startswith("graph_") for p in paths), joined.structured_content
                 other = await client.call_tool("get_memory", {"memory_id": 1, "user_id": "bob"})  # not in --user
                 assert other.is_error and _text(other) == "NotFound: memory 1 not found for this user"
 

@@ -1,7 +1,8 @@
 """Fact extraction for the fact guard (facts.py holds the API, the matching and the union):
 regular expressions for numbers with units, dates and times, capitalised and rare terms,
-and jieba.posseg for Chinese nouns, over per-character NFKC text whose spans map back to
-the original. Pure and cached (the same memory text is checked again and again)."""
+jieba.posseg for Chinese nouns and a determiner rule for English ones, over per-character
+NFKC text whose spans map back to the original. Pure and cached (the same memory text is
+checked again and again)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,17 @@ _NOUN_STOP = set(
     "时候 东西 事情 问题 情况 地方 方面 时间 用户 样子 感觉 部分 之后 以后 以前 大家 人家 自己 什么 这样 那样 一下 有点 一点 "
     "今天 昨天 明天 前天 后天 今晚 昨晚 明晚 上午 下午 晚上 早上 中午 凌晨 傍晚 周末 现在 刚才 最近".split()
 )
+# --- English nouns: the words after a determiner or a possessive ("my knees", "a window seat",
+# "Anna's dog"), keyed by their Snowball stem so "knee" keeps "knees"; no tagger, so an adjective
+# there counts too (a false positive costs a retry or a repeated clause, never a lost fact)
+_DETERMINERS = set("a an the my your his her its our their this that these those another every each".split())
+_EN_NOT_NOUNS = _NOT_UNITS | set(
+    "some any no not all both few lot lots bit couple kind sort way thing things stuff time times day days week weeks "
+    "month months year years morning afternoon evening night tonight today tomorrow yesterday weekend moment while rest "
+    "end start one ones same other others whole own only new old good great best better nice big small little first last "
+    "next few many much most least very really just also still even too quite pretty such what which who whose how "
+    "user people guy guys one's has have had do does did get got will would can could should may might must".split()
+)
 _RELATIVE_ZH = re.compile("今天|昨天|明天|前天|后天|今晚|昨晚|明晚|今早|上午|下午|晚上|早上|中午|凌晨|傍晚|刚才|刚刚")
 
 
@@ -117,6 +129,7 @@ def extract(text: str) -> tuple[Fact, ...]:
     _numbers(norm, add, taken)
     if IS_CJK.search(norm):
         _nouns(norm, add, taken)
+    _english_nouns(norm, add)
     return tuple(found.values())
 
 
@@ -272,6 +285,37 @@ def _nouns(norm: str, add, taken: list[bool]) -> None:
         if (flag.startswith("n") and len(word) >= 2 and IS_CJK.match(word) and word not in _NOUN_STOP
                 and not _RELATIVE_ZH.search(word) and not any(taken[start:end])):
             add("noun", word, start, end)
+
+
+def _english_nouns(norm: str, add) -> None:
+    """Up to two words after a determiner or a possessive, up to the first function word or
+    punctuation; "noun" facts keyed "en:<stem>" (facts.kept matches any word of that stem)."""
+    words = list(_WORD.finditer(norm))
+    for i, m in enumerate(words):
+        lead = m[0].lower()
+        if lead not in _DETERMINERS and not re.search(r"['’]s$", lead):
+            continue
+        prev_end = m.end()
+        for nxt in words[i + 1 : i + 3]:
+            word = nxt[0].lower()
+            if (norm[prev_end : nxt.start()].strip(" \t") or word in _DETERMINERS or word in _EN_NOT_NOUNS
+                    or len(word) < 3 or word.endswith("ly") or not word.isalpha()):
+                break
+            add("noun", f"en:{en_stem(word)}", nxt.start(), nxt.end())
+            prev_end = nxt.end()
+
+
+@lru_cache(maxsize=4096)
+def en_stem(word: str) -> str:
+    """The Snowball (Porter 2) stem of a lower-case English word: "knees" and "knee" are "knee"."""
+    return _stemmer().stemWord(word)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
 
 
 def _posseg(text: str) -> Iterable[tuple[str, str, int]]:

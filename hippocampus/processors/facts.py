@@ -4,13 +4,15 @@ and a deterministic union of two texts that loses none.
 A *fact* is what a rewrite must not silently drop: numbers with their units ("3 km", "42%",
 "2 tablets", "¥300", "三公里"), dates and times ("May 3", "2024-05-01", "下午三点", "14:30"),
 names and rare terms (a capitalised word not at a sentence start, an acronym, a word with
-digits, "iPhone") and Chinese nouns (jieba.posseg, 2+ characters). Keys are normalised:
+digits, "iPhone"), Chinese nouns (jieba.posseg, 2+ characters) and English nouns (the words
+after a determiner or a possessive: "my knees", "a window seat"). Keys are normalised:
 "3 km", "3km", "3 kilometres" and "三公里" are one fact, "3pm" and "下午3点" one time.
 
 An output keeps a source fact when it states the same key (a number of the same value and
 unit, or any unit when the source had none; a date with at least the source's year, month
 and day; a time with the same hour on a 12-hour clock and minute), or contains the fact's
-own words (case-insensitive, not inside a longer word or number). Extraction lives in
+own words (case-insensitive, not inside a longer word or number); an English noun is kept
+by any word of the same stem ("knee" keeps "knees", wherever it stands). Extraction lives in
 fact_extract.py; this module is the API, the matching and the union. Left out on purpose: relative days
 ("today", "昨天"; a merge may resolve them), "one"/"一个" (articles), common words. A false
 positive (jieba tags "喝咖啡" nr) costs a retry or a repeated clause, never a lost fact.
@@ -21,11 +23,12 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .fact_extract import CN_NUM_CHARS, IS_CJK, Fact, cn_int, extract, fold, unit_name
+from .fact_extract import CN_NUM_CHARS, IS_CJK, Fact, cn_int, en_stem, extract, fold, unit_name
 
 __all__ = ["Fact", "cn_int", "facts", "kept", "missing", "replaced", "supplement", "union"]
 
 _CLAUSE_END = re.compile(r"[。！？!?；;，、\n]+|,(?!\d)|\.(?=\s|$)")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
 _TERMINAL = tuple("。！？!?；;，,、.:：")
 
 
@@ -58,6 +61,8 @@ def kept(fact: Fact, output: str, loose_units: bool = False) -> bool:
                 other_unit = other.key.split("|", 1)[1]
                 if not unit or other_unit == unit or (loose_units and not other_unit) or unit in _units_after(output, other.end):
                     return True
+    elif fact.kind == "noun" and fact.key.startswith("en:"):
+        return fact.key[3:] in {en_stem(w.lower()) for w in _LATIN_WORD.findall(output)}
     elif any(_same(fact, other) for other in extract(output)):
         return True
     return _contains(fold(output), fold(fact.text))

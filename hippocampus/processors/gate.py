@@ -33,7 +33,7 @@ from .results import WriteDecision
 Outcome = Literal["skip", "store"]
 
 # --- vocabulary the rules provider lacks (its chitchat list stays as it is) ----------------------
-_LAUGHTER = re.compile(r"^(?:[哈呵嘿嘻嘎h]{2,}|(?:ha|he){2,}h?|l+o+l+[ol]*|lmao+|rofl|xd+|233+|笑死(?:我了)?)$", re.IGNORECASE)
+_LAUGHTER = re.compile(r"^(?:[哈呵嘿嘻嘎h]{2,}|(?:ha|he){2,}h?|l+o+l+[ol]*|lmao+|rofl|xd+|233+|笑死(?:我了)?)+$", re.IGNORECASE)
 _EXTRA_CHITCHAT = {
     # thanks, praise and reactions
     "太有帮助了", "很有帮助", "非常有帮助", "帮大忙了", "帮了大忙", "太棒了", "太好了", "太好笑了", "好好笑", "太搞笑了", "有意思",
@@ -51,13 +51,17 @@ _ARITHMETIC = re.compile(
     re.IGNORECASE,
 )
 # Things people say about themselves without "I": a question or request naming them is not impersonal.
+# Chinese drops the possessive ("妈妈住院了"); English says "my" (a first person already) or writes a
+# parent as a name ("Mom's surgery went fine"), so a lower-case "cats" or "dad joke" is no hint.
 _PERSONAL_HINT = re.compile(
     r"妈|爸|母亲|父亲|老婆|老公|妻子|丈夫|女朋友|男朋友|对象|儿子|女儿|孩子|宝宝|家人|爷爷|奶奶|外婆|外公|姐|妹|哥哥|弟弟|猫|狗|宠物"
     r"|医生|生病|过敏|怀孕|手术|老板|同事|工资|生日|搬家|出差|面试"
-    r"|\b(?:mom|mum|mother|dad|father|wife|husband|partner|girlfriend|boyfriend|son|daughter|kids?|baby|family|grandma|grandpa"
-    r"|sister|brother|dog|cat|pet|doctor|sick|allergic|allergy|pregnant|surgery|boss|colleague|birthday|salary|interview)s?\b",
-    re.IGNORECASE,
+    r"|\b(?i:sick|allergic|allergy|pregnant|surgery|boss|colleague|birthday|salary|interview)s?\b"
+    r"|\b(?:Mom|Mum|Mommy|Dad|Daddy|Grandma|Grandpa|Granny|Nana)\b",
 )
+# Asking when is not telling when: "哪一年", "what year" hold no event time of the speaker's.
+_WHEN_QUESTION = re.compile(r"哪一?年|哪一?天|几月|几号|几点|什么时候|多少年|\b(?:when|what year|what time|which year|how long ago)\b",
+                            re.IGNORECASE)
 # Forget (or do-not-keep) requests, at the start of a clause; "don't forget" and "别忘了" are remember requests.
 _FORGET = re.compile(
     r"^(?:ok(?:ay)?\s+|and\s+|also\s+)?(?:please\s+)?(?:(?:can|could|would|will) you\s+)?(?:please\s+)?"
@@ -74,7 +78,8 @@ _REQUEST_PREFIX = re.compile(
 _REQUEST_VERB = re.compile(
     r"^(?:write|translate|tell|explain|summari[sz]e|list|generate|compose|define|describe|calculate|compute|convert"
     r"|rewrite|rephrase|paraphrase|proofread|correct|solve)\b"
-    r"|^(?:写|翻译|讲|解释|总结|概括|列出|列举|生成|计算|算一下|润色|改写|转换|编)|^把.{1,40}(?:翻译|改写|润色|总结|转换|换成|改成)",
+    r"|^(?:用[A-Za-z0-9+#.\u4e00-\u9fff]{1,12}?)?(?:写|翻译|讲|解释|总结|概括|列出|列举|生成|计算|算一下|润色|改写|转换|编|实现)"
+    r"|^把.{1,40}(?:翻译|改写|润色|总结|转换|换成|改成)",
     re.IGNORECASE,
 )
 _FOR_ME = re.compile(r"帮我|给我|为我|替我|\b(?:tell|give|show|write|help|for|explain to)\s+me\b|\bme\s+(?:a|an|the|some)\b", re.IGNORECASE)
@@ -127,7 +132,7 @@ def _personal(clause: str) -> bool:
 
 def _impersonal(text: str) -> bool:
     """Nothing about the speaker: no first person, no time word (an event), no family, pet, health or work word."""
-    return not (W.has_first_person(text) or W.has_time_word(text) or _PERSONAL_HINT.search(text))
+    return not (W.has_first_person(text) or W.has_time_word(_WHEN_QUESTION.sub(" ", text)) or _PERSONAL_HINT.search(text))
 
 
 def forget_request(t: Turn) -> bool:

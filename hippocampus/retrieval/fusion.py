@@ -12,6 +12,14 @@ where `max_bm25` is the best BM25 score of this query (so the bonus is in [0, bm
 `script_factor` is 0 when the memory is written in a script (Han or Latin) that the query does not
 use at all: a lexical match between them is a shared name or number, mostly noise. Every candidate has an exact cosine, because BM25
 hits come back with their vectors.
+
+A memory in a script the query does not use is one BM25 cannot see: its zero is no evidence. Yet
+the bonus of a candidate BM25 can see (a Chinese memory sharing one common word with a Chinese
+question) would push it past the English memory the question is about. So when both kinds are
+among the candidates, BM25 only reorders the ones it can see: they take, in their fused order, the
+places (the dense scores, `similarity + hubness`) they held among themselves, and a memory BM25
+cannot see keeps its dense score and its place. Measured on a bilingual set of one user's
+everyday memories (docs/crosslang.md); a store in one script never meets this case.
 """
 
 from __future__ import annotations
@@ -127,16 +135,36 @@ def fuse(
             c.score = dense + lex
     elif method == "weighted":
         top = max((c.bm25 or 0.0 for c in candidates), default=0.0)
+        seen: list[Candidate] = []
         for c in candidates:
-            sim = c.similarity + c.hub if c.similarity is not None else 0.0
             lex = (c.bm25 or 0.0) / top if top > 0 else 0.0
             if script_aware and not lexical_allowed(qscripts, c.row.get("text", "")):
                 lex = 0.0
+            else:
+                seen.append(c)
             c.parts = {"similarity": c.similarity or 0.0, "bm25_norm": lex}  # the hubness correction: Candidate.hub
-            c.score = sim + bm25_weight * lex
+            c.score = _dense(c) + bm25_weight * lex
+        if 0 < len(seen) < len(candidates):
+            _keep_unseen_places(candidates, seen)
     else:  # pragma: no cover - guarded by the config's Literal
         raise ValueError(f"unknown fusion method {method!r}")
     return sorted(candidates, key=_order)
+
+
+def _dense(c: Candidate) -> float:
+    """The dense score: the cosine with the hubness stage's correction (0 without a cosine)."""
+    return c.similarity + c.hub if c.similarity is not None else 0.0
+
+
+def _keep_unseen_places(candidates: list[Candidate], seen: list[Candidate]) -> None:
+    """BM25 reorders only the candidates it can see (`seen`): in their fused order they take their
+    own dense scores, best first; the others keep their dense scores. `bm25_shift` records what BM25
+    changed (0 for a memory it cannot see)."""
+    places = sorted((_dense(c) for c in seen), reverse=True)
+    for c, place in zip(sorted(seen, key=_order), places):
+        c.score = place
+    for c in candidates:
+        c.parts["bm25_shift"] = c.score - _dense(c)
 
 
 def _order(c: Candidate) -> tuple[float, float, float]:

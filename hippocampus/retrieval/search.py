@@ -223,13 +223,15 @@ class Retriever:
                 F.and_(F.eq("chat_id", chat), F.cmp("ts", ">=", lo), F.cmp("ts", "<=", hi))
                 for chat, lo, hi in windows(targets, params.window_seconds)
             ))
+            fast = _lite_scope(self.store, scope)  # milvus-lite: superseded rows dropped here, not by the filter
             rows = self.store.query(
-                F.and_(scope, F.eq("memory_type", "episodic"), chats), fields=["id", "chat_id", "ts", "who"],
-                limit=_NEIGHBOUR_ROWS, partition=part,
+                F.and_(fast or scope, F.eq("memory_type", "episodic"), chats),
+                fields=["id", "chat_id", "ts", "who", *(["metadata"] if fast else [])], limit=_NEIGHBOUR_ROWS, partition=part,
             )
             if len(rows) >= _NEIGHBOUR_ROWS:  # cut off: a farther turn could pass for a neighbour
                 log.info("more than %d memories around the candidates; no neighbour bonus this time", _NEIGHBOUR_ROWS)
                 rows = []
+            rows = [r for r in rows if _current(r)] if fast else rows
             near = neighbours(targets, rows, params.window_seconds)
             known = {c.id for c in cands}
             missing = sorted({j for ids in near.values() for j in ids} - known)

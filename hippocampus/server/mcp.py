@@ -110,6 +110,12 @@ def _tool_errors(fn: Callable[..., Awaitable[dict[str, Any]]], observe: Optional
     return tool
 
 
+def found_by(signals: dict[str, float]) -> list[str]:
+    """Which retrieval paths found a hit, from its signals: why it came back, in a word each."""
+    paths = [name for name, key in (("dense", "dense_rank"), ("bm25", "bm25_rank")) if key in signals]
+    return paths + sorted(k for k, v in signals.items() if k.startswith("graph_") and v > 0)
+
+
 def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] = None) -> MCPServer:
     """The tools over `verbs`; `tenant_of(ctx)` says whom the calling request speaks for; `observe`
     (the service's metrics) counts and times each call."""
@@ -145,15 +151,18 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
 
     @tool(annotations=_READ)
     async def search_memory(ctx: Context, query: str, user_id: UserId, limit: Optional[int] = None,
-                            memory_type: MemoryKind = None, filters: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+                            memory_type: MemoryKind = None, filters: Optional[dict[str, Any]] = None,
+                            graph: Optional[bool] = None) -> dict[str, Any]:
         """Recall user_id's memories related to query; call it before answering. limit caps each kind
-        (episodic, semantic); filters match metadata keys exactly. Returns {memories: [{id, text,
-        score, memory_type, time}]}, most relevant first; an empty list means nothing is remembered."""
+        (episodic, semantic); filters match metadata keys exactly; graph=true also follows the user's
+        entity graph (questions that join facts; the server's setting when omitted). Returns {memories:
+        [{id, text, score, memory_type, time, found_by}]}, most relevant first (found_by: dense, bm25,
+        graph_triple, graph_entity, graph_hop); an empty list means nothing is remembered."""
         result = await run(ctx, user_id, _user(user_id), verbs.search, query, user_id=user_id, limit=limit,
-                           memory_type=memory_type, filters=filters)
-        hits = [(h.memory, round(h.score, 4)) for h in result.all]
-        return {"memories": [{"id": m.id, "text": m.text, "score": score, "memory_type": m.memory_type.value,
-                              "time": m.time_iso} for m, score in hits]}
+                           memory_type=memory_type, filters=filters, graph=graph)
+        return {"memories": [{"id": h.memory.id, "text": h.memory.text, "score": round(h.score, 4),
+                              "memory_type": h.memory.memory_type.value, "time": h.memory.time_iso,
+                              "found_by": found_by(h.signals)} for h in result.all]}
 
     @tool(annotations=_READ)
     async def list_memories(ctx: Context, user_id: UserId, memory_type: MemoryKind = None, offset: int = 0,
