@@ -225,3 +225,27 @@ def test_negative_context_settings_are_refused(field):
 
     with pytest.raises(ValidationError, match=field):
         MemoryConfig(**{field: -1})
+
+
+def test_a_superseded_turn_lends_no_neighbour_bonus(shared_db, embedder):
+    """On milvus-lite the neighbour query skips the JSON superseded filter and drops those rows itself:
+    a superseded turn neither comes back nor votes for the turn beside it."""
+    import uuid
+
+    from hippocampus import Memory
+
+    t0 = 1_767_225_600
+    with Memory(milvus_uri=str(shared_db), collection_name=f"t_{uuid.uuid4().hex[:12]}", embedder=embedder,
+                rank_neighbour_weight=0.3) as m:
+        asked = m.add("Where should we go for dinner tonight?", user_id="u", chat_id="c", infer=False, ts=t0).ids[0]
+        answer = m.add("The Thai place on Main Street, they do great curry", user_id="u", chat_id="c", infer=False, ts=t0 + 30).ids[0]
+
+        def bonus() -> dict[int, float]:
+            return {h.id: h.signals["neighbour"] for h in m.search("dinner plans tonight", user_id="u").episodic}
+
+        assert bonus()[answer] > 0
+        (row,) = m.store.query(f"id == {asked}", fields=["*"], limit=1)
+        row = {k: v for k, v in row.items() if k != "sparse"}  # BM25's output field is the collection's to fill
+        row["metadata"] = {**row["metadata"], "life": {**row["metadata"].get("life", {}), "superseded_by": answer}}
+        m.store.upsert([row])
+        assert bonus() == {answer: 0.0}

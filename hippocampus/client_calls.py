@@ -1,0 +1,214 @@
+"""The request each verb of `Client` and `AsyncClient` sends (client.py sends them): one `Call` per
+verb, written once in `_Verbs` with Memory's signatures. Arguments go to the service as given (made
+JSON-ready by `_plain`), except ids, which travel in the URL and are checked here with the facade's
+own checks, so a bad one is the same InvalidInput as in-process."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Generic, Optional, Sequence, TypeVar
+
+from pydantic import TypeAdapter
+
+from .errors import InvalidInput
+from .models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
+                     SearchResult, UndoResult)
+from . import validation as V
+from .wire import IdsResult
+
+R = TypeVar("R")
+
+
+@dataclass
+class Call(Generic[R]):
+    """One request and how to read its answer."""
+
+    method: str
+    path: str
+    reply: Any  # a pydantic model class, a TypeAdapter, or None (raw JSON)
+    params: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    timeout: Any = "default"
+
+    def read(self, payload: Any) -> R:
+        if self.reply is None:
+            return payload
+        if isinstance(self.reply, TypeAdapter):
+            return self.reply.validate_python(payload)
+        return self.reply.model_validate(payload)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready without judging the value: enums by value, datetimes as the epoch seconds Memory would
+    make of them (naive means UTC); the service decides what is valid."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.timestamp() if value.tzinfo else value.replace(tzinfo=timezone.utc).timestamp()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _json(body: Any) -> bytes:
+    try:
+        return json.dumps(_plain(body), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"not JSON-serialisable: {exc}") from None
+
+
+def _id(memory_id: Any) -> int:
+    """Ids go into the URL path and user ids into the query string, where every value becomes text:
+    they are checked here, with the facade's own checks, so a bad one is the same InvalidInput."""
+    return V.check_memory_id(memory_id)
+
+
+def _uid(user_id: Any) -> str:
+    return V.check_id("user_id", user_id)
+
+
+def _event_id(event_id: Any) -> int:
+    return V.check_memory_id(event_id, "event_id")
+
+
+_HISTORY = TypeAdapter(list[HistoryEvent])
+_RECORDS = TypeAdapter(list[MemoryRecord])
+
+
+class _Verbs:
+    """The request of each verb; the signatures and errors are Memory's. Every verb of a Client also
+    raises ServiceUnavailable when the service cannot be reached and AuthError when it refuses the
+    API key; the service's own failures come back as the same errors Memory raises."""
+
+    def add(self, messages: Any, user_id: str, chat_id: str = "default", who: Optional[str] = None,
+            metadata: Optional[dict[str, Any]] = None, *, infer: bool = False, ts: Any = None,
+            memory_type: MemoryType | str = MemoryType.EPISODIC) -> Call[AddResult]:
+        """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
+        metadata key (created_at, updated_at, pending_decision, ...)."""
+        body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
+                    ts=ts, memory_type=memory_type)
+        return Call("POST", "/memories", AddResult, body=body)
+
+    def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
+        """Store many turns as-is (see Memory.add_many); the ids in input order. Raises InvalidInput,
+        before anything is written, for any bad item."""
+        call: Call[Any] = Call("POST", "/memories/batch", IdsResult, body={"items": list(items), "batch_size": batch_size})
+        call.read = lambda payload: IdsResult.model_validate(payload).ids  # type: ignore[method-assign]
+        return call
+
+    def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
+               filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None,
+               include_superseded: bool = False, memory_types: Optional[Sequence[Any]] = None,
+               graph: Optional[bool] = None) -> Call[SearchResult]:
+        """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
+        body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
+                    include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None,
+                    graph=graph)
+        return Call("POST", "/search", SearchResult, body=body)
+
+    def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
+        """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
+        return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
+
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
+             limit: int = 100) -> Call[MemoryPage]:
+        """A page of the user's memories, oldest event first. Raises InvalidInput for a bad argument."""
+        params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
+                  "limit": V.check_limit(limit)}
+        return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
+
+    def update(self, memory_id: int, text: str, user_id: str, metadata: Optional[dict[str, Any]] = None) -> Call[MemoryRecord]:
+        """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
+        a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
+        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body={"user_id": user_id, "text": text, "metadata": metadata})
+
+    def delete(self, memory_id: int, user_id: str) -> Call[None]:
+        """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it
+        is missing or another user's."""
+        call: Call[Any] = Call("DELETE", f"/memories/{_id(memory_id)}", None, params={"user_id": _uid(user_id)})
+        call.read = lambda payload: None  # type: ignore[method-assign]
+        return call
+
+    def reset(self, user_id: str) -> Call[int]:
+        """Erase every memory of this user and its history; how many memories went. Raises InvalidInput
+        for a bad user_id."""
+        call: Call[Any] = Call("DELETE", "/memories", None, params={"user_id": _uid(user_id)})
+        call.read = lambda payload: int(payload["deleted"])  # type: ignore[method-assign]
+        return call
+
+    def history(self, memory_id: int, user_id: str) -> Call[list[HistoryEvent]]:
+        """Every change to this memory, oldest first. Raises InvalidInput for a bad id; NotFound when
+        there is no history for this user."""
+        return Call("GET", f"/memories/{_id(memory_id)}/history", _HISTORY, params={"user_id": _uid(user_id)})
+
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: Optional[str] = None) -> Call[list[MemoryRecord]]:
+        """Report which recalled memories the answer used (see Memory.mark_used). Raises InvalidInput
+        for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
+        ids = [memory_ids] if isinstance(memory_ids, (int, str)) else list(memory_ids)
+        return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
+
+    def observe(self, messages: Any, user_id: str, shown: Sequence[Any] = (), chat_id: str = "default", who: Optional[str] = None,
+                metadata: Optional[dict[str, Any]] = None, *, ts: Any = None) -> Call[ObserveResult]:
+        """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
+        hits. Raises InvalidInput for a bad argument."""
+        if isinstance(shown, (str, bytes)):
+            raise InvalidInput("shown must be a list of memory ids or search hits")
+        ids = [getattr(s, "id", s) for s in shown]
+        return Call("POST", "/observe", ObserveResult, body={"messages": messages, "user_id": user_id, "shown": ids,
+                                                             "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts})
+
+    def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> Call[ConsolidationStats]:
+        """Run consolidation in the service (after any run in progress); `progress` is not streamed.
+        Raises InvalidInput for a bad user_id."""
+        return Call("POST", "/consolidate", ConsolidationStats, body={"user_id": user_id}, timeout=None)
+
+    def decay(self, user_id: Optional[str] = None, now: Any = None, progress: Any = None) -> Call[DecayStats]:
+        """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
+        may touch. Raises InvalidInput for a bad user_id or now."""
+        return Call("POST", "/decay", DecayStats, body={"user_id": user_id, "now": now}, timeout=None)
+
+    def graph(self, user_id: str, limit: Optional[int] = None) -> Call[Any]:
+        """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
+        from .graph_verbs import GraphView
+
+        params = {"user_id": _uid(user_id), **({"limit": V.check_limit(limit)} if limit is not None else {})}
+        return Call("GET", "/graph", GraphView, params=params)
+
+    def context(self, user_id: str, query: Optional[str] = None, max_items: int = 20, min_score: float = 0.5,
+                dates: bool = False, now: Any = None) -> Call[str]:
+        """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
+        Raises InvalidInput for a bad argument."""
+        if now is not None:
+            raise InvalidInput("context(now=...) is for in-process simulations; a service uses its own clock")
+        params = {"user_id": _uid(user_id), "query": query, "max_items": V.check_limit(max_items, "max_items"),
+                  "min_score": min_score, "dates": bool(dates)}
+        call: Call[Any] = Call("GET", "/context", None, params={k: v for k, v in params.items() if v is not None})
+        call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
+        return call
+
+    def curate(self, memory_id: int, user_id: str, *, category: Any = None, importance: Optional[float] = None) -> Call[MemoryRecord]:
+        """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
+        value or neither; NotFound when it is missing or another user's."""
+        body = {"user_id": user_id, "category": _plain(category), "importance": importance}
+        return Call("POST", f"/memories/{_id(memory_id)}/curate", MemoryRecord, body=body)
+
+    def restore(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
+        """Bring back a memory that decay forgot (see Memory.restore). Raises InvalidInput when it was
+        not forgotten or was restored already; NotFound when there is no history for this user."""
+        return Call("POST", f"/memories/{_id(memory_id)}/restore", MemoryRecord, params={"user_id": _uid(user_id)})
+
+    def undo(self, event_id: int, user_id: str) -> Call[UndoResult]:
+        """Put back the state from before one history event (see Memory.undo). Raises InvalidInput for
+        a bad id or an event that cannot be undone (or was undone already, or whose memory changed
+        after it); NotFound when the event is unknown or another user's."""
+        return Call("POST", f"/history/{_event_id(event_id)}/undo", UndoResult, params={"user_id": _uid(user_id)})
+
+    def stats(self, user_id: Optional[str] = None) -> Call[dict[str, Any]]:
+        """Memories by kind; with an operator key also the service's latency per endpoint and runs.
+        Raises InvalidInput for a bad user_id."""
+        return Call("GET", "/stats", None, params={"user_id": _uid(user_id)} if user_id is not None else {})
