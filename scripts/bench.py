@@ -107,27 +107,9 @@ def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "o
         t0 = time.perf_counter()
         passages = emb.encode(base[: min(500, n_real)], role="passage")
         out["embed_passages_per_s"] = len(passages) / (time.perf_counter() - t0)
-        # the real vectors back, in id order, to build the synthetic rest and the floor
-        real = {}
-        for page in mem.store.iterate("", ["id", "vector"], batch=5000):
-            for r in page:
-                real[int(r["id"])] = r["vector"]
-        vecs = [np.asarray(real[i], dtype=np.float32) for i in sorted(real)]
-        matrix = np.zeros((n, emb.dim), dtype=np.float32)
-        matrix[:n_real] = np.stack(vecs)
-        if n > n_real:  # synthetic rows: a real vector plus noise, re-normalised
-            src = rng.integers(n_real, size=n - n_real)
-            noisy = matrix[src] + rng.normal(scale=0.02, size=(n - n_real, emb.dim)).astype(np.float32)
-            matrix[n_real:] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
-            t0 = time.perf_counter()
-            for start in range(n_real, n, 5000):
-                stop = min(n, start + 5000)
-                mem.store.insert([
-                    {"user_id": f"user-{owner[i]}", "memory_type": "episodic", "ts": 1_700_000_000 + i, "chat_id": "bench",
-                     "who": f"user-{owner[i]}", "text": base[src[i - n_real]], "hit_count": 0, "metadata": {},
-                     "vector": matrix[i].tolist()}
-                    for i in range(start, stop)
-                ])
+        t0 = time.perf_counter()
+        matrix = add_synthetic(mem, n, base, owner, rng)
+        if n > n_real:
             out["store_insert_rows_per_s"] = (n - n_real) / (time.perf_counter() - t0)
         mem.close()
         t0 = time.perf_counter()
@@ -168,6 +150,28 @@ def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "o
         mem.close()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     return out
+
+
+def add_synthetic(mem: Any, n: int, base: list[str], owner: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The store's real vectors back in id order, then rows up to `n` made of a real vector plus
+    noise (re-normalised) with that row's text, straight into the store; returns every vector
+    (real first), which the numpy floor searches. Shared with scripts/profile_hybrid.py."""
+    real = {int(r["id"]): r["vector"] for page in mem.store.iterate("", ["id", "vector"], batch=5000) for r in page}
+    n_real, dim = len(real), mem.embedder.dim
+    matrix = np.zeros((n, dim), dtype=np.float32)
+    matrix[:n_real] = np.stack([np.asarray(real[i], dtype=np.float32) for i in sorted(real)])
+    if n > n_real:
+        src = rng.integers(n_real, size=n - n_real)
+        noisy = matrix[src] + rng.normal(scale=0.02, size=(n - n_real, dim)).astype(np.float32)
+        matrix[n_real:] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+        for start in range(n_real, n, 5000):
+            mem.store.insert([
+                {"user_id": f"user-{owner[i]}", "memory_type": "episodic", "ts": 1_700_000_000 + i, "chat_id": "bench",
+                 "who": f"user-{owner[i]}", "text": base[src[i - n_real]], "hit_count": 0, "metadata": {},
+                 "vector": matrix[i].tolist()}
+                for i in range(start, min(n, start + 5000))
+            ])
+    return matrix
 
 
 def parse_size(s: str) -> int:

@@ -1,11 +1,13 @@
 """What the sections of scripts/eval_processors.py share: ratios, keyword and fact matching,
-the episodic record a case describes, and the meters that count a model's calls, seconds
-and valid JSON replies. No section lives here; importing it has no side effects."""
+the episodic record a case describes, the meters that count a model's calls, seconds
+and valid JSON replies, and the prompts folder the processors read (--prompts-dir). No section
+lives here; importing it has no side effects."""
 
 from __future__ import annotations
 
 import time
 import unicodedata
+from pathlib import Path
 from typing import Any, Sequence
 
 import openai
@@ -19,6 +21,23 @@ try:  # the facts guard's matching; without it a must_keep item needs its own wo
     from hippocampus.processors import facts as _facts
 except ImportError:  # pragma: no cover - an older checkout
     _facts = None  # type: ignore[assignment]
+
+
+_PROMPTS: dict[str, Path | None] = {"dir": None}
+
+
+def set_prompts_dir(path: Path | None) -> list[str]:
+    """Every processor the sections build reads its prompt from `path` where a file of its name is
+    there (`prompts_dir`, as Memory does); returns those names, which the report records."""
+    if path is not None and not path.is_dir():
+        raise ValueError(f"--prompts-dir {path} is not a folder")
+    _PROMPTS["dir"] = path
+    return sorted(f.stem for f in path.glob("*.yaml")) if path is not None else []
+
+
+def prompts_dir() -> Path | None:
+    """The folder `set_prompts_dir` chose (None: the packaged prompts)."""
+    return _PROMPTS["dir"]
 
 
 def ratio(num: float, den: float) -> float:

@@ -10,6 +10,8 @@ for the offline rules provider and, side by side, any OpenAI-compatible endpoint
 
 Every row of a set has a `split`, "tune" or "held_out" (about half each, balanced by label and
 kind): tune prompts and rules on one half and report the other. `--split` picks one (default all).
+The write set also has "held_out_2": 80 turns written after the first held-out half had been read
+case by case, so that a claim about rules or prompts changed since rests on turns nobody tuned on.
 
 Per section the table shows its own metrics (the first is the headline), then the cost: seconds per
 case and per model call, the share of the endpoint's replies that were valid JSON fitting the
@@ -47,14 +49,14 @@ from hippocampus.errors import LLMError  # noqa: E402
 from hippocampus.llm import ChatModel, formats  # noqa: E402
 from hippocampus.llm.rules import RulesProvider  # noqa: E402
 from hippocampus.processors import EpisodicReconsolidator, SemanticWriter  # noqa: E402
-from scripts.eval_common import CountingClient, Metered, has, keeps, lost, ratio, record  # noqa: E402
+from scripts.eval_common import CountingClient, Metered, has, keeps, lost, prompts_dir, ratio, record, set_prompts_dir  # noqa: E402
 from scripts.eval_write import (  # noqa: E402,F401  (re-exported: tests and callers import them from here)
     HARD_KINDS, WRITE_METRICS, WRITE_NOW, WRITE_PATHS, compare_write_paths, decide, eval_write_decider, print_write_paths,
     write_metrics,
 )
 
 Evaluate = Callable[[ChatModel, list[dict[str, Any]]], dict[str, float]]
-SPLITS = ("tune", "held_out", "all")
+SPLITS = ("tune", "held_out", "held_out_2", "all")
 COST_METRICS = ["seconds_per_case", "seconds_per_call", "valid_json_rate", "llm_requests"]
 
 
@@ -78,7 +80,7 @@ def add(name: str, data: str, evaluate: Evaluate, metrics: list[str]) -> None:
 def eval_reconsolidator(llm: ChatModel, cases: list[dict[str, Any]]) -> dict[str, float]:
     """`changed` must be judged right; a change must state what `expect` lists (text, thing or
     description), and every rewritten memory must keep its `must_keep` facts (facts_kept, facts_lost)."""
-    rec = EpisodicReconsolidator(llm)
+    rec = EpisodicReconsolidator(llm, prompts_dir())
     right = content_ok = should_change = errors = rewrites = checked = facts_lost = guard = 0
     groups: dict[str, list[int]] = {}
     for case in cases:
@@ -112,7 +114,7 @@ def eval_reconsolidator(llm: ChatModel, cases: list[dict[str, Any]]) -> dict[str
 
 
 def eval_semantic(llm: ChatModel, cases: list[dict[str, Any]]) -> dict[str, float]:
-    writer = SemanticWriter(llm)
+    writer = SemanticWriter(llm, prompts_dir())
     expected_total = found = predicted_total = predicted_ok = exact = errors = 0
     for case in cases:
         expected = case["expected"]  # each expected fact: keywords that must all appear in one extracted fact
@@ -250,10 +252,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gate", action="store_true", help="the write decision by rules alone, model alone and gate + model, "
                    "side by side (replaces the write_decider section of the main table)")
     p.add_argument("--data-dir", type=Path, default=ROOT / "tests" / "data")
+    p.add_argument("--prompts-dir", type=Path, help="read the processors' prompts from this folder where it holds a file "
+                   "of the prompt's name (write_decider.yaml, ...), as Memory's prompts_dir does: tune a prompt on "
+                   "--split tune, then report --split held_out with the same folder")
     p.add_argument("--json", type=Path, help="write the results here")
     args = p.parse_args(argv)
 
     load_plugins()
+    try:
+        overridden = set_prompts_dir(args.prompts_dir)
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.prompts_dir is not None:
+        print(f"prompts from {args.prompts_dir}: {', '.join(overridden) or 'none of its files names a prompt'} (others packaged)")
     sections = [s for name, s in SECTIONS.items() if not args.only or name in args.only]
     if not sections:
         p.error(f"no such section; known: {', '.join(SECTIONS)}")
@@ -270,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         results[conn["model"]] = run_provider(conn["model"], client, sections, args.data_dir, args.limit, args.split)
     if sections:
         print_table(results, sections)
-    report: dict[str, Any] = {"limit": args.limit, "split": args.split, "connection": conn, "results": results}
+    report: dict[str, Any] = {"limit": args.limit, "split": args.split, "connection": conn, "results": results,
+                              "prompts_dir": str(args.prompts_dir) if args.prompts_dir else None, "prompts_overridden": overridden}
     if args.gate:
         cases = load_cases(args.data_dir, SECTIONS["write_decider"], args.limit, args.split)
         label = conn["model"] if client is not None else "rules provider (offline)"

@@ -19,7 +19,7 @@ from hippocampus.llm.rules import RulesProvider
 from hippocampus.processors import EpisodicWriteDecider
 from hippocampus.processors.gate import gate
 
-from scripts.eval_common import Confusion, ratio
+from scripts.eval_common import Confusion, prompts_dir, ratio
 
 WRITE_NOW = "2026-03-01T10:00:00+00:00"
 HARD_KINDS = frozenset({"knowledge_question", "request", "joke_laughter", "personal_question", "life_event"})
@@ -56,7 +56,7 @@ def wrong_ids(cases: list[dict[str, Any]], decisions: list[bool | None]) -> list
 
 def eval_write_decider(llm: ChatModel, cases: list[dict[str, Any]]) -> dict[str, float]:
     """The model alone (accuracy, precision, recall, ...) and gate + model (gated_*), one model run."""
-    decider = EpisodicWriteDecider(llm)
+    decider = EpisodicWriteDecider(llm, prompts_dir())
     alone = [decide(decider, case) for case in cases]
     verdicts = [gate(case["turns"], WRITE_NOW) for case in cases]
     gated = [alone[i] if v is None else v.write_episodic for i, v in enumerate(verdicts)]
@@ -80,7 +80,7 @@ def compare_write_paths(model: ChatModel, cases: list[dict[str, Any]]) -> dict[s
     """The write decision three ways on the same turns. The model is asked once per turn; gate + model
     takes the gate's decision where it is certain and that same model answer elsewhere, so its model
     calls and seconds are those of the turns the gate left to the model (one model run, not two)."""
-    rules, decider = EpisodicWriteDecider(RulesProvider()), EpisodicWriteDecider(model)
+    rules, decider = EpisodicWriteDecider(RulesProvider()), EpisodicWriteDecider(model, prompts_dir())
     got: dict[str, list[bool | None]] = {path: [] for path in WRITE_PATHS}
     seconds = dict.fromkeys(WRITE_PATHS, 0.0)
     calls = dict.fromkeys(WRITE_PATHS, 0)

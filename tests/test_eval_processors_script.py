@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scripts import local_llm
-from scripts.eval_common import keeps, lost
+from scripts.eval_common import keeps, lost, prompts_dir
 from scripts.eval_processors import SECTIONS, eval_reconsolidator, load_cases, load_plugins, main
 from scripts.eval_write import HARD_KINDS
 from tests.openai_stub import OpenAIStub
@@ -28,7 +28,8 @@ def cases(name: str, split: str = "all") -> list[dict]:
 
 def halves_balanced(rows: list[dict], key) -> None:
     """Every group (a kind, a label) has rows in both halves, and the halves differ by at most one
-    row per group plus a little overall."""
+    row per group plus a little overall (a later held-out set, "held_out_2", is checked on its own)."""
+    rows = [r for r in rows if r["split"] in ("tune", "held_out")]
     by_group = Counter((key(r), r["split"]) for r in rows)
     for group in {key(r) for r in rows}:
         tune, held = by_group[(group, "tune")], by_group[(group, "held_out")]
@@ -49,6 +50,17 @@ def test_write_set_is_bilingual_split_and_half_hard():
     assert labels["personal_question"] == {True} and labels["life_event"] == {True} and labels["request"] == {False}
     halves_balanced(rows, lambda r: r["kind"])
     halves_balanced(rows, lambda r: (r["write_episodic"], r["lang"]))
+
+
+def test_second_write_held_out_set_is_balanced_and_new():
+    """held_out_2: 80 turns written after the first held-out half was read; both labels, both
+    languages, half of them hard, and no text that the first two halves already hold."""
+    rows, older = cases("write_decider", "held_out_2"), [r for r in cases("write_decider") if r["split"] != "held_out_2"]
+    assert len(rows) == 80 and Counter(r["write_episodic"] for r in rows) == {True: 40, False: 40}
+    assert Counter(r["lang"] for r in rows)["zh"] >= 30 and Counter(r["lang"] for r in rows)["en"] >= 30
+    assert sum(r["kind"] in HARD_KINDS for r in rows) >= 40
+    text = lambda r: " ".join(t["content"] for t in r["turns"])  # noqa: E731
+    assert not {text(r) for r in rows} & {text(r) for r in older}
 
 
 def test_merge_set_has_duplicates_look_alikes_and_facts_the_sources_state():
@@ -75,9 +87,10 @@ def test_reconsolidation_set_facts_are_in_the_memory_and_news_in_the_conversatio
 
 def test_split_picks_one_half_before_the_limit():
     section = SECTIONS["write_decider"]
-    tune, held = load_cases(DATA, section, None, "tune"), load_cases(DATA, section, None, "held_out")
+    tune, held, held2 = (load_cases(DATA, section, None, s) for s in ("tune", "held_out", "held_out_2"))
     assert {r["split"] for r in tune} == {"tune"} and {r["split"] for r in held} == {"held_out"}
-    assert len(tune) + len(held) == len(cases("write_decider"))
+    assert {r["split"] for r in held2} == {"held_out_2"}
+    assert len(tune) + len(held) + len(held2) == len(cases("write_decider"))
     limited = load_cases(DATA, section, 10, "held_out")
     assert len(limited) == 10 and all(r in held for r in limited)
     with pytest.raises(ValueError):
@@ -213,3 +226,29 @@ def test_local_without_a_recorded_server_says_how_to_start_one(tmp_path, monkeyp
     with pytest.raises(SystemExit):
         main(["--local"])
     assert "local_llm.py serve" in capsys.readouterr().err
+
+
+def test_prompts_dir_replaces_the_packaged_prompt_of_its_name(tmp_path, capsys):
+    """--prompts-dir: the write decider's requests carry the folder's prompt (a marker in its system
+    text), the report names the overridden prompts, and a folder that is not there is refused."""
+    from importlib import resources
+
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    packaged = (resources.files("hippocampus.prompts") / "write_decider.yaml").read_text(encoding="utf-8")
+    (folder / "write_decider.yaml").write_text(packaged.replace("system: |\n", "system: |\n  MARKER-7Q: tuned copy.\n", 1),
+                                               encoding="utf-8")
+    out = tmp_path / "eval.json"
+    with OpenAIStub(chat=Responder()) as stub:
+        args = ["--base-url", stub.base_url, "--model", "stub-model", "--only", "write_decider", "--limit", "4",
+                "--no-rules", "--retry-delay", "0", "--prompts-dir", str(folder), "--json", str(out)]
+        assert main(args) == 0
+        systems = [m["content"] for _, body in stub.requests for m in body.get("messages", []) if m["role"] == "system"]
+    assert systems and all("MARKER-7Q" in s for s in systems)
+    report = json.loads(out.read_text())
+    assert report["prompts_overridden"] == ["write_decider"] and report["prompts_dir"] == str(folder)
+    assert "prompts from" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--only", "write_decider", "--prompts-dir", str(tmp_path / "missing")])
+    assert main(["--only", "write_decider", "--limit", "2"]) == 0
+    assert prompts_dir() is None  # the next run reads the packaged prompts again

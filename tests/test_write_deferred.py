@@ -59,7 +59,7 @@ def test_deferred_add_stores_raw_and_pending_without_a_model_call(mem, scripted)
 def test_decide_pending_keeps_rewrites_or_removes_with_history(mem, scripted):
     user = uid()
     kept = mem.add(TURN, user_id=user, ts=T0, infer=True).ids[0]
-    gone = mem.add("今天天气真不错", user_id=user, ts=T0 + 60, infer=True).ids[0]
+    gone = mem.add("Where do I live?", user_id=user, ts=T0 + 60, infer=True).ids[0]
     scripted.queue(YES, NO)
     assert mem.decide_pending(user_id=user) == 2 and scripted.calls == 2
     rec = mem.get(kept, user)

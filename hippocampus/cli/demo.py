@@ -1,7 +1,9 @@
 """`hippocampus demo`: a bilingual multi-session conversation into a fresh local store, then recall.
 
 Runs offline: a milvus-lite store in a new temporary directory (or `--uri`), the bundled
-multilingual embedder, and the offline rules provider wherever an LLM would decide. The
+multilingual embedder, and the offline rules provider wherever an LLM would decide.
+`--embedder configured` keeps the embedder that config.yaml and HIPPOCAMPUS_* name instead (a
+local EmbeddingGemma folder, say), to see what it changes on the same conversation. The
 conversation ships in `hippocampus/data/demo_conversation.json`; only the user's turns are
 offered to memory (the assistant's replies are context for a person reading the file).
 """
@@ -111,9 +113,17 @@ def _found(hits: list[SearchHit], expect: str) -> bool:
     return any(expect.lower() in h.text.lower() for h in hits)
 
 
+OFFLINE_EMBEDDER = {"embedding_provider": "offline", "embedding_base_url": None, "embedding_dim": None,
+                    "embedding_model_path": None}
+
+
 def run_demo(
-    uri: Optional[str], console: Console, as_json: bool, top: int = 3, raw: bool = False, consolidate: bool = True
+    uri: Optional[str], console: Console, as_json: bool, top: int = 3, raw: bool = False, consolidate: bool = True,
+    embedder: str = "offline",
 ) -> dict[str, Any]:
+    """`embedder`: "offline" (the bundled one: no network, no key) or "configured" (the settings' own)."""
+    if embedder not in ("offline", "configured"):
+        raise ConfigError(f"--embedder is offline or configured, not {embedder!r}")
     started = time.perf_counter()
     conv = load_conversation()
     overrides = store_overrides()
@@ -121,10 +131,7 @@ def run_demo(
     settings = {
         **overrides,
         "milvus_uri": target,
-        "embedding_provider": "offline",  # the demo never needs a network or a key
-        "embedding_model": offline_embedder(),
-        "embedding_base_url": None,
-        "embedding_dim": None,
+        **({**OFFLINE_EMBEDDER, "embedding_model": offline_embedder()} if embedder == "offline" else {}),
         "llm_provider": "offline",
         "llm_model": "offline-rules",
         "llm_base_url": None,
@@ -135,6 +142,9 @@ def run_demo(
     from ..memory import Memory
 
     with Memory(**settings) as memory:
+        out["embedder"] = memory.embedder.model_name
+        if embedder == "configured":
+            console.print(f"embedder: [cyan]{memory.embedder.model_name}[/cyan] (from the configuration)")
         removed = memory.reset(conv.user_id)  # a fresh start when --uri points at an earlier demo store
         if removed:
             console.print(f"removed {removed} memories of {conv.user_id!r} left by an earlier demo run")
@@ -178,8 +188,9 @@ def run_demo(
             console.print(_question_table(q, hits, found))
     out["found"] = sum(1 for q in out["questions"] if q["found"])
     out["seconds"] = round(time.perf_counter() - started, 2)
+    where = "offline" if embedder == "offline" else f"embedder {out['embedder']}"
     console.print(f"[bold]{out['found']} of {len(conv.questions)}[/bold] questions recalled the expected memory in the top {top}; "
-                  f"{out['seconds']:.1f} s, offline.")
+                  f"{out['seconds']:.1f} s, {where}.")
     console.print(f"explore: hippocampus --uri {target} list --user {conv.user_id}")
     if report.infer:
         console.print("compare: hippocampus demo --raw  (every user turn stored as-is, no write decision)")
@@ -220,7 +231,9 @@ def demo(
     raw: bool = typer.Option(False, "--raw", help="store every user turn as-is (infer=False) instead of letting the write decider choose"),
     no_consolidate: bool = typer.Option(False, "--no-consolidate", help="skip the offline consolidation step"),
     as_json: bool = typer.Option(False, "--json", help="also print the results as JSON on stdout (progress goes to stderr)"),
+    embedder: str = typer.Option("offline", "--embedder", help="offline: the bundled embedder; configured: the one config.yaml "
+                                 "or HIPPOCAMPUS_EMBEDDING_* name (e.g. a local model folder)"),
 ) -> None:
     """Remember a short bilingual conversation offline, then ask it questions across languages."""
     console = Console(stderr=as_json, highlight=False)
-    run_demo(uri, console, as_json, top=top, raw=raw, consolidate=not no_consolidate)
+    run_demo(uri, console, as_json, top=top, raw=raw, consolidate=not no_consolidate, embedder=embedder)

@@ -62,6 +62,18 @@ _PERSONAL_HINT = re.compile(
 # Asking when is not telling when: "哪一年", "what year" hold no event time of the speaker's.
 _WHEN_QUESTION = re.compile(r"哪一?年|哪一?天|几月|几号|几点|什么时候|多少年|\b(?:when|what year|what time|which year|how long ago)\b",
                             re.IGNORECASE)
+_NOT_PERSONAL_WORDS = re.compile(r"\bUS\b|(?<![\d零一二两三四五六七八九十午晨晚上下])一点儿?(?![钟半多前后左右\d零一二三四五六七八九十])")
+# Weather remarks: small talk about the sky, unless the speaker is in it ("it rained on our wedding").
+_WEATHER = re.compile(
+    r"天气|下雨|下雪|下冰雹|刮风|台风|雾霾|晴天|阴天|好热|真热|太热|好冷|真冷|太冷|降温|升温|出太阳|气温"
+    r"|\b(?:weather|rain|raining|rainy|snow|snowing|snowy|sunny|windy|cloudy|foggy|humid|muggy|drizzl\w*|thunderstorms?)\b"
+    r"|\b(?:hot|cold|chilly|freezing|warm)\s+(?:out|outside|today|tonight|out there|in here)\b",
+    re.IGNORECASE,
+)
+_PLAN_OR_NEED = re.compile(r"得|要|该|需要|带伞|取消|推迟|航班|\b(?:flight|cancel\w*|delay\w*|should|need|have to|must)\b", re.IGNORECASE)
+_LETS_TALK = re.compile(r"^(?:我们)?(?:来)?(?:聊聊|聊一聊|说说|谈谈)|^let'?s\s+(?:talk|chat)\s+about\b", re.IGNORECASE)
+# "I wonder how tall Everest is", "我想知道光速是多少": a question put as a statement of curiosity.
+_WONDER = re.compile(r"^(?:i\s+wonder|i'?m\s+curious|i\s+was\s+wondering|do\s+you\s+know|我想知道|我很好奇|我好奇|你知道)\s*", re.IGNORECASE)
 # Forget (or do-not-keep) requests, at the start of a clause; "don't forget" and "别忘了" are remember requests.
 _FORGET = re.compile(
     r"^(?:ok(?:ay)?\s+|and\s+|also\s+)?(?:please\s+)?(?:(?:can|could|would|will) you\s+)?(?:please\s+)?"
@@ -73,18 +85,25 @@ _FORGET = re.compile(
 )
 # Requests for content (a poem, a translation, a joke), with the words that say who it is for.
 _REQUEST_PREFIX = re.compile(
-    r"^(?:(?:can|could|would|will) you\s+)?(?:please\s+)?(?:请你?|麻烦你?|能不能|可以)?(?:帮我|给我|为我|替我)?", re.IGNORECASE
+    r"^(?:(?:can|could|would|will) you\s+)?(?:please\s+)?(?:help me\s+(?:to\s+)?)?(?:请你?|麻烦你?|能不能|可以)?(?:帮我|给我|为我|替我)?",
+    re.IGNORECASE,
 )
 _REQUEST_VERB = re.compile(
     r"^(?:write|translate|tell|explain|summari[sz]e|list|generate|compose|define|describe|calculate|compute|convert"
-    r"|rewrite|rephrase|paraphrase|proofread|correct|solve)\b"
-    r"|^(?:用[A-Za-z0-9+#.\u4e00-\u9fff]{1,12}?)?(?:写|翻译|讲|解释|总结|概括|列出|列举|生成|计算|算一下|润色|改写|转换|编|实现)"
-    r"|^把.{1,40}(?:翻译|改写|润色|总结|转换|换成|改成)",
+    r"|rewrite|rephrase|paraphrase|proofread|correct|solve|give|suggest|recommend|name|brainstorm|draft|create|make|come up with)\b"
+    r"(?!\s*[:：])"  # "Name: Li Wei, age 32" is a form the user fills in, not a request
+    r"|^(?:用[A-Za-z0-9+#.\u4e00-\u9fff]{1,12}?)?(?:写|翻译|讲|解释|总结|概括|列出|列举|生成|计算|算一下|润色|改写|转换|编|实现|推荐|出几道|出一道)"
+    r"|^给.{1,12}?(?:起|取|想|写|编|配)"
+    r"|^把.{1,40}(?:翻译|改写|润色|总结|转换|换成|改成|改得|改一下|修改|精简|缩短|扩写)",
     re.IGNORECASE,
 )
 _FOR_ME = re.compile(r"帮我|给我|为我|替我|\b(?:tell|give|show|write|help|for|explain to)\s+me\b|\bme\s+(?:a|an|the|some)\b", re.IGNORECASE)
 # Text operations work on the material after a colon or in quotes, which says nothing about the speaker.
-_TEXT_OP = re.compile(r"\b(?:translate|rewrite|rephrase|paraphrase|proofread|correct|convert)\b|翻译|改写|润色|转换|换成|改成", re.IGNORECASE)
+_TEXT_OP = re.compile(
+    r"\b(?:translate|rewrite|rephrase|paraphrase|proofread|correct|convert)\b|\bmake (?:this|it|that)\b.{0,40}\bsound\b"
+    r"|翻译|改写|润色|转换|换成|改成|改得|改一下|修改|精简|缩短|扩写",
+    re.IGNORECASE,
+)
 _QUOTED = re.compile(r"[:：].*$|(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"|“[^”]*”|‘[^’]*’|「[^」]*」|《[^》]*》", re.DOTALL)
 
 
@@ -131,7 +150,9 @@ def _personal(clause: str) -> bool:
 
 
 def _impersonal(text: str) -> bool:
-    """Nothing about the speaker: no first person, no time word (an event), no family, pet, health or work word."""
+    """Nothing about the speaker: no first person, no time word (an event), no family, pet, health or work word.
+    "US" in capitals is the country and "礼貌一点" is "a bit more polite", not one o'clock."""
+    text = _NOT_PERSONAL_WORDS.sub(" ", text)
     return not (W.has_first_person(text) or W.has_time_word(_WHEN_QUESTION.sub(" ", text)) or _PERSONAL_HINT.search(text))
 
 
@@ -166,9 +187,25 @@ def arithmetic(t: Turn) -> bool:
     return len(t.parts) == 1 and bool(_ARITHMETIC.match(t.text.strip()))
 
 
+def _asked(clause: str) -> str:
+    """The question inside "I wonder how tall Everest is" / "我想知道…"; other clauses as they are."""
+    inner = _WONDER.sub("", clause.strip(), count=1)
+    return inner if inner != clause.strip() and inner else clause
+
+
 def knowledge_question(t: Turn) -> bool:
-    rest = [c for c in t.parts if not _small_talk(c)]
-    return bool(rest) and all(W.is_question(c) for c in rest) and _impersonal(t.text)
+    rest = [_asked(c) for c in t.parts if not _small_talk(c)]
+    return bool(rest) and all(W.is_question(c) for c in rest) and _impersonal(" ".join(rest))
+
+
+def weather_remark(t: Turn) -> bool:
+    """"今天天气真不错", "It's so hot out there today", "我们来聊聊今天的天气吧": the weather and small
+    talk, nobody's plans or family in it (a time word is allowed: weather is always today)."""
+    rest = [_LETS_TALK.sub("", c.strip(), count=1) for c in t.parts if not _small_talk(c)]
+    if not rest or not all(_WEATHER.search(c) for c in rest):
+        return False
+    text = " ".join(rest)
+    return not (W.has_first_person(text) or _PERSONAL_HINT.search(text) or _PLAN_OR_NEED.search(text))
 
 
 def content_request(t: Turn) -> bool:
@@ -193,6 +230,7 @@ RULES: tuple[GateRule, ...] = (
     GateRule("arithmetic", "skip", arithmetic),
     GateRule("knowledge question", "skip", knowledge_question),
     GateRule("content request", "skip", content_request),
+    GateRule("weather remark", "skip", weather_remark),
 )
 
 

@@ -176,8 +176,9 @@ class Retriever:
         for c in cands:
             c.score = c.bm25 or 0.0
         if len(cands) < limit:
-            seen = {c.id for c in cands}
-            extra = [r for r in self.store.query(scope, limit=limit + len(seen), partition=part) if int(r["id"]) not in seen]
+            seen, fast = {c.id for c in cands}, _lite_scope(self.store, scope)  # milvus-lite: no JSON filter (_lite_scope)
+            extra = self.store.query(fast or scope, limit=limit + len(seen) + (_MARGIN if fast else 0), partition=part)
+            extra = [r for r in extra if int(r["id"]) not in seen and (not fast or _current(r))]
             extra.sort(key=lambda r: (-int(r.get("ts", 0)), int(r["id"])))  # no shared word: newest first
             cands += [Candidate(row=r, bm25=0.0, score=0.0) for r in extra[: limit - len(cands)]]
         return cands

@@ -18,7 +18,7 @@ from typing import Any
 from hippocampus.errors import LLMError
 from hippocampus.llm.rules.consolidation import content_tokens
 from hippocampus.processors import EpisodicMerger, EpisodicSeparator
-from scripts.eval_common import Confusion, keeps, lost, ratio, record
+from scripts.eval_common import Confusion, keeps, lost, prompts_dir, ratio, record
 
 KEEP_SHARE = 0.8  # share of an original's content words its rewritten text must still hold
 METRICS = ["accuracy", "precision", "recall", "merges_found", "duplicates", "wrong_merges", "facts_lost", "facts_kept",
@@ -45,7 +45,7 @@ def _separation_lost(case: dict[str, Any], text_a: str, text_b: str) -> list[str
 
 
 def evaluate(llm: Any, cases: list[dict[str, Any]]) -> dict[str, float]:
-    merger, separator = EpisodicMerger(llm), EpisodicSeparator(llm)
+    merger, separator = EpisodicMerger(llm, prompts_dir()), EpisodicSeparator(llm, prompts_dir())
     tally, errors = Confusion(), 0
     kept = separated = facts_checked = facts_lost = guard = sep_lost = 0
     for case in cases:

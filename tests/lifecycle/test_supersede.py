@@ -56,6 +56,9 @@ def test_consolidation_supersedes_the_old_home_and_search_context_and_history_ag
     assert new in found and old not in found
     assert old in [h.id for h in memory.search("where does the user live?", user_id="u", include_superseded=True).semantic]
     assert "Lisbon" not in memory.context("u") and "Porto" in memory.context("u")
+    for mode in ("bm25", "hybrid"):  # a query sharing no word: BM25's list is filled (milvus-lite: without the JSON filter)
+        filled = [h.id for h in memory.search("qqzx", user_id="u", mode=mode, limit=5).semantic]
+        assert new in filled and other in filled and old not in filled, (mode, filled)
     (event,) = [e for e in memory.history(old, "u") if e.action is HistoryAction.SUPERSEDED]
     assert event.details["superseded_by"] == new and event.old_text == "The user lives in Lisbon"
     assert memory.consolidate("u").superseded == 0  # judged once
