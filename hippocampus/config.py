@@ -131,6 +131,8 @@ class MemoryConfig(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=1, le=10)
     llm_retry_base_delay_s: float = Field(default=1.0, ge=0)
+    # a cap on each reply: a small local model can otherwise repeat itself until its context ends (None: the server's)
+    llm_max_tokens: int | None = Field(default=2048, ge=16, le=131072)
     # how chat_json asks for JSON: auto (json_schema, stepping down once per server on refusal; llm/formats.py),
     # json_schema (OpenAI, vLLM, Ollama), json_object_schema (llama-cpp-python), json_object, none
     llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = "auto"

@@ -25,6 +25,7 @@ class Fault:
     delay_s: float = 0.0
     content: str | None = None
     drop: bool = False
+    finish_reason: str = "stop"  # "length": the reply was cut at max_tokens
 
 
 def hash_embedding(text: str, dim: int = 8) -> list[float]:
@@ -166,7 +167,8 @@ class OpenAIStub:
                             "created": int(time.time()),
                             "model": body.get("model", "stub-model"),
                             "choices": [
-                                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                                {"index": 0, "message": {"role": "assistant", "content": content},
+                                 "finish_reason": fault.finish_reason if fault is not None else "stop"}
                             ],
                             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
                         },

@@ -189,6 +189,32 @@ def test_unusable_replies_on_every_attempt_end_in_llm_error(bad: str):
         assert "stub-model" in str(info.value)
 
 
+# ------------------------------------------------------------------ max_tokens
+@pytest.mark.parametrize("cap", [2048, 64, None], ids=["default", "set", "server-default"])
+def test_each_reply_is_capped_at_max_tokens(cap: int | None):
+    with OpenAIStub(chat=lambda body: json.dumps(GOOD)) as stub:
+        llm = client(stub) if cap == 2048 else client(stub, max_tokens=cap)
+        llm.chat_json(prompt(), Answer)
+        llm.chat("s", "u")
+        for body in chat_posts(stub):
+            assert body.get("max_tokens") == cap
+
+
+def test_a_json_reply_cut_at_max_tokens_is_one_clear_error_without_retries():
+    with OpenAIStub() as stub:
+        stub.faults.append(Fault(content='{"name": "redis", "count": 1', finish_reason="length"))
+        with pytest.raises(LLMError) as info:
+            client(stub, max_tokens=16).chat_json(prompt(), Answer)
+        assert "max_tokens=16" in str(info.value) and "llm_max_tokens" in str(info.value)
+        assert len(chat_posts(stub)) == 1  # the same request would be cut the same way
+
+
+def test_a_complete_json_reply_that_reached_max_tokens_is_kept():
+    with OpenAIStub() as stub:
+        stub.faults.append(Fault(content=json.dumps(GOOD), finish_reason="length"))
+        assert client(stub).chat_json(prompt(), Answer) == Answer(**GOOD)
+
+
 def test_make_llm_builds_a_client_for_a_loopback_endpoint_without_a_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("HIPPOCAMPUS_LLM_API_KEY", raising=False)
@@ -198,6 +224,7 @@ def test_make_llm_builds_a_client_for_a_loopback_endpoint_without_a_key(monkeypa
         assert isinstance(llm, LLMClient)
         assert llm.chat_json(prompt(), Answer) == Answer(**GOOD)
         assert chat_posts(stub)[0]["model"] == "local"
+        assert chat_posts(stub)[0]["max_tokens"] == cfg.llm_max_tokens == 2048
 
 
 # ------------------------------------------------------------------ API keys

@@ -35,12 +35,27 @@ class _BadReply(Exception):
     """The model answered, but not with JSON that fits the schema; worth asking again."""
 
 
+class _CutOff(Exception):
+    """The reply stopped at max_tokens: asking again at the same settings gives the same cut, so no retry."""
+
+
 class _Refused(Exception):
     """The server refused the response_format: not transient, so no retry; `auto` steps down."""
 
     def __init__(self, error: openai.APIStatusError):
         super().__init__(str(error))
         self.error = error
+
+
+class _Reply(str):
+    """The reply's text; `cut_off` when the server stopped it at max_tokens."""
+
+    cut_off: bool
+
+    def __new__(cls, text: str, cut_off: bool = False) -> "_Reply":
+        reply = super().__new__(cls, text)
+        reply.cut_off = cut_off
+        return reply
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -78,8 +93,10 @@ class LLMClient:
         retry_base_delay_s: float = 1.0,
         response_format: ResponseFormat = "auto",
         temperature: float = 0.0,
+        max_tokens: int | None = 2048,
     ):
         self.model = model
+        self.max_tokens = max_tokens
         self.base_url = base_url
         self.max_retries = max_retries
         self.retry_base_delay_s = retry_base_delay_s
@@ -89,7 +106,7 @@ class LLMClient:
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
 
     def chat(self, system: str, user: str) -> str:
-        return self._with_retries(lambda: self._complete(system, user, None))
+        return str(self._with_retries(lambda: self._complete(system, user, None)))
 
     def chat_json(self, prompt: Prompt, schema: type[T]) -> T:
         auto = self.response_format == "auto"
@@ -121,14 +138,19 @@ class LLMClient:
         try:
             return schema.model_validate(extract_json(reply))
         except (ValueError, ValidationError) as exc:
+            if reply.cut_off:
+                raise _CutOff(f"the reply for {prompt.name} stopped at max_tokens={self.max_tokens} "
+                              "before its JSON was complete; raise llm_max_tokens") from exc
             log.warning("LLM %s gave an unusable reply for %s: %s", self.model, prompt.name, exc)
             raise _BadReply(str(exc)) from exc
 
-    def _complete(self, system: str, user: str, response_format: dict[str, Any] | None) -> str:
+    def _complete(self, system: str, user: str, response_format: dict[str, Any] | None) -> "_Reply":
         self.calls += 1
         kwargs: dict[str, Any] = {}
         if response_format is not None:
             kwargs["response_format"] = response_format
+        if self.max_tokens is not None:  # a small local model can repeat itself until its context ends
+            kwargs["max_tokens"] = self.max_tokens
         resp = self._client.chat.completions.create(
             model=self.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -140,7 +162,7 @@ class LLMClient:
         content = resp.choices[0].message.content
         if not content or not content.strip():
             raise _BadReply("empty reply")
-        return content
+        return _Reply(content, cut_off=resp.choices[0].finish_reason == "length")
 
     def _with_retries(self, fn):
         attempts = 0
@@ -154,6 +176,6 @@ class LLMClient:
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
                     return fn()
-        except (openai.OpenAIError, _BadReply, RetryError) as exc:
+        except (openai.OpenAIError, _BadReply, _CutOff, RetryError) as exc:
             raise LLMError(self.model, attempts, exc) from exc
         raise LLMError(self.model, attempts, "no attempt made")  # pragma: no cover

@@ -20,4 +20,5 @@ def make_llm(config: MemoryConfig) -> ChatModel:
         max_retries=config.llm_max_retries,
         retry_base_delay_s=config.llm_retry_base_delay_s,
         response_format=config.llm_response_format,
+        max_tokens=config.llm_max_tokens,
     )
