@@ -158,6 +158,7 @@ class MemoryConfig(BaseSettings):
     rank_half_life_days: float = Field(default=30.0, gt=0)
     rank_hit_weight: float = Field(default=0.0, ge=0)
     rank_importance_weight: float = Field(default=0.0, ge=0)
+    rank_mmr_weight: float = Field(default=0.0, ge=0, le=2)  # maximal marginal relevance: near-copies give way
     # context stage before it (retrieval/context.py): the best match's chat and a named `who` add to
     # a memory's score (free: no store call); the chat neighbours' relevance costs one store query per
     # search, so it is opt-in. Weights chosen on LoCoMo (docs/performance.md).

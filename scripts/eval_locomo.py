@@ -13,6 +13,7 @@ caption), its dia_id in metadata. Every question of categories 1-4 is searched w
     python scripts/eval_locomo.py --offset 5            # conversations 6-10 (tune on 1-5, check here)
     python scripts/eval_locomo.py --json out.json --variant rrf:hybrid_fusion=rrf
     python scripts/eval_locomo.py --pick 0,4 --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
+    python scripts/eval_locomo.py --conversations 5 --modes dense --ceiling 50   # all@50: what a re-ranker could reach
 
 The data (CC BY-NC 4.0) is read from ../shared/bench/locomo/ and never copied into the repo.
 """
@@ -131,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="store each turn with the N turns before it (1 if N is left out; one memory per turn still)")
     ap.add_argument("--variant", action="append", default=[],
                     help="extra mode 'name:key=value,...' (MemoryConfig overrides; latency excludes the query embedding)")
+    ap.add_argument("--ceiling", type=int, default=0, metavar="N",
+                    help="also ask for N hits and report all@N: how often every evidence turn is among the first N "
+                         "(the most any re-ranking of N candidates could put in the top 10; the search then gathers N "
+                         "candidates, so its top-10 figures may move a little)")
     ap.add_argument("--pick", help="only these conversations, 0-based indices, e.g. 0,4 (after --offset)")
     add_embedder_args(ap)
     ap.add_argument("--graph", action="store_true",
@@ -140,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graph-model", default="local", help="--graph-llm: the model name at that endpoint")
     args = ap.parse_args(argv)
 
+    if args.ceiling and args.ceiling <= 10:
+        ap.error("--ceiling takes a depth above 10")
+    metrics = (*METRICS, f"all@{args.ceiling}") if args.ceiling else METRICS
+    depth = max(10, args.ceiling)
     data = json.loads(args.data.read_text(encoding="utf-8"))[args.offset :]
     if args.pick:
         data = [data[int(i)] for i in args.pick.split(",")]
@@ -193,20 +202,20 @@ def main(argv: list[str] | None = None) -> int:
                         if question not in qvec:
                             qvec[question] = embedder.encode([question], role="query")[0]
                         t0 = time.perf_counter()
-                        hits = mem.retriever.search(question, user, 10, MemoryType.EPISODIC, None, qvec[question], mode)
+                        hits = mem.retriever.search(question, user, depth, MemoryType.EPISODIC, None, qvec[question], mode)
                     else:
-                        hits = mem.search(question, user_id=user, limit=10, memory_type="episodic", mode=mode).episodic
+                        hits = mem.search(question, user_id=user, limit=depth, memory_type="episodic", mode=mode).episodic
                     latency[name].append(time.perf_counter() - t0)
                     ranked = [h.memory.metadata.get("dia_id") for h in hits]
-                    scores[name][cat].append(score(ranked, evidence))
+                    scores[name][cat].append(score(ranked, evidence, args.ceiling))
                 mem.close()
             print(f"conversation {ci + 1}/{len(data)} {user}: {len(turns)} turns, {len(questions)} questions", file=sys.stderr)
 
     report: dict[str, Any] = {}
     for name, _, _ in modes:
         per = scores[name]
-        report[name] = {cat: mean_metrics(per[cat]) for cat in CATEGORIES if per[cat]}
-        report[name]["overall"] = mean_metrics([s for cat in CATEGORIES for s in per[cat]])
+        report[name] = {cat: mean_metrics(per[cat], metrics) for cat in CATEGORIES if per[cat]}
+        report[name]["overall"] = mean_metrics([s for cat in CATEGORIES for s in per[cat]], metrics)
         lat = latency[name]
         report[name]["latency_ms"] = {"p50": 1000 * percentile(lat, 0.5), "p99": 1000 * percentile(lat, 0.99)}
     n_questions = len([s for cat in CATEGORIES for s in scores[modes[0][0]][cat]])
@@ -224,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         **({"graph": {**graph_cost, "extractor": args.graph_llm and f"{args.graph_model} at {args.graph_llm}" or "offline rules"}}
            if args.graph else {}),
     }
-    print_table(report, meta)
+    print_table(report, meta, metrics)
     if args.json:
         args.json.write_text(json.dumps({**report, "meta": meta}, indent=2), encoding="utf-8")
         print(f"wrote {args.json}")
@@ -267,9 +276,11 @@ def make_eval_embedder(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     return LocalEmbedder(args.model_path.expanduser(), dim=args.dim, threads=args.threads), settings
 
 
-def score(ranked: list[str | None], evidence: list[str]) -> dict[str, float]:
+def score(ranked: list[str | None], evidence: list[str], ceiling: int = 0) -> dict[str, float]:
     ev = set(evidence)
     out = {}
+    if ceiling:
+        out[f"all@{ceiling}"] = float(ev <= set(ranked[:ceiling]))
     for k in (5, 10):
         top = set(ranked[:k])
         out[f"hit@{k}"] = float(bool(top & ev))
@@ -283,11 +294,11 @@ def score(ranked: list[str | None], evidence: list[str]) -> dict[str, float]:
     return out
 
 
-def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
-    return {m: (statistics.fmean(r[m] for r in rows) if rows else float("nan")) for m in METRICS} | {"n": len(rows)}
+def mean_metrics(rows: list[dict[str, float]], metrics: tuple[str, ...] = METRICS) -> dict[str, float]:
+    return {m: (statistics.fmean(r[m] for r in rows) if rows else float("nan")) for m in metrics} | {"n": len(rows)}
 
 
-def print_table(report: dict[str, Any], meta: dict[str, Any]) -> None:
+def print_table(report: dict[str, Any], meta: dict[str, Any], metrics: tuple[str, ...] = METRICS) -> None:
     print(
         f"\nLoCoMo retrieval: {meta['conversations']} conversations, {meta['turns']} turns, "
         f"{meta['questions']} questions (categories 1-4), {meta['skipped_questions']} skipped (no usable evidence); "
@@ -300,7 +311,7 @@ def print_table(report: dict[str, Any], meta: dict[str, Any]) -> None:
         print(f"graph ({g['extractor']}): {g['memories']} memories read, {g['entities'] / per:.2f} entities and "
               f"{g['triples'] / per:.3f} triples per memory, {1000 * g['seconds'] / per:.1f} s per 1,000 memories, "
               f"{g['llm_calls']} extractor calls, {g['errors']} failed")
-    header = f"{'mode':<14}{'category':<16}{'n':>5}" + "".join(f"{m:>9}" for m in METRICS) + f"{'p50 ms':>9}{'p99 ms':>9}"
+    header = f"{'mode':<14}{'category':<16}{'n':>5}" + "".join(f"{m:>9}" for m in metrics) + f"{'p50 ms':>9}{'p99 ms':>9}"
     print(header)
     print("-" * len(header))
     for name, per in report.items():
@@ -309,7 +320,7 @@ def print_table(report: dict[str, Any], meta: dict[str, Any]) -> None:
                 continue
             row = per[cat]
             label = "overall" if cat == "overall" else f"{cat} {CATEGORY_NAMES[cat]}"
-            line = f"{name:<14}{label:<16}{row['n']:>5}" + "".join(f"{row[m]:>9.3f}" for m in METRICS)
+            line = f"{name:<14}{label:<16}{row['n']:>5}" + "".join(f"{row[m]:>9.3f}" for m in metrics)
             if cat == "overall":
                 line += f"{per['latency_ms']['p50']:>9.1f}{per['latency_ms']['p99']:>9.1f}"
             print(line)

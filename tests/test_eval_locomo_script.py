@@ -45,6 +45,8 @@ def test_score_counts_hits_all_and_reciprocal_rank():
     ranked = ["D1:1", "D1:2", None, "D2:1", "D2:2", "D3:1"]
     assert score(ranked, ["D2:1", "D3:1"]) == {"hit@5": 1.0, "all@5": 0.0, "hit@10": 1.0, "all@10": 1.0, "mrr@10": 0.25}
     assert score(ranked, ["D9:9"])["mrr@10"] == 0.0
+    deep = ["D1:1"] * 10 + ["D4:4"]
+    assert score(deep, ["D1:1", "D4:4"], ceiling=20)["all@20"] == 1.0 and score(deep, ["D1:1", "D4:4"])["all@10"] == 0.0
 
 
 def test_exchange_ingestion_stores_each_turn_with_the_one_before():
@@ -85,3 +87,13 @@ def test_the_script_writes_mode_category_metric_json(tmp_path, exchange: bool):
         assert set(report[mode]["overall"]) >= {"hit@5", "hit@10", "all@5", "all@10", "mrr@10"}
         assert report[mode]["overall"]["hit@5"] == 1.0  # five turns: every evidence turn is in the top 5
         assert report[mode]["1"]["all@5"] == 1.0 and report[mode]["overall"]["n"] == 3
+
+
+def test_the_ceiling_reports_all_at_n_and_refuses_a_shallow_depth(tmp_path, capsys):
+    data, out = tmp_path / "locomo.json", tmp_path / "out.json"
+    data.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    assert main(["--data", str(data), "--json", str(out), "--modes", "dense", "--ceiling", "12"]) == 0
+    assert json.loads(out.read_text())["dense"]["overall"]["all@12"] == 1.0  # five turns: all of them within 12
+    assert "all@12" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--data", str(data), "--ceiling", "10"])

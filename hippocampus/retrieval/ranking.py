@@ -14,13 +14,19 @@ here each term has its own weight so that a deployment can switch them on one by
 All weights default to 0 (the stage is then the identity): on LoCoMo, where questions ask about
 any point of a months-long conversation, a recency bonus lowered recall (docs/performance.md).
 Turn them on where recent and often-used memories should win ties.
+
+Then, with `mmr_weight` > 0, maximal marginal relevance (Carbonell and Goldstein, 1998): the list is
+rebuilt greedily, each next memory the one whose score minus `mmr_weight` x its highest cosine to a
+memory already placed is best, so that near-copies of one turn do not fill the top k.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from ..models import now_ts
 
@@ -33,10 +39,15 @@ class RankParams:
     half_life_days: float = 30.0
     hit_weight: float = 0.0
     importance_weight: float = 0.0
+    mmr_weight: float = 0.0
+
+    @property
+    def bonuses(self) -> bool:
+        return any(w != 0 for w in (self.recency_weight, self.hit_weight, self.importance_weight))
 
     @property
     def active(self) -> bool:
-        return any(w != 0 for w in (self.recency_weight, self.hit_weight, self.importance_weight))
+        return self.bonuses or self.mmr_weight > 0
 
     @classmethod
     def from_config(cls, config: Any) -> "RankParams":
@@ -45,6 +56,7 @@ class RankParams:
             half_life_days=float(config.rank_half_life_days),
             hit_weight=float(config.rank_hit_weight),
             importance_weight=float(config.rank_importance_weight),
+            mmr_weight=float(config.rank_mmr_weight),
         )
 
 
@@ -78,7 +90,7 @@ def rank(items: Sequence[Any], params: RankParams, now: int | None = None) -> li
 
     The identity when every weight is 0; ties keep the incoming order.
     """
-    if not params.active:
+    if not params.bonuses:
         return list(items)
     now = now_ts() if now is None else now
     for item in items:
@@ -93,3 +105,29 @@ def rank(items: Sequence[Any], params: RankParams, now: int | None = None) -> li
         item.score = item.score + sum(bonus.values())
     order = {id(item): i for i, item in enumerate(items)}
     return sorted(items, key=lambda it: (-it.score, order[id(it)]))
+
+
+def diversify(items: Sequence[Any], weight: float, fetch: Callable[[list[int]], dict[int, Any]]) -> list[Any]:
+    """Maximal marginal relevance over candidates (`.score`, `.vector`, `.id`), best first; the identity
+    at weight 0. `fetch` reads the vectors a search path did not return; an item without one is never
+    penalised. Each score loses its penalty when placed (`parts["mmr"]`); a later penalty is never
+    smaller, so the scores still fall down the list."""
+    if weight <= 0 or len(items) < 2:
+        return list(items)
+    missing = [it.id for it in items if it.vector is None]
+    found = fetch(missing) if missing else {}
+    vecs = [it.vector if it.vector is not None else found.get(it.id) for it in items]
+    unit = [None if v is None else np.asarray(v, dtype=np.float32) / (np.linalg.norm(v) or 1.0) for v in vecs]
+    left, out = list(range(len(items))), []
+    closest = [0.0] * len(items)  # each item's highest cosine to a placed one
+    while left:
+        best = max(left, key=lambda i: (items[i].score - weight * closest[i], -i))
+        left.remove(best)
+        items[best].parts = {**getattr(items[best], "parts", {}), "mmr": -weight * closest[best]}
+        items[best].score -= weight * closest[best]
+        out.append(items[best])
+        if unit[best] is not None:
+            for i in left:
+                if unit[i] is not None:
+                    closest[i] = max(closest[i], float(unit[i] @ unit[best]))
+    return out

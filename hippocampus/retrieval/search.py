@@ -29,7 +29,7 @@ from .fusion import Candidate, FusionMethod, collect, fuse
 from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple_links
 from .graph import apply as apply_graph
 from .hubness import PROBES, corrections, hub_scores
-from .ranking import RankParams, rank
+from .ranking import RankParams, diversify, rank
 
 log = logging.getLogger(__name__)
 
@@ -388,8 +388,8 @@ def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 
 
 def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """Recency, use and importance bonuses (retrieval/ranking.py; off by default)."""
-    return rank(cands, r.params.rank, q.now)
+    """Recency, use and importance bonuses, then MMR diversity (retrieval/ranking.py; off by default)."""
+    return diversify(rank(cands, r.params.rank, q.now), r.params.rank.mmr_weight, r.store.vectors)
 
 
 Stage = Callable[[Retriever, Query, list[Candidate]], list[Candidate]]
