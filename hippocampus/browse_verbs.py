@@ -70,11 +70,12 @@ class BrowseVerbs:
     store: MilvusStore
     _write_lock: threading.Lock
     _writes: Writer
+    retriever: Any  # retrieval/search.py Retriever: `caller_filter` compiles and checks `filters`
 
-    def _scan(self, user_id: str, memory_type: Any = None, chat_id: Optional[str] = None) -> Iterable[MemoryRecord]:
+    def _scan(self, user_id: str, memory_type: Any = None, chat_id: Optional[str] = None, where: str = "") -> Iterable[MemoryRecord]:
         mtype = V.check_memory_type(memory_type)
         scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None,
-                       F.eq("chat_id", chat_id) if chat_id else None)
+                       F.eq("chat_id", chat_id) if chat_id else None, where)
         for page in self.store.iterate(scope, MEMORY_FIELDS):
             for row in page:
                 yield MemoryRecord.from_row(row)
@@ -86,11 +87,14 @@ class BrowseVerbs:
 
     def browse(self, user_id: str, *, memory_type: Any = None, category: Optional[str] = None,
                state: Optional[str] = None, chat_id: Optional[str] = None, text: Optional[str] = None,
-               sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50) -> MemoryPage:
+               sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
+               filters: Optional[dict[str, Any]] = None) -> MemoryPage:
         """A page of one user's memories matching every filter given (`text`: a case-insensitive
-        substring; `state`: active, archived or superseded), sorted by time, score (now), hits, id or
+        substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
+        and rule, store/filters.py), sorted by time, score (now), hits, id or
         category. Raises InvalidInput for a bad argument; StoreError on failure."""
         user_id = V.check_id("user_id", user_id)
+        where = self.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
         offset, limit = V.check_offset(offset), V.check_limit(limit)
         chat_id = V.check_id("chat_id", chat_id) if chat_id else None
         if category and category not in {c.value for c in Category}:
@@ -102,7 +106,7 @@ class BrowseVerbs:
         needle = str(text).casefold().strip() if text else ""
         now, table = now_ts(), decay_table(self.config.decay_preset)
         rows: list[tuple[Any, MemoryRecord]] = []
-        for rec in self._scan(user_id, memory_type, chat_id):
+        for rec in self._scan(user_id, memory_type, chat_id, where):
             life = rec.life
             if category and life.category.value != category:
                 continue
@@ -135,8 +139,10 @@ class BrowseVerbs:
             out.total += 1
             types[rec.memory_type.value] += 1
             cats[life.category.value] += 1
-            states[life.state.value] += 1
-            out.superseded += life.superseded_by is not None
+            if life.superseded_by is not None:  # superseded, whatever its state: counted there alone, as browse's
+                out.superseded += 1            # `state` filter does, so by_state and superseded sum to total
+            else:
+                states[life.state.value] += 1
             out.score_histogram[min(int(score_now(rec, now, table) * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
             written = rec.created_at or rec.ts
             days[datetime.fromtimestamp(written, tz=timezone.utc).date().isoformat()] += 1
@@ -150,6 +156,7 @@ class BrowseVerbs:
         Raises InvalidInput for a bad id or user_id, before anything is deleted; StoreError on failure."""
         from .lifecycle.decay import forgotten_row
         from .models import HistoryEvent
+        from .removal import remove_with_history
 
         user_id = V.check_id("user_id", user_id)
         if isinstance(memory_ids, (str, bytes)):
@@ -164,11 +171,10 @@ class BrowseVerbs:
             out.not_found = [i for i in ids if i not in found]
             out.skipped_core = [i for i in ids if i in found and found[i].life.category in PERMANENT]
             gone = [i for i in ids if i in found and i not in out.skipped_core]
-            if gone:
-                self.store.delete(F.and_(F.in_("id", gone), F.eq("user_id", user_id)))
-                self.store.add_history([HistoryEvent(memory_id=i, user_id=user_id, action=HistoryAction.DELETED,
-                                                     old_text=found[i].text, actor="api",
-                                                     details={"batch": True, "row": forgotten_row(found[i])}).model_dump(mode="json") for i in gone])
+            if gone:  # the history events first, then the rows (removal.py): never a row gone without its event
+                events = [HistoryEvent(memory_id=i, user_id=user_id, action=HistoryAction.DELETED, old_text=found[i].text, actor="api",
+                                       details={"batch": True, "row": forgotten_row(found[i])}).model_dump(mode="json") for i in gone]
+                remove_with_history(self.store, events, F.and_(F.in_("id", gone), F.eq("user_id", user_id)), gone)
             out.deleted = gone
         return out
 

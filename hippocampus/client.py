@@ -115,6 +115,11 @@ class Client(_Base):
     curate = _sync(_Verbs.curate)
     restore = _sync(_Verbs.restore)
     undo = _sync(_Verbs.undo)
+    export_md = _sync(_Verbs.export_md)
+    import_md = _sync(_Verbs.import_md)
+    export_jsonl = _sync(_Verbs.export_jsonl)
+    import_jsonl = _sync(_Verbs.import_jsonl)
+    build_graph = _sync(_Verbs.build_graph)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
         """Every memory of this user, a page at a time."""
@@ -179,6 +184,11 @@ class AsyncClient(_Base):
     curate = _async(_Verbs.curate)
     restore = _async(_Verbs.restore)
     undo = _async(_Verbs.undo)
+    export_md = _async(_Verbs.export_md)
+    import_md = _async(_Verbs.import_md)
+    export_jsonl = _async(_Verbs.export_jsonl)
+    import_jsonl = _async(_Verbs.import_jsonl)
+    build_graph = _async(_Verbs.build_graph)
 
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> AsyncIterator[MemoryRecord]:
         offset: Optional[int] = 0

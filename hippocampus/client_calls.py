@@ -212,3 +212,84 @@ class _Verbs:
         """Memories by kind; with an operator key also the service's latency per endpoint and runs.
         Raises InvalidInput for a bad user_id."""
         return Call("GET", "/stats", None, params={"user_id": _uid(user_id)} if user_id is not None else {})
+
+    # ------------------------------------------------------------------ export, import, graph build
+    # Files stay on the caller's machine: an export comes back as text and is written here, an
+    # import's file is read here and its text sent (server/transfer_routes.py).
+    def export_md(self, user_id: str, path: Any = None, now: Any = None) -> Call[str]:
+        """This user's memories as a MEMORY.md (see Memory.export_md); with `path` the file is written
+        here (the old one kept as .bak). Raises InvalidInput for a bad user_id or now; OSError."""
+        from .lifecycle import memory_md
+
+        params = {"user_id": _uid(user_id), **({"now": now} if now is not None else {})}
+        call: Call[Any] = Call("GET", "/export/md", None, params=params)
+
+        def read(payload: Any) -> str:
+            text = str(payload["text"])
+            if path is not None:
+                memory_md.save(path, text)
+            return text
+
+        call.read = read  # type: ignore[method-assign]
+        return call
+
+    def export_jsonl(self, user_id: str, path: Any) -> Call[int]:
+        """Back up this user's memories and history as JSONL into `path`, written here (see
+        Memory.export_jsonl); how many memories. Raises InvalidInput for a bad user_id; OSError."""
+        from .lifecycle import memory_md
+
+        call: Call[Any] = Call("GET", "/export/jsonl", None, params={"user_id": _uid(user_id)})
+
+        def read(payload: Any) -> int:
+            memory_md.write_atomically(path, [str(payload["text"])])
+            return int(payload["count"])
+
+        call.read = read  # type: ignore[method-assign]
+        return call
+
+    def import_md(self, user_id: str, text_or_path: Any) -> Call[Any]:
+        """Bring an edited MEMORY.md back (see Memory.import_md): text, or a path read here. Raises
+        InvalidInput for a bad user_id or an unreadable file."""
+        from .transfer_verbs import ImportReport
+
+        text, missing = _local_text(text_or_path, "import_md", lines=True)
+        call: Call[Any] = Call("POST", "/import/md", ImportReport, body={"user_id": user_id, "text": text})
+        if missing:
+            call.read = lambda payload: ImportReport.model_validate(  # type: ignore[method-assign]
+                {**payload, "warnings": [missing, *payload.get("warnings", [])]})
+        return call
+
+    def import_jsonl(self, user_id: str, path: Any) -> Call[Any]:
+        """Restore a JSONL backup, read here, as this user's memories (see Memory.import_jsonl).
+        Raises InvalidInput naming a bad line (nothing changes) or for an unreadable file."""
+        from .transfer_verbs import ImportReport
+
+        text, missing = _local_text(path, "import_jsonl", lines=False)
+        if missing:
+            raise InvalidInput(f"cannot read {str(path)!r}: no such file")
+        return Call("POST", "/import/jsonl", ImportReport, body={"user_id": user_id, "text": text})
+
+    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> Call[Any]:
+        """Read new memories into the graph now (see Memory.build_graph); `progress` is not streamed.
+        Raises InvalidInput for a bad user_id."""
+        from .graph.build import GraphStats
+
+        return Call("POST", "/graph/build", GraphStats, body={"user_id": user_id}, timeout=None)
+
+
+def _local_text(source: Any, verb: str, lines: bool) -> tuple[str, str]:
+    """A file's text read on this machine (and a warning when it is missing), or, with `lines`, a
+    text with a newline taken as the text itself (as Memory.import_md does)."""
+    import os
+    from pathlib import Path
+
+    if lines and isinstance(source, str) and "\n" in source:
+        return source, ""
+    if not isinstance(source, (str, os.PathLike)):
+        raise InvalidInput(f"{verb} takes {'MEMORY.md text or ' if lines else ''}a path, got {type(source).__name__}")
+    try:
+        return Path(source).read_text(encoding="utf-8"), ""
+    except FileNotFoundError:
+        return "", f"{source} does not exist; nothing imported"
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read {str(source)!r}: {exc}") from None

@@ -136,7 +136,7 @@ class MemoryConfig(BaseSettings):
     # how chat_json asks for JSON: auto (json_schema, stepping down once per server on refusal; llm/formats.py),
     # json_schema (OpenAI, vLLM, Ollama), json_object_schema (llama-cpp-python), json_object, none
     llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = "auto"
-    prompts_dir: Path | None = None  # overrides files in the packaged prompts/
+    prompts_dir: Path | None = None  # overrides files in the packaged hippocampus/prompts/
     # the write path of add(infer=True) (processors/gate.py, write_decider.decide_turn): `llm_gate` decides the
     # certain turns (greetings, knowledge questions, remember/forget phrases) by rules, without a model call;
     # `deferred` stores the other turns raw with pending_decision for Memory.decide_pending or consolidation

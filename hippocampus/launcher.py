@@ -2,8 +2,10 @@
 
 One service for a machine: every program (agent, cron line, GUI) talks to one long-lived
 service that owns the store and has loaded the embedder once. The service started here outlives
-the caller (its own session, its log in HIPPOCAMPUS_HOME/serve.log) and is stopped like any
-other: `kill <pid>` (SIGTERM finishes the requests in flight and closes the store).
+the caller (its own session, its log in HIPPOCAMPUS_HOME/serve.log) and records itself (URL, pid,
+store) in HIPPOCAMPUS_HOME/services/ while it runs, as every `hippocampus serve` does: the CLI then
+names it when it finds the store locked (use `--server URL`), `hippocampus service status` lists it and
+`hippocampus service stop` stops it (SIGTERM: the requests in flight finish and the store is closed).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def connect(url: Optional[str] = None, *, api_key: Optional[str] = None, start: 
 
     When nothing answers there and `start` is true, `hippocampus serve` is started in the background
     on that loopback address (on `milvus_uri`, else the configured store) and this waits until it
-    answers. A remote URL is never started, only connected to."""
+    answers. A remote URL is never started, only connected to. The service outlives this process:
+    `hippocampus service stop` (or `kill <pid>`) stops it."""
     client = Client(url, api_key=api_key)
     if client.healthy():
         return client

@@ -29,6 +29,7 @@ from .models import (
     SearchResult,
     now_ts,
 )
+from .removal import remove_with_history
 from .retrieval import RetrievalParams, Retriever, check_search_mode
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
@@ -174,6 +175,8 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs, GraphVerbs):
         extra = V.check_caller_metadata(metadata)
         old = self.get(memory_id, user_id=user_id)
         new_meta = {**old.metadata, **extra, "updated_at": now_ts()}
+        if extra:  # old and new keys together stay within a limit
+            V.check_stored_metadata(new_meta)
         if old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata and "thing" not in extra:
             new_meta["thing"] = text
         return self._writes.rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api")
@@ -185,11 +188,12 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs, GraphVerbs):
         (also when a concurrent delete won); StoreError on failure."""
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
-        old = self.get(memory_id, user_id=user_id)
-        with self._write_lock:
-            if not self.store.delete(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id))):
-                raise NotFound(f"memory {memory_id} not found for this user")  # a racing delete won
-            self._writes.history(old, HistoryAction.DELETED, old_text=old.text, actor="api", details={"row": forgotten_row(old)})
+        with self._write_lock:  # the history event first, then the row (removal.py): never a row gone without it
+            old = self.get(memory_id, user_id=user_id)  # under the lock: a racing delete has either won or not started
+            event = HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.DELETED, old_text=old.text,
+                                 actor="api", details={"row": forgotten_row(old)})
+            remove_with_history(self.store, [event.model_dump(mode="json")],
+                                F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)), [memory_id])
 
     def reset(self, user_id: str) -> int:
         """Erase every memory of this user and its history, for good; returns how many memories went.
@@ -220,21 +224,25 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs, GraphVerbs):
         procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
 
         `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
-        `filters` matches metadata keys exactly; `mode` (hybrid, dense, bm25) overrides
+        `filters` match exactly: chat_id, who, memory_type, category, state, or metadata.<key> (a bare
+        key that some memory of the user has in its metadata also works; README "Filters"); `mode` (hybrid, dense, bm25) overrides
         config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
         a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
         stage (memories linked through the user's entities and triples) or not; None: config `graph`.
 
         Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
-        memory_type and memory_types, limit outside 0..1000, filters that are not a JSON object);
+        memory_type and memory_types, limit outside 0..1000, filters that are not a JSON object or name an unknown field);
         StoreError on failure. An embedder
         failure is not raised: BM25 answers instead.
         """
         query = V.check_text(query, "query")
         user_id = V.check_id("user_id", user_id)
+        metadata = V.check_metadata(filters, "filters")
+        if memory_type is None and not memory_types and isinstance(metadata.get("memory_type"), str):
+            memory_type = metadata["memory_type"]  # filters={"memory_type": "procedural"} picks the kind searched
         kinds = V.check_memory_types(memory_type, memory_types)
         limit = V.check_limit(limit) if limit is not None else None
-        metadata = V.check_metadata(filters)
+        caller = self.retriever.caller_filter(user_id, metadata)  # store/filters.py: the fields and their rule
         if graph is not None and not isinstance(graph, bool):
             raise InvalidInput(f"graph must be true, false or None, got {graph!r}")
         mode = check_search_mode(mode) if mode is not None else self.config.search_mode
@@ -243,7 +251,7 @@ class Memory(LifecycleVerbs, TransferVerbs, BrowseVerbs, UndoVerbs, GraphVerbs):
         result = SearchResult()
         for kind in kinds:
             k = getattr(self.config, f"k_{kind.value}") if limit is None else limit
-            setattr(result, kind.value, self.retriever.search(query, user_id, k, kind, metadata, vector, mode,
+            setattr(result, kind.value, self.retriever.search(query, user_id, k, kind, caller, vector, mode,
                                                               include_superseded=bool(include_superseded), graph=graph))
         return result
 

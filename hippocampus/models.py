@@ -8,9 +8,11 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Callable, Iterator
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 TEXT_MAX_BYTES = 65535  # the longest memory text, in UTF-8 bytes: Milvus's VARCHAR limit for the text field
+# How a long job reports as it goes (consolidate, decay, build_graph): progress(phase, done, total).
+Progress = Callable[[str, int, int], None]
 
 
 class MemoryType(str, Enum):
@@ -284,7 +286,8 @@ class MemoryPage(BaseModel):
 class ConsolidationStats(BaseModel):
     examined: int = 0
     merged: int = 0
-    separated: int = 0
+    separated: int = 0  # memories a separation rewrote, each once per run (never more than the memories)
+    separated_pairs: int = 0  # pairs told apart: one memory may be told apart from several neighbours
     semantic_created: int = 0
     pending_decided: int = 0
     llm_calls: int = 0
@@ -297,6 +300,13 @@ class ConsolidationStats(BaseModel):
     compressed: int = 0  # old facts archived into fewer facts or one pattern (lifecycle/compress.py)
     graph_read: int = 0  # memories read into the graph (graph: on; graph/build.py)
     seconds: float = 0.0
+    _separated_ids: set[int] = PrivateAttr(default_factory=set)
+
+    def count_separated(self, memory_ids: list[int]) -> None:
+        """One more pair told apart, rewriting these memories: `separated` counts each memory once."""
+        self.separated_pairs += 1
+        self._separated_ids.update(memory_ids)
+        self.separated = len(self._separated_ids)
 
 
 class DecayStats(BaseModel):

@@ -19,6 +19,7 @@ from .lifecycle.policy import PERMANENT, DecayRule
 from .models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
 from .online import record_use
 from .processors.monitor import MonitorPlan
+from .removal import remove_with_history
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
 from .writes import Writer, new_row
@@ -103,8 +104,7 @@ def _soft_delete(store: MilvusStore, lock: threading.Lock, record: MemoryRecord,
         if rec.life.category in PERMANENT:
             out.refused.append(f"memory {record.id} is {rec.life.category.value} now; not deleted")
             return False
-        store.delete(scope)
         event = HistoryEvent(memory_id=rec.id, user_id=rec.user_id, action=HistoryAction.FORGOTTEN, old_text=rec.text,
                              actor=ACTOR, details={"by": ACTOR, "reason": reason, "row": forgotten_row(rec)})
-        store.add_history([event.model_dump(mode="json")])
+        remove_with_history(store, [event.model_dump(mode="json")], scope, [rec.id])  # the event first (removal.py)
     return True

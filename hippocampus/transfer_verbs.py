@@ -184,6 +184,8 @@ class TransferVerbs:
                         continue
                     try:
                         record, events = load_line(line, lineno)
+                        for event in events:  # a history event keeps a row: the metadata's levels and a few more
+                            V.check_json_tree(event.details, f"line {lineno}: history details", V.METADATA_MAX_DEPTH + 8)
                         yield _restored_row(record, user_id, lineno), int(record["id"]), events
                     except ValueError as exc:  # InvalidInput is a ValueError too
                         raise InvalidInput(f"{os.fspath(path)}: {exc}; nothing was imported") from None
@@ -279,7 +281,7 @@ def _restored_row(record: dict[str, Any], user_id: str, lineno: int) -> dict[str
     """A backed-up record as a row to insert for `user_id`; InvalidInput naming the line when a field
     would not go into the store (checked as add checks them, the library's own metadata keys allowed)."""
     try:
-        meta = V.check_metadata(record["metadata"])
+        meta = V.check_metadata(record["metadata"], max_bytes=V.STORED_METADATA_MAX_BYTES)  # the library's keys too
         for key in ("created_at", "updated_at"):
             if record.get(key) is not None:
                 meta.setdefault(key, record[key])

@@ -32,6 +32,7 @@ from .errors import InvalidInput, NotFound
 from .lifecycle.compress import FROM, INTO
 from .lifecycle.decay import forgotten_row
 from .lifecycle_verbs import bring_back, revived
+from .removal import remove_with_history
 from .models import LIFE_KEY, Category, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, State, UndoResult, now_ts
 from .store import MEMORY_FIELDS, MilvusStore
 from .store import filters as F
@@ -137,6 +138,12 @@ class UndoVerbs:
         self.store.add_history([HistoryEvent(memory_id=memory_id, user_id=event.user_id, action=action, actor=ACTOR,
                                              details=details, **kw).model_dump(mode="json")])
 
+    def _remove(self, event: HistoryEvent, rec: MemoryRecord) -> None:
+        """Delete `rec`, its "deleted" event (the row kept) written first (removal.py)."""
+        done = HistoryEvent(memory_id=rec.id, user_id=rec.user_id, action=A.DELETED, actor=ACTOR, old_text=rec.text,
+                            details={"undo_of": event.event_id, "row": forgotten_row(rec)})
+        remove_with_history(self.store, [done.model_dump(mode="json")], F.and_(F.eq("id", rec.id), F.eq("user_id", rec.user_id)), [rec.id])
+
     def _with_life(self, event: HistoryEvent, row: dict[str, Any], update: dict[str, Any], message: str,
                    meta_extra: Callable[[dict[str, Any]], None] | None = None) -> UndoResult:
         """Rewrite the lifecycle fields of a memory (same id, same text) and record it."""
@@ -160,8 +167,7 @@ class UndoVerbs:
         rec = MemoryRecord.from_row(self._alive(event))
         if event.new_text is not None and rec.text != event.new_text:
             raise self._changed(event)
-        self.store.delete(F.and_(F.eq("id", rec.id), F.eq("user_id", rec.user_id)))
-        self._log(event, rec.id, A.DELETED, old_text=rec.text, details={"row": forgotten_row(rec)})
+        self._remove(event, rec)
         return UndoResult(event_id=_eid(event), action=event.action, removed_ids=[rec.id],
                           message=f"memory {rec.id} deleted: its creation was undone")
 
@@ -240,8 +246,7 @@ class UndoVerbs:
         vectors = self.embedder.encode([r["text"] for _, r in saved], role="passage")  # before any write
         back = [bring_back(self.store, self.embedder, r, i, user, dict(r.get("metadata") or {}), ACTOR, {"undo_of": event.event_id},
                            vector=v.tolist()) for (i, r), v in zip(saved, vectors)]
-        self.store.delete(F.and_(F.eq("id", merged_id), F.eq("user_id", user)))  # the sources are back first: nothing is lost
-        self._log(event, merged_id, A.DELETED, old_text=rec.text, details={"row": forgotten_row(rec)})
+        self._remove(event, rec)  # the sources are back first: nothing is lost
         return UndoResult(event_id=_eid(event), action=event.action, memory_ids=back, removed_ids=[merged_id],
                           message=f"merge undone: memory {merged_id} removed, its sources {source_ids} back as {back}")
 

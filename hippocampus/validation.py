@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from datetime import datetime, timezone
@@ -55,7 +56,8 @@ def check_text(value: Any, name: str = "text") -> str:
         raise InvalidInput(f"{name} contains unpaired surrogates (not valid UTF-8)")
     size = len(value.encode("utf-8"))
     if size > TEXT_MAX_BYTES:
-        raise InvalidInput(f"{name} is {size} UTF-8 bytes; the limit is {TEXT_MAX_BYTES}. Split it into several memories.")
+        advice = "Split it into several memories." if name == "text" else f"The {name} is too long: shorten it."
+        raise InvalidInput(f"{name} is {size} UTF-8 bytes; the limit is {TEXT_MAX_BYTES}. {advice}")
     return value
 
 
@@ -127,25 +129,77 @@ BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def check_metadata(value: Any) -> dict[str, Any]:
-    """Metadata as JSON: any JSON object whose integers fit Milvus' int64, at most 64 KiB.
-    Used as is for search filters; writes go through `check_caller_metadata`."""
+METADATA_MAX_BYTES = 65536  # serialised as JSON (UTF-8): Milvus' own limit for a JSON field
+METADATA_MAX_DEPTH = 32  # levels of objects and lists, the metadata object itself being level 1
+METADATA_MAX_KEY_BYTES = 256  # one key, in UTF-8 bytes
+STORED_METADATA_MAX_BYTES = 2 * METADATA_MAX_BYTES  # a memory's whole metadata after an update: the caller's and the library's keys
+
+
+def check_metadata(value: Any, name: str = "metadata", max_bytes: int = METADATA_MAX_BYTES) -> dict[str, Any]:
+    """Metadata as JSON: a JSON object with string keys (at most 256 UTF-8 bytes each), finite
+    numbers, integers that fit Milvus' int64, nested at most 32 levels and at most 64 KiB serialised.
+    The limits keep every later read, search, export, merge and history event of the memory working.
+    Used as is for search filters (and, with the stored limit, for a backup's whole metadata on
+    import); writes go through `check_caller_metadata`."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
+        raise InvalidInput(f"{name} must be a dict, got {type(value).__name__}")
+    check_json_tree(value, name, METADATA_MAX_DEPTH)
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
         size = len(encoded.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise InvalidInput(f"metadata contains text that is not valid UTF-8 (unpaired surrogates): {exc}") from exc
+        raise InvalidInput(f"{name} contains text that is not valid UTF-8 (unpaired surrogates): {exc}") from exc
     except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidInput(f"metadata must be JSON-serialisable: {exc}") from exc
-    if size > 65536:
-        raise InvalidInput("metadata is larger than 64 KiB")
-    decoded = json.loads(encoded)
-    _check_json_ints(decoded)
-    return decoded
+        raise InvalidInput(f"{name} must be JSON-serialisable: {exc}") from exc
+    if size > max_bytes:
+        raise InvalidInput(f"{name} is larger than {max_bytes // 1024} KiB ({size} bytes serialised as JSON; the limit is {max_bytes})")
+    return json.loads(encoded)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _at(where: str) -> str:
+    """A place in the metadata, short enough for a one-line error."""
+    return where if len(where) <= 80 else f"{where[:50]}...{where[-25:]}"
+
+
+def check_json_tree(value: Any, name: str, max_depth: int) -> None:
+    """Walk a JSON value without recursion (so no depth can overflow the stack) and refuse, naming the
+    place and the limit: nesting deeper than `max_depth`, non-string or over-long keys, NaN or
+    infinite numbers, integers outside int64, and values that are not JSON (sets, bytes, objects)."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, name)]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > max_depth:
+                raise InvalidInput(f"{name} is nested more than {max_depth} levels deep (at {_at(where)}); "
+                                   f"the limit is {max_depth} levels")
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise InvalidInput(f"{name} keys must be strings, got {type(key).__name__} {key!r} at {_at(where)}")
+                    if len(key.encode("utf-8", "surrogatepass")) > METADATA_MAX_KEY_BYTES:
+                        raise InvalidInput(f"{name} key {key[:20]!r}... at {_at(where)} is longer than {METADATA_MAX_KEY_BYTES} UTF-8 bytes")
+                    stack.append((child, depth + 1, f"{where}[{key[:40]!r}]"))
+            else:
+                stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
+        elif not isinstance(item, _SCALARS):
+            raise InvalidInput(f"{name} must be JSON: {type(item).__name__} at {_at(where)} is not a JSON value")
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInput(f"{name} numbers must be finite, got {item} at {_at(where)}")
+        elif isinstance(item, int) and not isinstance(item, bool) and not (_INT64[0] <= item <= _INT64[1]):
+            raise InvalidInput(f"{name} integers must fit in 64 bits, got one of {item.bit_length()} bits at {_at(where)}")
+
+
+def check_stored_metadata(value: dict[str, Any], name: str = "metadata after this update") -> None:
+    """A memory's whole metadata (what an update merges into it) stays within 128 KiB serialised."""
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    if size > STORED_METADATA_MAX_BYTES:
+        raise InvalidInput(f"{name} would be {size} bytes serialised as JSON; the limit is {STORED_METADATA_MAX_BYTES} "
+                           f"(128 KiB); put the rest in another memory")
 
 
 def check_caller_metadata(value: Any) -> dict[str, Any]:
@@ -158,21 +212,6 @@ def check_caller_metadata(value: Any) -> dict[str, Any]:
         raise InvalidInput(f"metadata[{key!r}] is written by hippocampus itself ({OWNED_KEYS[key]}) and "
                            f"cannot be set by a caller; use another key name")
     return decoded
-
-
-def _check_json_ints(value: Any) -> None:
-    """Milvus' JSON field refuses integers outside int64; refuse them here, before anything is written."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, bool):
-            continue
-        if isinstance(item, int) and not (_INT64[0] <= item <= _INT64[1]):
-            raise InvalidInput(f"metadata integers must fit in 64 bits, got {item}")
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
 
 
 def check_ts(value: Any) -> int | None:

@@ -49,7 +49,8 @@ class SearchRequest(_Body):
     user_id: str
     limit: Optional[int] = None
     memory_type: Optional[str] = None
-    filters: Optional[dict[str, Any]] = None
+    filters: Optional[dict[str, Any]] = Field(default=None, description="exact matches, all of them: chat_id, who, memory_type, "
+                                              "category, state or metadata.<key>, e.g. {\"chat_id\": \"c9\"}")
     mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
     include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
     memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
@@ -104,6 +105,23 @@ class Deleted(BaseModel):
 class ResetResult(BaseModel):
     user_id: str
     deleted: int
+
+
+class ExportReply(BaseModel):
+    """An export's text (MEMORY.md or JSONL) and how many memories it holds; the Client writes the file."""
+
+    user_id: str
+    count: int
+    text: str
+
+
+class ImportRequest(_Body):
+    user_id: str
+    text: str = Field(description="the MEMORY.md or JSONL text itself (the Client reads the file on the caller's machine)")
+
+
+class BuildGraphRequest(_Body):
+    user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
 
 
 class ErrorDetail(BaseModel):

@@ -12,7 +12,9 @@ from typing import Any, Sequence
 from .embeddings import Embedder
 from .lifecycle.categories import new_life
 from .models import LIFE_KEY, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from .removal import take_back
 from .store import MilvusStore
+from .store import filters as F
 
 
 def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any]) -> dict[str, Any]:
@@ -86,10 +88,23 @@ class Writer:
             "vector": vector,
             **fields,
         }
-        with self.lock:
-            self.store.upsert([row])
-            self.history(old, action, old_text=old.text, new_text=text, actor=actor, details=dict(details or {}))
+        event = HistoryEvent(memory_id=old.id, user_id=old.user_id, action=action, actor=actor, old_text=old.text,
+                             new_text=text, details=dict(details or {})).model_dump(mode="json")
+        with self.lock:  # the event (with the old text) first: a failed rewrite takes it back (removal.py)
+            written: list[int] | None = None
+            try:
+                written = self.store.add_history([event])
+                self.store.upsert([row])
+            except BaseException:
+                take_back(self.store, [event], lambda: self._unchanged(old), written)
+                raise
         return MemoryRecord.from_row(row)
+
+    def _unchanged(self, old: MemoryRecord) -> set[int]:
+        """{old.id} when the rewrite did not land: the row still holds `old`'s text and metadata, or it is
+        gone (upsert refuses a row deleted meanwhile); else nothing."""
+        rows = self.store.query(F.eq("id", old.id), ["id", "text", "metadata"], limit=1)
+        return {old.id} if not rows or (rows[0]["text"] == old.text and rows[0]["metadata"] == old.metadata) else set()
 
     def history(self, record: MemoryRecord, action: HistoryAction, actor: str, **kw: Any) -> None:
         """One history event for `record` (the caller holds the lock where it must be atomic)."""

@@ -16,13 +16,11 @@ separations rewrite are embedded with a hash embedder of the same dimension.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from rich.console import Console
@@ -31,29 +29,10 @@ from rich.table import Table
 from hippocampus import Memory
 from hippocampus.llm.rules import RulesProvider
 from hippocampus.models import ts_to_iso
+from hippocampus.testing import DeterministicEmbedder
 
 T0 = 1_767_258_000
 CITIES = ["Lisbon", "Osaka", "Quito", "Tallinn", "Hanoi", "Cusco", "Bergen", "Dakar", "Perth", "Oaxaca"]
-
-
-class HashEmbedder:
-    """Deterministic random unit vectors from a text hash: stands in for the model on rewritten texts."""
-
-    def __init__(self, dim: int):
-        self._dim = dim
-        self.model_name = f"bench-hash-{dim}"
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def encode(self, texts: Sequence[str], role: str = "passage") -> np.ndarray:
-        out = np.empty((len(texts), self._dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little"))
-            v = rng.normal(size=self._dim)
-            out[i] = v / np.linalg.norm(v)
-        return out
 
 
 def _near(v: np.ndarray, sim: float, rng: np.random.Generator) -> np.ndarray:
@@ -93,7 +72,7 @@ def synthetic_rows(n: int, users: int, dim: int, dup_share: float, alike_share: 
 def run(n: int, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         llm = RulesProvider()
-        memory = Memory(milvus_uri=str(Path(tmp) / "bench.db"), embedder=HashEmbedder(args.dim), llm=llm,
+        memory = Memory(milvus_uri=str(Path(tmp) / "bench.db"), embedder=DeterministicEmbedder(args.dim, lexical=False, model_name=f"bench-hash-{args.dim}"), llm=llm,
                         t_merge_high=args.merge, t_amb_low=args.ambiguous, consolidation_neighbours=args.k)
         try:
             rows = synthetic_rows(n, args.users, args.dim, args.dup_share, args.alike_share, args.seed)

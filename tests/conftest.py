@@ -10,6 +10,13 @@ from pathlib import Path
 # spinning thread pool turns a 20 ms embedding into 2-3 s. Must be set before numpy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Parallel workers (pytest-xdist, `-n 2` in CI): each worker gets a home of its own, so a CLI test's
+# default store (and its fcntl lock) is never shared between two workers. Set before hippocampus
+# loads: config.DEFAULT_HOME is read at import.
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("HIPPOCAMPUS_HOME"):
+    _home = Path(os.environ["HIPPOCAMPUS_HOME"]) / os.environ["PYTEST_XDIST_WORKER"]
+    _home.mkdir(parents=True, exist_ok=True)
+    os.environ["HIPPOCAMPUS_HOME"] = str(_home)
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,10 +25,11 @@ from hippocampus import Memory
 from hippocampus.embeddings import OfflineEmbedder
 
 _QUIET = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-# ci: 100 examples per property, derandomized so that a CI verdict is reproducible from the
-# commit alone. explore: random seeds and more examples, to hunt for new counter-examples
+# ci: 30 examples per property (each example writes to a real store, so examples cost seconds of a
+# 2-core CI run), derandomized so that a CI verdict is reproducible from the commit alone. explore:
+# random seeds and ten times as many, to hunt for new counter-examples
 # (HYPOTHESIS_PROFILE=explore python -m pytest tests/properties); pin what it finds with @example.
-settings.register_profile("ci", max_examples=100, derandomize=True, **_QUIET)
+settings.register_profile("ci", max_examples=30, derandomize=True, **_QUIET)
 settings.register_profile("explore", max_examples=300, **_QUIET)
 settings.register_profile("dev", max_examples=20, **_QUIET)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
@@ -51,10 +59,10 @@ def memory(shared_db: Path, embedder: OfflineEmbedder):
 @pytest.fixture
 def modelled(shared_db: Path, embedder: OfflineEmbedder):
     """(memory, chat): a fresh collection whose LLM is a scripted model configured like a real
-    endpoint, answering per result schema (tests/consolidation_helpers.py ScriptedChat)."""
-    from tests.consolidation_helpers import ScriptedChat
+    endpoint, answering per result schema (hippocampus.testing.ScriptedChatModel as tests/consolidation_helpers.py's scripted_chat configures it)."""
+    from tests.consolidation_helpers import scripted_chat
 
-    chat = ScriptedChat()
+    chat = scripted_chat()
     m = Memory(milvus_uri=str(shared_db), collection_name=f"sm_{uuid.uuid4().hex[:10]}", embedder=embedder, llm=chat,
                llm_provider="openai", llm_base_url="http://127.0.0.1:9/v1")
     yield m, chat

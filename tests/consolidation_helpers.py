@@ -1,72 +1,22 @@
-"""Helpers for the consolidation tests: a tiny deterministic embedder, a scripted chat model
-that parses and validates replies exactly like LLMClient, and records with chosen vectors."""
+"""Helpers for the consolidation tests: the shipped scripted chat model with scripted answers per
+result schema, and records with chosen vectors."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
 
-from hippocampus.errors import LLMError
-from hippocampus.llm import Prompt, extract_json
 from hippocampus.models import ts_to_iso
+from hippocampus.testing import ScriptedChatModel
 
 Reply = Callable[[dict[str, Any]], "str | BaseException"]
 
 
-class HashEmbedder:
-    """8-d unit vectors from a hash of the text: deterministic, instant, no model."""
-
-    def __init__(self, dim: int = 8):
-        self._dim = dim
-        self.model_name = f"test-hash-{dim}"
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def encode(self, texts: Sequence[str], role: str = "passage") -> np.ndarray:
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
-            v = np.random.default_rng(seed).normal(size=self._dim)
-            out[i] = v / np.linalg.norm(v)
-        return out
-
-
-class ScriptedChat:
-    """A ChatModel whose replies are scripted per result schema (MergeResult, SeparationResult, ...).
-
-    Replies are raw strings parsed with the real client's `extract_json` and validated with
-    `schema.model_validate`; an unusable reply or a scripted exception becomes an LLMError,
-    as LLMClient raises after its retries. Unscripted schemas get `defaults`.
-    """
-
-    model = "scripted"
-
-    def __init__(self, replies: dict[str, Reply] | None = None):
-        self.replies: dict[str, Reply] = dict(replies or {})
-        self.calls: list[str] = []
-        self.prompts: list[Prompt] = []
-
-    def chat(self, system: str, user: str) -> str:
-        raise LLMError(self.model, 1, "free chat is not scripted")
-
-    def chat_json(self, prompt: Prompt, schema: type[BaseModel]) -> Any:
-        self.calls.append(schema.__name__)
-        self.prompts.append(prompt)
-        reply = self.replies.get(schema.__name__, DEFAULTS.get(schema.__name__, lambda _i: "{}"))(prompt.inputs)
-        if isinstance(reply, BaseException):
-            raise LLMError(self.model, 1, reply)
-        try:
-            return schema.model_validate(extract_json(reply))
-        except (ValueError, ValidationError) as exc:
-            raise LLMError(self.model, 1, exc) from exc
-
-    def count(self, schema_name: str) -> int:
-        return self.calls.count(schema_name)
+def scripted_chat(replies: dict[str, Reply] | None = None) -> ScriptedChatModel:
+    """The shipped ScriptedChatModel configured for these tests: replies per result schema (over
+    DEFAULTS), "{}" for an unscripted schema, one try a call (a responder's side effects run once)."""
+    return ScriptedChatModel(replies={**DEFAULTS, **(replies or {})}, default="{}", attempts=1)
 
 
 def merge_union(inputs: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ def main() -> int:
     from hippocampus import Memory
     from hippocampus.consolidation.job import ConsolidationJob
     from hippocampus.llm.rules import RulesProvider
-    from tests.consolidation_helpers import HashEmbedder
+    from hippocampus.testing import DeterministicEmbedder
 
     reached = {"n": 0}
 
@@ -35,7 +35,7 @@ def main() -> int:
                 time.sleep(600)
 
     ConsolidationJob.checkpoint = checkpoint  # type: ignore[method-assign]
-    with Memory(milvus_uri=db, collection_name=collection, embedder=HashEmbedder(32), llm=RulesProvider(),
+    with Memory(milvus_uri=db, collection_name=collection, embedder=DeterministicEmbedder(32, lexical=False), llm=RulesProvider(),
                 t_merge_high=0.85, t_amb_low=0.65) as memory:
         print("started", flush=True)
         stats = memory.consolidate()

@@ -14,7 +14,8 @@ from hippocampus.llm.rules import RulesProvider
 from hippocampus.models import HistoryAction
 from hippocampus.processors.merger import EpisodicMerger
 from hippocampus.processors.separator import EpisodicSeparator
-from tests.consolidation_helpers import HashEmbedder, ScriptedChat, episode_row, merge_union, separate_tagged, vector_pair
+from hippocampus.testing import DeterministicEmbedder
+from tests.consolidation_helpers import episode_row, merge_union, scripted_chat, separate_tagged, vector_pair
 
 T0 = 1_767_225_600
 BAD_REPLIES = {
@@ -27,7 +28,7 @@ BAD_REPLIES = {
 @pytest.fixture(scope="module")
 def _module_memory(shared_db):
     """One store collection for the module (creating one costs ~1.5 s); each test uses its own users."""
-    m = Memory(milvus_uri=str(shared_db), collection_name=f"c_{uuid.uuid4().hex[:12]}", embedder=HashEmbedder(), llm=ScriptedChat(),
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"c_{uuid.uuid4().hex[:12]}", embedder=DeterministicEmbedder(8, lexical=False), llm=scripted_chat(),
                t_merge_high=0.85, t_amb_low=0.65)
     yield m
     m.close()
@@ -35,7 +36,7 @@ def _module_memory(shared_db):
 
 @pytest.fixture
 def mem(_module_memory):
-    _module_memory._llm = ScriptedChat()  # fresh script and call log per test
+    _module_memory._llm = scripted_chat()  # fresh script and call log per test
     return _module_memory
 
 
@@ -50,7 +51,7 @@ def _pair(mem: Memory, sim: float = 0.95, gap: int = 60, texts=("first telling",
 def test_merger_and_separator_return_validated_results(mem):
     user, ids = _pair(mem)
     a, b = (mem.get(i, user) for i in ids)
-    llm = ScriptedChat({"MergeResult": merge_union})
+    llm = scripted_chat({"MergeResult": merge_union})
     result = EpisodicMerger(llm).merge(a, b)
     assert result.same_event and result.text == "first telling / second telling"
     sep = EpisodicSeparator(llm).separate(a, b)
@@ -61,7 +62,7 @@ def test_merger_and_separator_return_validated_results(mem):
 
 def test_merger_same_event_without_text_is_not_a_merge(mem):
     user, ids = _pair(mem)
-    llm = ScriptedChat({"MergeResult": lambda _i: '{"same_event": true, "text": "  ", "context": "", "thing": "", "reason": "x"}'})
+    llm = scripted_chat({"MergeResult": lambda _i: '{"same_event": true, "text": "  ", "context": "", "thing": "", "reason": "x"}'})
     result = EpisodicMerger(llm).merge(*(mem.get(i, user) for i in ids))
     assert result.same_event is False
 
@@ -92,7 +93,7 @@ def test_failed_separation_keeps_both_texts(mem, kind, caplog):
 def test_same_event_false_never_merges_and_goes_to_the_separator(mem):
     user, ids = _pair(mem, sim=0.99)  # as similar as duplicates: two dentist visits with e5
     stats = mem.consolidate(user_id=user)
-    assert stats.merged == 0 and stats.separated == 1
+    assert stats.merged == 0 and stats.separated_pairs == 1 and stats.separated == 2  # one pair, both rewritten
     assert mem._llm.count("MergeResult") == 1 and mem._llm.count("SeparationResult") == 1
     records = {r.id: r for r in mem.get_all(user)}
     assert set(records) == set(ids)
@@ -122,7 +123,7 @@ def test_merge_history_and_count(mem):
 def test_interrupted_merge_is_finished_by_the_next_run(mem):
     """A merged record written (merge_pending) while its sources still exist: the next run deletes them once."""
     user, ids = _pair(mem, sim=0.1)
-    vec = HashEmbedder().encode(["first telling / second telling"])[0].tolist()
+    vec = DeterministicEmbedder(8, lexical=False).encode(["first telling / second telling"])[0].tolist()
     row = episode_row(user, "first telling / second telling", vec, T0, merged_from_ids=ids, source_chat_ids=["c1"], merge_pending=True)
     (merged_id,) = mem.store.insert([row])
     stats = mem.consolidate(user_id=user)
@@ -145,7 +146,7 @@ def test_merge_is_scoped_to_the_user(mem):
 
 # ------------------------------------------------------------------ pending decisions
 def _pending(mem: Memory, user: str, text: str) -> int:
-    vec = HashEmbedder().encode([text])[0].tolist()
+    vec = DeterministicEmbedder(8, lexical=False).encode([text])[0].tolist()
     return mem.store.insert([episode_row(user, text, vec, T0, pending_decision=True)])[0]
 
 
@@ -181,7 +182,7 @@ def test_pending_decisions_are_retried(mem):
 def test_similarity_lookups_grow_with_n_not_n_squared(mem):
     user = f"u-{uuid.uuid4().hex[:8]}"
     texts = [f"episode number {i}" for i in range(40)]
-    vecs = HashEmbedder().encode(texts)
+    vecs = DeterministicEmbedder(8, lexical=False).encode(texts)
     mem.store.insert([episode_row(user, t, v.tolist(), T0 + 86400 * 30 * i) for i, (t, v) in enumerate(zip(texts, vecs))])
     mem._llm.replies["SeparationResult"] = lambda i: json.dumps(  # texts unchanged: vectors stay, so a re-run has nothing new
         {"text_a": i["memory_a"]["text"], "text_b": i["memory_b"]["text"], "context_a": "", "context_b": "", "reason": "kept"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from hippocampus import Memory
-from tests.core_support import HashedBagOfWords
+from hippocampus.testing import DeterministicEmbedder
 
 REDIS = "Deployed 3-node redis cluster, config at /opt/redis/"
 DISTRACTORS = [
@@ -102,7 +102,7 @@ def test_T_MEM_RECALL_06_a_thousand_memories_still_recall_the_right_one(shared_d
     cities = ["Berlin", "Lisbon", "Hangzhou", "Osaka", "Lima", "Oslo", "Cairo", "Quito", "Perth", "Seoul"]
     things = ["bike", "violin", "laptop", "kettle", "tent", "camera", "sofa", "printer", "kayak", "lamp"]
     texts = [f"In {cities[i % 10]} I bought a {things[(i // 10) % 10]} on visit {i // 100}, receipt {i}" for i in range(1000)]
-    with Memory(milvus_uri=str(shared_db), collection_name="recall06", embedder=HashedBagOfWords()) as m:
+    with Memory(milvus_uri=str(shared_db), collection_name="recall06", embedder=DeterministicEmbedder()) as m:
         ids = m.add_many([{"text": t, "user_id": "big", "ts": 1_700_000_000 + i} for i, t in enumerate(texts)])
         m.add_many([{"text": t, "user_id": "other"} for t in texts[:50]])
         assert m.stats("big")["total"] == 1000

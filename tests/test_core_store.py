@@ -10,7 +10,7 @@ import pytest
 from pymilvus import DataType, MilvusClient
 
 from hippocampus import InvalidInput, Memory, NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
-from tests.core_support import HashedBagOfWords
+from hippocampus.testing import DeterministicEmbedder
 
 REDIS = "Deployed 3-node redis cluster, config at /opt/redis/"
 
@@ -127,7 +127,7 @@ def test_T_MEM_STORE_05_a_foreign_collection_is_a_schema_mismatch(fresh_path: st
 
 def test_T_MEM_STORE_06_eight_threads_store_every_memory_exactly_once(shared_db: Path):
     threads, per_thread = 8, 12
-    with Memory(milvus_uri=str(shared_db), collection_name="store06", embedder=HashedBagOfWords()) as m:
+    with Memory(milvus_uri=str(shared_db), collection_name="store06", embedder=DeterministicEmbedder()) as m:
         errors: list[BaseException] = []
         ids: list[int] = []
         lock = threading.Lock()
@@ -227,7 +227,7 @@ def test_update_keeps_the_id_and_history_survives_delete(memory: Memory):
 
 
 # ---------------------------------------------------------------- reopen, dimension refusal, event times
-class _Tiny8d(HashedBagOfWords):
+class _Tiny8d(DeterministicEmbedder):
     def __init__(self) -> None:
         super().__init__(dim=8, model_name="test/tiny-8d")
 

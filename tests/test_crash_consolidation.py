@@ -18,7 +18,8 @@ import pytest
 from hippocampus import Memory
 from hippocampus.consolidation.rules import normalise
 from hippocampus.llm.rules import RulesProvider
-from tests.consolidation_helpers import HashEmbedder, episode_row, vector_pair
+from hippocampus.testing import DeterministicEmbedder
+from tests.consolidation_helpers import episode_row, vector_pair
 
 CHILD = Path(__file__).with_name("crash_consolidate.py")
 GROUPS = 24
@@ -28,7 +29,7 @@ T0 = 1_767_258_000  # 2026-01-01 09:00 UTC: every episode on one day
 def _seed_store(path: str) -> list[tuple[str, str]]:
     """GROUPS pairs of duplicate tellings (b repeats a and adds a detail), similarity 0.97."""
     pairs = []
-    with Memory(milvus_uri=path, collection_name="crash", embedder=HashEmbedder(32), t_merge_high=0.85, t_amb_low=0.65) as m:
+    with Memory(milvus_uri=path, collection_name="crash", embedder=DeterministicEmbedder(32, lexical=False), t_merge_high=0.85, t_amb_low=0.65) as m:
         rows = []
         for i in range(GROUPS):
             a = f"On trip {i} we walked around the harbour of town{i:03d}"
@@ -88,7 +89,7 @@ def _check_converged(m: Memory, pairs: list[tuple[str, str]]) -> None:
 
 
 def _rerun_and_check(path: str, pairs: list[tuple[str, str]], interrupted_merge: bool = False) -> None:
-    with Memory(milvus_uri=path, collection_name="crash", embedder=HashEmbedder(32), llm=RulesProvider(),
+    with Memory(milvus_uri=path, collection_name="crash", embedder=DeterministicEmbedder(32, lexical=False), llm=RulesProvider(),
                 t_merge_high=0.85, t_amb_low=0.65) as m:
         _check_nothing_lost(m, pairs)  # right after the kill
         if interrupted_merge:  # the kill really hit a half-done merge: replacement written, flag still set

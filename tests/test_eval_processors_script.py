@@ -16,7 +16,7 @@ from scripts.eval_common import keeps, lost, prompts_dir
 from scripts.eval_processors import SECTIONS, eval_reconsolidator, load_cases, load_plugins, main
 from scripts.eval_write import HARD_KINDS
 from tests.openai_stub import OpenAIStub
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import ScriptedChatModel
 
 DATA = Path(__file__).parent / "data"
 load_plugins()
@@ -110,7 +110,7 @@ def test_reconsolidation_counts_facts_a_rewrite_drops():
             "memory": {"text": "Interview at Google on Wednesday, second round", "time": "2026-03-01T10:00:00+00:00"},
             "conversation": "user: the Google interview moved to Thursday"}
     reply = json.dumps({"changed": True, "text": "Interview at Google on Thursday", "update_desc": "moved"})
-    out = eval_reconsolidator(ScriptedLLM(default=reply), [case])
+    out = eval_reconsolidator(ScriptedChatModel(default=reply), [case])
     assert out["accuracy"] == 1.0 and out["rewrites"] == 1 and out["facts_lost"] == 1 and out["facts_kept"] == 0.5
 
 
@@ -123,13 +123,10 @@ def test_merge_section_counts_wrong_merges_and_lost_facts():
              "a": {"text": "Dentist on March 3: cleaning", "time": "2026-03-03T10:00:00+00:00", "chat_id": "c1"},
              "b": {"text": "Dentist on March 10: filling", "time": "2026-03-10T10:00:00+00:00", "chat_id": "c2"}}
 
-    def reply(prompt, schema):  # merges everything with memory A's words; the separation drops B's date
-        a, b = prompt.inputs["memory_a"]["text"], prompt.inputs["memory_b"]["text"]
-        if schema.__name__ == "MergeResult":
-            return json.dumps({"same_event": True, "text": a})
-        return json.dumps({"text_a": a, "text_b": "Dentist: filling"})
-
-    out = evaluate(ScriptedLLM(default=reply), [dup, alike])
+    # merges everything with memory A's words; the separation drops B's date
+    replies = {"MergeResult": lambda inputs: json.dumps({"same_event": True, "text": inputs["memory_a"]["text"]}),
+               "SeparationResult": lambda inputs: json.dumps({"text_a": inputs["memory_a"]["text"], "text_b": "Dentist: filling"})}
+    out = evaluate(ScriptedChatModel(replies=replies), [dup, alike])
     assert out["merges_found"] == out["duplicates"] == 1 and out["wrong_merges"] == 1 and out["accuracy"] == 0.5
     # the guard's union (B, the longer, plus A's clauses with a fact B lacks) kept "my knees" (an
     # English noun); A's "happily" is no fact to the guard and is lost

@@ -89,8 +89,10 @@ def _unshare_works() -> bool:
 
 
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare -rn` (a network namespace without loopback)")
-def test_without_loopback_the_error_says_so_not_locked(tmp_path: Path):
+def test_without_loopback_the_embedded_store_still_opens(tmp_path: Path):
+    """milvus-lite is served on a Unix socket (store/private.py), so a network namespace without `lo`
+    (unshare -n) no longer stops it; the lock is released for the next process."""
     store = tmp_path / "nolo.db"
-    line = one_line(run(tmp_path, "--uri", str(store), "stats", prefix=("unshare", "-rn")), 1, "StoreError", "loopback")
-    assert "locked" not in line and "StoreLockedError" not in line
+    result = run(tmp_path, "--uri", str(store), "stats", "--json", prefix=("unshare", "-rn"))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert run(tmp_path, "--uri", str(store), "stats", "--json").returncode == 0  # the lock was not left behind

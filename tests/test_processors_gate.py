@@ -1,7 +1,7 @@
 """The write gate (issue 21): the rules decide the certain turns before the model is asked.
 
 The table on bilingual cases (certain skips, certain stores, turns it must leave to the model),
-then the write path with a ScriptedLLM: gated turns make no model call, the others one each,
+then the write path with a ScriptedChatModel: gated turns make no model call, the others one each,
 and the eval script's side-by-side report of rules, model and gate + model.
 """
 
@@ -17,7 +17,7 @@ from hippocampus import Memory
 from hippocampus.config import MemoryConfig
 from hippocampus.processors.gate import RULES, gate, gate_rule
 from hippocampus.processors.write_decider import gate_enabled
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import ScriptedChatModel
 
 DATA = Path(__file__).parent / "data"
 NOW = "2026-03-01T10:00:00+00:00"
@@ -136,8 +136,8 @@ def test_gate_runs_for_a_real_model_or_a_deferred_decision():
 
 # ------------------------------------------------------------------ the write path, with a scripted model
 @pytest.fixture
-def scripted() -> ScriptedLLM:
-    return ScriptedLLM()
+def scripted() -> ScriptedChatModel:
+    return ScriptedChatModel()
 
 
 def _memory(shared_db, embedder, llm, **kw) -> Memory:
@@ -187,6 +187,6 @@ def test_eval_script_reports_rules_model_and_gate_side_by_side(tmp_path):
 
     # a model that stores everything: the gate takes back the turns it is sure of
     cases = load_cases(DATA, SECTIONS["write_decider"], None)
-    eager = compare_write_paths(ScriptedLLM(default=YES), cases)
+    eager = compare_write_paths(ScriptedChatModel(default=YES), cases)
     assert eager["gate + model"]["accuracy"] > eager["model alone"]["accuracy"] + 0.3
     assert eager["gate + model"]["model_calls_per_turn"] == pytest.approx(1 - eager["gate + model"]["gate_decided"] / len(cases))

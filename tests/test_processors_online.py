@@ -25,7 +25,7 @@ from hippocampus.processors import (
     apply_reconsolidation,
     load_prompt,
 )
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import ScriptedChatModel
 
 T0 = 1_767_258_000  # 2026-01-01T09:00:00Z
 DATA = Path(__file__).parent / "data"
@@ -41,8 +41,8 @@ def record(text: str = "I have an interview next Wednesday", **meta) -> MemoryRe
 
 
 @pytest.fixture
-def scripted() -> ScriptedLLM:
-    return ScriptedLLM()
+def scripted() -> ScriptedChatModel:
+    return ScriptedChatModel()
 
 
 @pytest.fixture
@@ -58,20 +58,20 @@ def uid() -> str:
 
 # ------------------------------------------------------------------ the scripted double itself
 def test_scripted_llm_parses_like_the_client():
-    llm = ScriptedLLM(["Sure! ```json\n" + YES + "\n```"])
+    llm = ScriptedChatModel(["Sure! ```json\n" + YES + "\n```"])
     decision = EpisodicWriteDecider(llm).decide("c1", TURN)
     assert decision.write_episodic and decision.thing == "我对花生过敏" and llm.calls == 1 and llm.tries == 1
 
 
 def test_scripted_llm_retries_an_unusable_reply_then_succeeds():
-    llm = ScriptedLLM(["I think yes", YES])
+    llm = ScriptedChatModel(["I think yes", YES])
     assert EpisodicWriteDecider(llm).decide("c1", TURN).write_episodic
     assert llm.calls == 1 and llm.tries == 2
 
 
 # ------------------------------------------------------------------ WriteDecider
 def test_write_decider_valid_output_and_prompt_shape():
-    llm = ScriptedLLM([YES])
+    llm = ScriptedChatModel([YES])
     decision = EpisodicWriteDecider(llm).decide("chat-9", TURN, now_iso=ts_to_iso(T0))
     assert decision == WriteDecision(write_episodic=True, context="健康", thing="我对花生过敏", time="", who="user", reason="allergy")
     prompt = llm.prompts[0]
@@ -80,13 +80,13 @@ def test_write_decider_valid_output_and_prompt_shape():
 
 
 def test_write_decider_yes_without_thing_keeps_the_users_words():
-    llm = ScriptedLLM(['{"write_episodic": true}'])
+    llm = ScriptedChatModel(['{"write_episodic": true}'])
     turns = [{"role": "user", "content": "I moved to Lyon"}, {"role": "assistant", "content": "Nice!"}]
     assert EpisodicWriteDecider(llm).decide("c", turns).thing == "I moved to Lyon"
 
 
 def test_write_decider_bad_time_becomes_empty():
-    llm = ScriptedLLM(['{"write_episodic": true, "thing": "x y z", "time": "yesterday"}'])
+    llm = ScriptedChatModel(['{"write_episodic": true, "thing": "x y z", "time": "yesterday"}'])
     assert EpisodicWriteDecider(llm).decide("c", TURN).time == ""
 
 
@@ -101,7 +101,7 @@ def test_write_decider_bad_time_becomes_empty():
     ids=["invalid-json", "schema-invalid", "missing-field", "llm-error"],
 )
 def test_write_decider_failures_raise_llm_error_and_log(replies, caplog):
-    llm = ScriptedLLM(replies)
+    llm = ScriptedChatModel(replies)
     with caplog.at_level(logging.WARNING), pytest.raises(LLMError):
         EpisodicWriteDecider(llm).decide("c1", TURN)
     assert "write_decider" in caplog.text
@@ -110,7 +110,7 @@ def test_write_decider_failures_raise_llm_error_and_log(replies, caplog):
 # ------------------------------------------------------------------ Reconsolidator
 def test_reconsolidator_valid_output_and_apply_preserves_identity():
     old = record(updates=[{"time": "2025-12-01T00:00:00+00:00", "desc": "first"}])
-    llm = ScriptedLLM([CHANGED])
+    llm = ScriptedChatModel([CHANGED])
     result = EpisodicReconsolidator(llm).reconsolidate(old, "user: it moved to Friday", now_iso="2026-01-02T00:00:00+00:00")
     assert result.changed and result.text.startswith("Interview moved")
     assert "<data>" in llm.prompts[0].user and "moved to Friday" in llm.prompts[0].user
@@ -122,7 +122,7 @@ def test_reconsolidator_valid_output_and_apply_preserves_identity():
 
 def test_reconsolidator_changed_without_anything_new_counts_as_unchanged():
     old = record()
-    llm = ScriptedLLM([json.dumps({"changed": True, "text": old.text})])
+    llm = ScriptedChatModel([json.dumps({"changed": True, "text": old.text})])
     assert not EpisodicReconsolidator(llm).reconsolidate(old, "user: yes, that interview").changed
 
 
@@ -133,7 +133,7 @@ def test_reconsolidator_changed_without_anything_new_counts_as_unchanged():
 )
 def test_reconsolidator_failures_raise_llm_error_and_log(replies, caplog):
     with caplog.at_level(logging.WARNING), pytest.raises(LLMError):
-        EpisodicReconsolidator(ScriptedLLM(replies)).reconsolidate(record(), "user: moved to Friday")
+        EpisodicReconsolidator(ScriptedChatModel(replies)).reconsolidate(record(), "user: moved to Friday")
     assert "reconsolidator" in caplog.text
 
 
@@ -141,7 +141,7 @@ def test_reconsolidator_failures_raise_llm_error_and_log(replies, caplog):
 def test_semantic_writer_valid_output_is_deduplicated_against_existing_facts():
     reply = {"facts": [{"fact": "The user is allergic to peanuts."}, {"fact": "  The user has a daughter, Emma  "},
                        {"fact": "the user has a daughter emma"}, {"fact": "   "}]}
-    llm = ScriptedLLM([json.dumps(reply)])
+    llm = ScriptedChatModel([json.dumps(reply)])
     out = SemanticWriter(llm).extract(record("remember I'm allergic to peanuts and my daughter is Emma"), ["The user is allergic to peanuts"])
     assert [f.fact for f in out.facts] == ["The user has a daughter, Emma"]
     assert "allergic to peanuts" in llm.prompts[0].user  # the existing facts were shown
@@ -150,7 +150,7 @@ def test_semantic_writer_valid_output_is_deduplicated_against_existing_facts():
 @pytest.mark.parametrize("replies", [["[1, 2"] * 3, ['{"facts": "many"}'] * 3, [LLMError("scripted", 3, "429")]])
 def test_semantic_writer_failures_raise_llm_error_and_log(replies, caplog):
     with caplog.at_level(logging.WARNING), pytest.raises(LLMError):
-        SemanticWriter(ScriptedLLM(replies)).extract(record(), [])
+        SemanticWriter(ScriptedChatModel(replies)).extract(record(), [])
     assert "semantic_writer" in caplog.text
 
 

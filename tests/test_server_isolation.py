@@ -15,7 +15,9 @@ from hippocampus.server import KeyRing, create_app
 from tests.service_support import served
 
 COMBINATIONS = 1200
-TENANTS = {f"tenant-{t}-key-0123456789": [f"t{t}-user-a", f"t{t}-user-b"] for t in range(4)}
+_STRONG = ("U4YzDuPr6F0-MUAzJvtQKKudmyOQ8-1H", "Hq7vR2mXk9LpT4wZc8NbY3sJd6FgA1eQ", "pW5tLx2KcR8vNm4QbZ7yJh3DfS9gTa6E",
+           "Zm3Qw8RtYb5LkN2vXc7HpJ4sGd9FaE6u")  # keys need 128 bits of entropy (auth.key_bits)
+TENANTS = {f"tenant-{t}-{_STRONG[t]}": [f"t{t}-user-a", f"t{t}-user-b"] for t in range(4)}
 UNBOUND = ["nobody-holds-me", "admin"]  # users no tenant key may touch
 ALL_USERS = [u for users in TENANTS.values() for u in users] + UNBOUND
 

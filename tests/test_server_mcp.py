@@ -28,7 +28,7 @@ from hippocampus.server.auth import KeyRing, _entry
 
 TOOLS = {"add_memory", "search_memory", "list_memories", "get_memory", "update_memory", "delete_memory",
          "memory_history", "memory_context", "observe_turn"}
-ALICE_KEY, OPERATOR_KEY = "alice-key-0123456789", "operator-key-0123456789"
+ALICE_KEY, OPERATOR_KEY = "alice-KiVml04s0bz8VhPmWqrYgEzwzbYUSXVK", "operator-uPftMi7pTuaY_qYXyH0bopOFRLF1vWb8"
 LIMIT_S = 60  # per MCP conversation: a hang fails the test instead of the suite
 
 

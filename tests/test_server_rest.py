@@ -27,8 +27,8 @@ from hippocampus.server import KeyRing, create_app
 from hippocampus.server.app import run_server
 from tests.service_support import served
 
-OPERATOR = "operator-key-0123456789"
-ALICE_KEY = "alice-key-0123456789ab"
+OPERATOR = "operator-gNuRNQQAjuqBcv08Tq2HoI6oqc9xxjY7"  # keys need 128 bits of entropy (auth.key_bits)
+ALICE_KEY = "alice-xQj2UbhYM7vyEVAzrib2sAjwV4D5LL5Z"
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +146,12 @@ def test_no_keys_means_loopback_only(monkeypatch, tmp_path):
 
 def test_keys_file_and_bad_keys(tmp_path):
     good = tmp_path / "keys.yaml"
-    good.write_text("keys:\n  - name: bot\n    key: bot-key-0123456789abc\n    users: [dora]\n"
+    good.write_text("keys:\n  - name: bot\n    key: bot-NzYyJoxrGv6YGWJoLcpMQ7f8zR0ip_zi\n    users: [dora]\n"
                     "  - sha256: " + ("ab" * 32) + "\n    users: '*'\n", encoding="utf-8")
     ring = KeyRing.load(good, env={})
-    assert ring.resolve("bot-key-0123456789abc").may("dora") and not ring.resolve("bot-key-0123456789abc").may("eve")
+    assert ring.resolve("bot-NzYyJoxrGv6YGWJoLcpMQ7f8zR0ip_zi").may("dora") and not ring.resolve("bot-NzYyJoxrGv6YGWJoLcpMQ7f8zR0ip_zi").may("eve")
     for text, needle in (("keys: 3\n", "'keys' list"), ("keys:\n  - key: short\n    users: '*'\n", "at least"),
-                         ("keys:\n  - key: long-enough-key-1234\n    users: []\n", "users")):
+                         ("keys:\n  - key: strong-WB5sceRJAgaD83n9qekSQNC92DkNP9_z\n    users: []\n", "users")):
         good.write_text(text, encoding="utf-8")
         with pytest.raises(ConfigError, match=needle):
             KeyRing.load(good, env={})
@@ -169,7 +169,7 @@ def test_metrics_and_latency_table(service, client: Client):
     assert httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {ALICE_KEY}"}).status_code == 404
     table = client.stats()["service"]["endpoints"]
     assert table["POST /v1/search"]["requests"] >= 1 and table["POST /v1/search"]["p99_ms"] >= table["POST /v1/search"]["p50_ms"]
-    openapi = httpx.get(url + "/openapi.json").json()
+    openapi = httpx.get(url + "/openapi.json", headers={"Authorization": f"Bearer {ALICE_KEY}"}).json()  # any key (docs are gated)
     assert {"/v1/memories", "/v1/search", "/v1/consolidate", "/v1/memories/{memory_id}/history"} <= set(openapi["paths"])
 
 

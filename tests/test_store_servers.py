@@ -28,7 +28,8 @@ import pytest
 from hippocampus import Memory, NotFound
 from hippocampus.store.capabilities import from_version
 from hippocampus.store.ids import IdAllocator
-from tests.core_support import FailingEmbedder, HashedBagOfWords
+from hippocampus.testing import DeterministicEmbedder
+from tests.core_support import FailingEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -107,7 +108,7 @@ def _collection(uri: str) -> str:
     """A collection made once per server and shared by its tests (other users in each): making one
     (memories and history, indexed and loaded) takes ~6 s on Milvus 2.3, 1.5-2 s on milvus-lite's server."""
     name = f"shared_{uuid.uuid4().hex[:8]}"
-    Memory(milvus_uri=uri, collection_name=name, embedder=HashedBagOfWords()).close()
+    Memory(milvus_uri=uri, collection_name=name, embedder=DeterministicEmbedder()).close()
     return name
 
 
@@ -204,10 +205,10 @@ _WORKER = r"""
 import json, sys, time
 from pathlib import Path
 from hippocampus import Memory
-from tests.core_support import HashedBagOfWords
+from hippocampus.testing import DeterministicEmbedder
 
 uri, collection, me, other, sync = sys.argv[1:6]
-with Memory(milvus_uri=uri, collection_name=collection, embedder=HashedBagOfWords()) as m:
+with Memory(milvus_uri=uri, collection_name=collection, embedder=DeterministicEmbedder()) as m:
     Path(sync, me).touch()  # both processes are open before either writes: they work at the same time
     deadline = time.monotonic() + 60
     while not Path(sync, other).exists() and time.monotonic() < deadline:
@@ -224,7 +225,7 @@ with Memory(milvus_uri=uri, collection_name=collection, embedder=HashedBagOfWord
 
 
 def _two_processes_share(uri: str, collection: str, tmp_path: Path) -> None:
-    with Memory(milvus_uri=uri, collection_name=collection, embedder=HashedBagOfWords()) as m:
+    with Memory(milvus_uri=uri, collection_name=collection, embedder=DeterministicEmbedder()) as m:
         procs = {
             me: subprocess.Popen([sys.executable, "-c", _WORKER, uri, collection, me, other, str(tmp_path)],
                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -254,7 +255,7 @@ def test_two_processes_share_a_milvus_lite_server(lite_server: tuple[str, str], 
 
 def test_core_properties_on_a_milvus_lite_server(lite_server: tuple[str, str]):
     uri, collection = lite_server
-    with Memory(milvus_uri=uri, collection_name=collection, embedder=HashedBagOfWords()) as m:
+    with Memory(milvus_uri=uri, collection_name=collection, embedder=DeterministicEmbedder()) as m:
         caps = m.store.capabilities
         assert (caps.engine, caps.full_text, caps.client_ids) == ("milvus-lite", True, False)
         _core_properties(m)
@@ -264,7 +265,7 @@ def test_core_properties_on_a_milvus_lite_server(lite_server: tuple[str, str]):
 def test_core_properties_on_milvus_23_with_dense_fallback(milvus23_server: tuple[str, str], caplog):
     uri, collection = milvus23_server
     with caplog.at_level(logging.WARNING, logger="hippocampus"):
-        m = Memory(milvus_uri=uri, collection_name=collection, embedder=HashedBagOfWords())
+        m = Memory(milvus_uri=uri, collection_name=collection, embedder=DeterministicEmbedder())
     try:
         caps = m.store.capabilities
         assert (caps.engine, caps.version, caps.full_text, caps.client_ids, caps.search_modes) == (
@@ -278,7 +279,7 @@ def test_core_properties_on_milvus_23_with_dense_fallback(milvus23_server: tuple
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     finally:
         m.close()
-    blind = Memory(milvus_uri=uri, collection_name=collection, embedder=FailingEmbedder(HashedBagOfWords()))
+    blind = Memory(milvus_uri=uri, collection_name=collection, embedder=FailingEmbedder(DeterministicEmbedder()))
     try:  # no embedder and no BM25: the newest memories, said once per search
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="hippocampus.retrieval"):

@@ -15,7 +15,7 @@ import pytest
 
 from hippocampus import LLMError, Memory
 from hippocampus.models import HistoryAction
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import ScriptedChatModel
 
 T0 = 1_767_000_000
 TURN = "我下周三去上海出差，住在外滩附近"
@@ -24,8 +24,8 @@ NO = json.dumps({"write_episodic": False, "reason": "nothing to keep"})
 
 
 @pytest.fixture
-def scripted() -> ScriptedLLM:
-    return ScriptedLLM()
+def scripted() -> ScriptedChatModel:
+    return ScriptedChatModel()
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar
 
 import typer
@@ -40,6 +41,13 @@ def exit_code(exc: HippocampusError) -> int:
     return USER_EXIT if isinstance(exc, (InvalidInput, ConfigError)) else FAIL_EXIT
 
 
+def report(exc: HippocampusError) -> None:
+    """The error as one line on stderr; a store held by a recorded service names the service."""
+    from .service import locked_hint
+
+    render.err_console().print(render.error(exc, locked_hint(exc)))
+
+
 def friendly_errors(fn: F) -> F:
     """Turn the library's errors into one line on stderr and an exit code, for every command."""
 
@@ -48,7 +56,7 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except HippocampusError as exc:
-            render.err_console().print(f"[red]error:[/red] {render.error_line(exc)}", markup=True, highlight=False)
+            report(exc)
             raise typer.Exit(code=exit_code(exc)) from None
 
     return wrapper  # type: ignore[return-value]
@@ -80,6 +88,14 @@ _STORE: dict[str, Any] = {"milvus_uri": None, "collection_name": None, "create_s
 _SERVER: dict[str, Optional[str]] = {"url": None}
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"hippocampus {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     uri: Optional[str] = typer.Option(
@@ -92,6 +108,7 @@ def _global_options(
     server: Optional[str] = typer.Option(
         None, "--server", envvar=ENV_SERVER, help="go through a running service, e.g. http://127.0.0.1:8765 (key: HIPPOCAMPUS_API_KEY)"
     ),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="print the version and exit"),
 ) -> None:
     """Global options, applied to every command's store."""
     _STORE["milvus_uri"] = uri
@@ -118,13 +135,14 @@ def open_memory(**overrides: Any) -> Memory | Client:
     return Memory(**{**store_overrides(), **overrides})
 
 
-def parse_meta(pairs: Optional[List[str]]) -> dict[str, Any]:
-    """`key=value` pairs; a value that parses as JSON (numbers, true, lists) keeps its type."""
+def parse_meta(pairs: Optional[List[str]], option: str = "--meta") -> dict[str, Any]:
+    """`key=value` pairs; a value that parses as JSON (numbers, true, lists) keeps its type. `option`
+    names the option in the error, as the user typed it (`--meta`, `--filter`)."""
     out: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, raw = pair.partition("=")
         if not sep or not key.strip():
-            raise InvalidInput(f"--meta takes key=value, got {pair!r}")
+            raise InvalidInput(f"{option} takes key=value, got {pair!r}")
         try:
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
@@ -138,11 +156,36 @@ def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = N
     if as_json:
         typer.echo(render.dumps(payload))
         return
-    console = render.Console(highlight=False)
+    console = render.console()
     if table is not None:
         console.print(table)
     if message:
-        console.print(message)
+        console.print(render.literal(message))
+
+
+def read_text(text: Optional[str], file: Optional[Path]) -> str:
+    """The text of `add`: the argument, stdin for `-`, or a file; InvalidInput when none, both, or empty.
+    One trailing line break (what `echo` and editors add) is dropped."""
+    if (text is None) == (file is None):
+        raise InvalidInput("give the text to remember: as an argument, - to read stdin, or --file PATH (one of them)")
+    if file is not None:
+        try:
+            raw, source = file.read_bytes().decode("utf-8"), f"--file {str(file)!r}"
+        except FileNotFoundError:
+            raise InvalidInput(f"no such file: {str(file)!r}") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"--file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except OSError as exc:
+            raise InvalidInput(f"cannot read --file {str(file)!r}: {exc.strerror}") from None
+    elif text == "-":
+        raw, source = sys.stdin.read(), "stdin"
+    else:
+        return text
+    if raw.endswith("\n"):
+        raw = raw[:-2] if raw.endswith("\r\n") else raw[:-1]
+    if not raw.strip():
+        raise InvalidInput(f"{source} gave no text to remember (empty or only whitespace)")
+    return raw
 
 
 UserOpt = typer.Option(..., "--user", "-u", help="the user whose memories these are")
@@ -152,7 +195,7 @@ JsonOpt = typer.Option(False, "--json", help="print JSON (for scripts) instead o
 # ---------------------------------------------------------------------- commands
 @app.command()
 def add(
-    text: str = typer.Argument(..., help="what to remember"),
+    text: Optional[str] = typer.Argument(None, help="what to remember; - reads it from stdin"),
     user: str = UserOpt,
     chat: str = typer.Option("default", "--chat", "-c", help="conversation id"),
     who: Optional[str] = typer.Option(None, "--who", help="who said or did it (default: the user)"),
@@ -161,9 +204,12 @@ def add(
     procedural: bool = typer.Option(False, "--procedural", help="store as a procedure (a tool-call sequence that worked)"),
     infer: bool = typer.Option(False, "--infer", help="let the write decider (LLM or offline rules) decide what to keep"),
     ts: Optional[int] = typer.Option(None, "--ts", help="when it happened, epoch seconds (default: now)"),
+    file: Optional[Path] = typer.Option(None, "--file", help="read the text from this UTF-8 file instead"),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Remember one piece of text."""
+    """Remember one piece of text: the argument, `-` for stdin, or --file PATH (for a text too long
+    for a command line)."""
+    text = read_text(text, file)
     with open_memory() as memory:
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
@@ -182,11 +228,15 @@ def search(
     memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural (default: episodic and semantic)"),
     mode: Optional[str] = typer.Option(None, "--mode", help="hybrid, dense or bm25 (default: settings)"),
     where: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="metadata key=value that must match (repeatable)"),
+    include_superseded: bool = typer.Option(False, "--include-superseded", help="also facts that a newer one superseded"),
+    graph: Optional[bool] = typer.Option(None, "--graph/--no-graph", help="the graph stage on or off for this search "
+                                         "(default: the `graph` setting)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Recall the memories most related to a question."""
     with open_memory() as memory:
-        result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_meta(where) or None, mode=mode)
+        result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_meta(where, "--filter") or None, mode=mode,
+                               include_superseded=include_superseded, graph=graph)
     emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit),
          None if len(result) else "nothing recalled")
 
@@ -206,7 +256,8 @@ def get(
 @app.command("list")
 def list_(
     user: str = UserOpt,
-    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural (default: episodic and semantic)"),
+    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural "
+                                              "(default: all three kinds)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Every memory of a user, oldest event first (paged through the store, never capped)."""
@@ -277,7 +328,7 @@ def stats(
         numbers = memory.stats(user)
     emit(as_json, numbers, render.stats_table(numbers))
     if not as_json and "service" in numbers:
-        render.Console(highlight=False).print(render.endpoints_table(numbers["service"]))
+        render.console().print(render.endpoints_table(numbers["service"]))
 
 
 def main() -> None:
@@ -285,7 +336,7 @@ def main() -> None:
     try:
         app()
     except HippocampusError as exc:  # raised outside a command (e.g. while a module registers)
-        render.err_console().print(f"[red]error:[/red] {render.error_line(exc)}")
+        report(exc)
         sys.exit(exit_code(exc))
 
 
@@ -299,3 +350,5 @@ from . import lifecycle as _lifecycle  # noqa: E402,F401
 from . import transfer as _transfer  # noqa: E402,F401
 from . import graph as _graph  # noqa: E402,F401
 from . import models as _models  # noqa: E402,F401
+from . import keys as _keys  # noqa: E402,F401
+from . import service as _service  # noqa: E402,F401

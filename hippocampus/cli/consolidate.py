@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from pydantic import BaseModel
@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..defaults import DEFAULT_CRON, DEFAULT_GRACE_S
+from . import render
 from .app import app, open_memory
 
 PHASES = {"pending": "pending decisions", "semantic": "distilling facts", "pairs": "merging / separating"}
@@ -57,6 +58,7 @@ def schedule_cmd(
     cron: str = typer.Option(DEFAULT_CRON, "--cron", help='crontab expression, e.g. "0 3 * * *" (03:00 every day)'),
     user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories"),
     grace: int = typer.Option(DEFAULT_GRACE_S, "--misfire-grace", help="seconds a missed run may start late"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON line when scheduled and one per run (its stats or its error)"),
 ) -> None:
     """Consolidate on a cron schedule until interrupted; runs never overlap, missed runs collapse into one.
     Prints a line when each run starts and one when it ends, with its counts."""
@@ -64,8 +66,34 @@ def schedule_cmd(
 
     trigger = cron_trigger(cron)  # InvalidInput for a malformed expression (exit code 2)
     upcoming = trigger.get_next_fire_time(None, datetime.now(timezone.utc).astimezone())
-    Console().print(f"consolidating on {cron!r}; next run {upcoming:%Y-%m-%d %H:%M %Z}. Ctrl-C stops.")
+    if as_json:
+        typer.echo(json.dumps({"event": "scheduled", "cron": cron, "user_id": user, "next_run": upcoming.isoformat()}))
+        run_forever(lambda: JsonRuns(open_memory()), cron, user_id=user, misfire_grace_time=grace)
+        return
+    Console().print(render.literal(f"consolidating on {cron!r}; next run {upcoming:%Y-%m-%d %H:%M %Z}. Ctrl-C stops."))
     run_forever(open_memory, cron, user_id=user, misfire_grace_time=grace, report=report_line)
+
+
+class JsonRuns:
+    """`schedule --json`: the Memory (or Client) of one run, printing one JSON line when it ends:
+    {"event": "finished", "stats": {...}} or {"event": "failed", "error": "..."}."""
+
+    def __init__(self, memory: Any):
+        self.memory = memory
+
+    def consolidate(self, user_id: Optional[str] = None) -> Any:
+        started = datetime.now(timezone.utc).isoformat()
+        try:
+            stats = self.memory.consolidate(user_id=user_id)
+        except Exception as exc:
+            typer.echo(json.dumps({"event": "failed", "user_id": user_id, "started_at": started,
+                                   "error": f"{type(exc).__name__}: {exc}"}, ensure_ascii=False))
+            raise
+        typer.echo(json.dumps({"event": "finished", "user_id": user_id, "started_at": started, "stats": stats.model_dump()}))
+        return stats
+
+    def close(self) -> None:
+        self.memory.close()
 
 
 def report_line(line: str) -> None:

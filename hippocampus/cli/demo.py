@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -138,13 +139,13 @@ def run_demo(
     }
     out: dict[str, Any] = {"store": target, "user_id": conv.user_id}
     console.print(f"[bold]Hippocampus demo[/bold]: {len(conv.sessions)} sessions, {len(conv.user_turns)} user turns "
-                  f"(Chinese and English) into [cyan]{target}[/cyan]")
+                  f"(Chinese and English) into [cyan]{escape(target)}[/cyan]")
     from ..memory import Memory
 
     with Memory(**settings) as memory:
         out["embedder"] = memory.embedder.model_name
         if embedder == "configured":
-            console.print(f"embedder: [cyan]{memory.embedder.model_name}[/cyan] (from the configuration)")
+            console.print(f"embedder: [cyan]{escape(memory.embedder.model_name)}[/cyan] (from the configuration)")
         removed = memory.reset(conv.user_id)  # a fresh start when --uri points at an earlier demo store
         if removed:
             console.print(f"removed {removed} memories of {conv.user_id!r} left by an earlier demo run")
@@ -171,8 +172,8 @@ def run_demo(
                 except HippocampusError as exc:
                     out["consolidation"] = {"error": render.error_line(exc)}
         mode = "infer=True: the offline rules provider decided what to keep" if report.infer else "infer=False: every user turn stored as-is"
-        console.print(f"{report.stored} memories from {report.offered} user turns ({mode}); "
-                      f"{len(report.left_out)} left out" + (f": {', '.join(repr(render.short(t, 32)) for t in report.left_out)}" if report.left_out else ""))
+        console.print(render.literal(f"{report.stored} memories from {report.offered} user turns ({mode}); "
+                      f"{len(report.left_out)} left out" + (f": {', '.join(repr(render.short(t, 32)) for t in report.left_out)}" if report.left_out else "")))
         if out["consolidation"] is not None:
             console.print(_consolidation_table(out["consolidation"]))
         counts = memory.stats(conv.user_id)
@@ -191,7 +192,7 @@ def run_demo(
     where = "offline" if embedder == "offline" else f"embedder {out['embedder']}"
     console.print(f"[bold]{out['found']} of {len(conv.questions)}[/bold] questions recalled the expected memory in the top {top}; "
                   f"{out['seconds']:.1f} s, {where}.")
-    console.print(f"explore: hippocampus --uri {target} list --user {conv.user_id}")
+    console.print(render.literal(f"explore: hippocampus --uri {target} list --user {conv.user_id}"))
     if report.infer:
         console.print("compare: hippocampus demo --raw  (every user turn stored as-is, no write decision)")
     if as_json:
@@ -201,16 +202,15 @@ def run_demo(
 
 def _question_table(q: Question, hits: list[SearchHit], found: bool) -> Table:
     mark = "[green]found[/green]" if found else "[red]missed[/red]"
-    table = Table(title=f"{q.question}  [dim]({q.note}; expecting {q.expect!r}: {mark})[/dim]", title_justify="left")
+    table = Table(title=f"{escape(q.question)}  [dim]({escape(q.note)}; expecting {escape(repr(q.expect))}: {mark})[/dim]",
+                  title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("type", no_wrap=True)
     table.add_column("score", justify="right")
     table.add_column("when", no_wrap=True)
     table.add_column("memory")
     for i, hit in enumerate(hits, 1):
-        text = render.short(hit.text, 80)
-        if q.expect.lower() in hit.text.lower():
-            text = f"[bold]{text}[/bold]"
+        text = render.literal(render.short(hit.text, 80), style="bold" if q.expect.lower() in hit.text.lower() else "")
         table.add_row(str(i), hit.memory.memory_type.value, f"{hit.score:.3f}", render.when(hit.memory.ts)[:10], text)
     return table
 

@@ -7,33 +7,24 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ..errors import ConfigError
 from . import render
 from .app import JsonOpt, UserOpt, app, emit, open_memory
 
 
-def _direct(memory: Any) -> Any:
-    from ..memory import Memory
-
-    if not isinstance(memory, Memory):
-        raise ConfigError("the graph is read from the store directly; drop --server and use --uri/--collection "
-                          "(stop the service first if it holds a milvus-lite file)")
-    return memory
-
-
 def graph_tables(view: Any) -> tuple[Table, Table]:
-    entities = Table(title=f"entities of {view.user_id} ({len(view.entities)})")
+    entities = Table(title=render.literal(f"entities of {view.user_id} ({len(view.entities)})"))
     for column in ("entity", "type", "memories", "last seen"):
         entities.add_column(column)
     for e in view.entities:
-        entities.add_row(render.short(e.name, 40), e.type, str(len(e.memory_ids)), render.when(e.last_seen))
-    triples = Table(title=f"triples of {view.user_id} ({len(view.triples)})")
+        entities.add_row(render.literal(render.short(e.name, 40)), render.literal(e.type), str(len(e.memory_ids)), render.when(e.last_seen))
+    triples = Table(title=render.literal(f"triples of {view.user_id} ({len(view.triples)})"))
     for column in ("subject", "predicate", "object", "memories"):
         triples.add_column(column)
     for t in view.triples:
         predicate = ("not " if t.negated else "") + t.predicate + (f" ({t.frequency})" if t.frequency else "")
         obj = t.object + (f" if {t.condition}" if t.condition else "")
-        triples.add_row(render.short(t.subject, 30), render.short(predicate, 30), render.short(obj, 40),
+        triples.add_row(render.literal(render.short(t.subject, 30)), render.literal(render.short(predicate, 30)),
+                        render.literal(render.short(obj, 40)),
                         ",".join(str(i) for i in t.memory_ids[:6]) + ("…" if len(t.memory_ids) > 6 else ""))
     return entities, triples
 
@@ -47,8 +38,7 @@ def graph(
 ) -> None:
     """Print a user's graph: the entities their memories name and the triples they state, each with the
     memories that support it. With `graph: on` consolidation builds it; `--build` builds now."""
-    with open_memory() as memory:
-        memory = _direct(memory)
+    with open_memory() as memory:  # a Memory, or a Client with --server
         built = memory.build_graph(user) if build else None
         view = memory.graph(user, limit=limit)
     if as_json:

@@ -1,20 +1,50 @@
 """How the CLI shows things: rich tables for people, plain JSON for scripts.
 
 Kept apart from the commands so that every command prints records, hits and history the same way.
+Whatever a user wrote (a memory's text, ids, metadata, a message or error that quotes them) reaches
+rich only through `literal`: a rich Text, never parsed as markup ("[/x]" in a note once crashed
+`list`; "[bold]" vanished) or emoji codes, its control characters shown as \\xNN.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..models import HistoryEvent, MemoryRecord, SearchHit, SearchResult
 
 TEXT_WIDTH = 70
+WIDE = 120  # below this many columns the tables fold `when` onto two lines and merge small columns
+# Control characters that are not whitespace: shown as \xNN (raw, an ESC sequence recolours or clears the terminal)
+_HIDDEN = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+_ODD_SPACE = re.compile(r"[\x0b\x0c\r\x1c-\x1f\x85]")  # whitespace that moves the cursor: a plain space
+
+
+def visible(text: str) -> str:
+    """`text` safe for a terminal: control characters as \\xNN, odd whitespace as a space; the rest unchanged."""
+    return _ODD_SPACE.sub(" ", _HIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+
+def literal(value: object, style: str = "") -> Text:
+    """User-controlled text exactly as written (see the module's docstring): the one way it reaches rich."""
+    return Text(visible(str(value)), style=style)
+
+
+def console(stderr: bool = False) -> Console:
+    """A Console that never highlights or reads emoji codes in strings (user text comes as `literal`)."""
+    return Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=stderr)
+
+
+def terminal_width() -> int:
+    """The width rich will print at (COLUMNS, else the terminal, else 80)."""
+    return console().width
 
 
 def when(ts: int | None) -> str:
@@ -25,9 +55,18 @@ def when(ts: int | None) -> str:
 
 
 def short(text: str, width: int = TEXT_WIDTH) -> str:
-    """One line, at most `width` characters (the full text is in `get` and `--json`)."""
+    """One line, at most `width` terminal cells (a Chinese character takes two; the full text is in
+    `get` and `--json`)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if cell_len(flat) <= width:
+        return flat
+    kept, used = [], 0
+    for char in flat:
+        used += cell_len(char)
+        if used > width - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
 
 
 def dumps(value: Any) -> str:
@@ -50,35 +89,53 @@ def result_json(result: SearchResult) -> dict[str, Any]:
     return out
 
 
-def records_table(records: Iterable[MemoryRecord], title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False)
+def _when_column(table: Table, narrow: bool) -> None:
+    """`when (UTC)`: one line on a wide terminal, date over time (10 cells) on a narrow one."""
+    table.add_column("when (UTC)", no_wrap=not narrow, width=10 if narrow else None)
+
+
+def records_table(records: Iterable[MemoryRecord], title: str | None = None, width: int | None = None) -> Table:
+    """`list`: below WIDE columns chat and who share a column and hits (in `get`) is left out, so
+    the text keeps a fair share (at least ~30 cells at 80 columns)."""
+    narrow = (width or terminal_width()) < WIDE
+    table = Table(title=literal(title) if title else None, show_lines=False)
     table.add_column("id", justify="right", no_wrap=True)
     table.add_column("type", no_wrap=True)
-    table.add_column("when (UTC)", no_wrap=True)
-    table.add_column("chat", no_wrap=True)
-    table.add_column("who", no_wrap=True)
-    table.add_column("hits", justify="right")
-    table.add_column("text")
+    _when_column(table, narrow)
+    if narrow:
+        table.add_column("chat / who", no_wrap=True, max_width=12, overflow="ellipsis")
+    else:
+        table.add_column("chat", no_wrap=True)
+        table.add_column("who", no_wrap=True)
+        table.add_column("hits", justify="right")
+    table.add_column("text", min_width=20, ratio=1, overflow="fold")  # fold: a long word or CJK run wraps, never cut
     for r in records:
-        table.add_row(str(r.id), r.memory_type.value, when(r.ts), short(r.chat_id, 16), short(r.who, 16), str(r.hit_count), short(r.text))
+        meta = [literal(f"{short(r.chat_id, 12)}\n{short(r.who, 12)}")] if narrow else [
+            literal(short(r.chat_id, 16)), literal(short(r.who, 16)), str(r.hit_count)]
+        table.add_row(str(r.id), r.memory_type.value, when(r.ts), *meta, literal(short(r.text)))
     return table
 
 
-def hits_table(result: SearchResult, title: str | None = None, rows: int | None = None) -> Table:
+def hits_table(result: SearchResult, title: str | None = None, rows: int | None = None, width: int | None = None) -> Table:
     """One ranked list, both kinds together in `SearchResult.all`'s order (scores compare only within
-    a kind; where the kinds meet the cosine decides), at most `rows` rows, the kind on each."""
-    table = Table(title=title)
-    table.add_column("#", justify="right")
+    a kind; where the kinds meet the cosine decides), at most `rows` rows, the kind on each. Below
+    WIDE columns the rank column (the row order says it) is left out."""
+    narrow = (width or terminal_width()) < WIDE
+    table = Table(title=literal(title) if title else None)
+    if not narrow:
+        table.add_column("#", justify="right")
     table.add_column("type", no_wrap=True)
     table.add_column("score", justify="right")
     table.add_column("cosine", justify="right")
     table.add_column("id", justify="right", no_wrap=True)
-    table.add_column("when (UTC)", no_wrap=True)
-    table.add_column("text")
+    _when_column(table, narrow)
+    table.add_column("text", min_width=20, ratio=1, overflow="fold")
     hits = result.all if rows is None else result.all[:rows]
     for i, hit in enumerate(hits, 1):
         cos = "" if hit.similarity is None else f"{hit.similarity:.3f}"
-        table.add_row(str(i), hit.memory.memory_type.value, f"{hit.score:.3f}", cos, str(hit.id), when(hit.memory.ts), short(hit.text))
+        rank = [] if narrow else [str(i)]
+        table.add_row(*rank, hit.memory.memory_type.value, f"{hit.score:.3f}", cos, str(hit.id), when(hit.memory.ts),
+                      literal(short(hit.text)))
     return table
 
 
@@ -86,27 +143,34 @@ def record_table(record: MemoryRecord) -> Table:
     """Every field of one memory, metadata included, as a two-column table."""
     table = Table(show_header=False, title=f"memory {record.id}")
     table.add_column("field", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")
     data = record.model_dump(mode="json")
     meta = data.pop("metadata", {})
     for key, value in data.items():
         shown = when(value) if key in ("ts", "created_at", "updated_at") and value is not None else value
-        table.add_row(key, str(shown))
+        table.add_row(key, literal(shown))
     for key, value in sorted(meta.items()):
-        table.add_row(f"metadata.{key}", value if isinstance(value, str) else dumps(value))
+        table.add_row(literal(f"metadata.{key}"), literal(value if isinstance(value, str) else dumps(value)))
     return table
 
 
-def history_table(events: Iterable[HistoryEvent], memory_id: int) -> Table:
+def history_table(events: Iterable[HistoryEvent], memory_id: int, width: int | None = None) -> Table:
+    """A memory's events; below WIDE columns the event and who did it share a column."""
+    narrow = (width or terminal_width()) < WIDE
     table = Table(title=f"history of memory {memory_id}")
     table.add_column("event id", justify="right", no_wrap=True)  # what `hippocampus undo` takes
-    table.add_column("when (UTC)", no_wrap=True)
-    table.add_column("event", no_wrap=True)
-    table.add_column("by", no_wrap=True)
-    table.add_column("old text")
-    table.add_column("new text")
+    _when_column(table, narrow)
+    if narrow:
+        table.add_column("event / by", no_wrap=True, max_width=16, overflow="ellipsis")
+    else:
+        table.add_column("event", no_wrap=True)
+        table.add_column("by", no_wrap=True)
+    table.add_column("old text", ratio=1, overflow="fold")
+    table.add_column("new text", ratio=1, overflow="fold")
     for e in events:
-        table.add_row(str(e.event_id or ""), when(e.at), e.action.value, e.actor, short(e.old_text or "", 40), short(e.new_text or "", 40))
+        acts = [literal(f"{e.action.value}\n{e.actor}")] if narrow else [e.action.value, literal(e.actor)]
+        table.add_row(str(e.event_id or ""), when(e.at), *acts, literal(short(e.old_text or "", 40)),
+                      literal(short(e.new_text or "", 40)))
     return table
 
 
@@ -116,17 +180,17 @@ def stats_table(stats: dict[str, Any]) -> Table:
     table.add_column("value", justify="right")
     for key, value in stats.items():
         if key != "service":  # a service's own figures get a table of their own
-            table.add_row(str(key), str(value))
+            table.add_row(literal(key), literal(value))
     return table
 
 
 def endpoints_table(service: dict[str, Any]) -> Table:
     """A service's requests per endpoint with p50/p99 latency (from its Prometheus histograms)."""
-    table = Table(title=f"service {service.get('version', '')}, up {service.get('uptime_s', 0):.0f} s")
+    table = Table(title=literal(f"service {service.get('version', '')}, up {service.get('uptime_s', 0):.0f} s"))
     for name, justify in (("endpoint", "left"), ("requests", "right"), ("errors", "right"), ("p50 ms", "right"), ("p99 ms", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for endpoint, row in service.get("endpoints", {}).items():
-        table.add_row(endpoint, f"{row['requests']:.0f}", f"{row['errors']:.0f}", f"{row['p50_ms']:.1f}", f"{row['p99_ms']:.1f}")
+        table.add_row(literal(endpoint), f"{row['requests']:.0f}", f"{row['errors']:.0f}", f"{row['p50_ms']:.1f}", f"{row['p99_ms']:.1f}")
     return table
 
 
@@ -138,4 +202,9 @@ def error_line(exc: BaseException) -> str:
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return console(stderr=True)
+
+
+def error(exc: BaseException, line: str | None = None) -> Text:
+    """`error: <Class>: message` for stderr, the message (which may quote user input) shown literally."""
+    return Text.assemble(("error:", "red"), " ", literal(line if line is not None else error_line(exc)))

@@ -1,32 +1,20 @@
 """`hippocampus export` and `import`: MEMORY.md (to read and edit) and JSONL (a backup that
-moves every field and the history between stores). They run on the store directly, not through a service."""
+moves every field and the history between stores). With `--server` they go through the service: the
+files stay on this machine (the Client sends and receives their text)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Optional
 
 import typer
 
-from ..errors import ConfigError, InvalidInput
+from ..errors import InvalidInput
 from . import render
 from .app import JsonOpt, UserOpt, app, emit, open_memory
 
-if TYPE_CHECKING:
-    from ..memory import Memory
-
 FORMATS = ("md", "jsonl")
 FormatOpt = typer.Option("md", "--format", "-f", help="md (MEMORY.md, to read and edit) or jsonl (a full backup)")
-
-
-def _direct(memory: Any) -> "Memory":
-    """The store itself: a Client (--server) has no export or import."""
-    from ..memory import Memory
-
-    if not isinstance(memory, Memory):
-        raise ConfigError("export/import run on the store directly; drop --server and use --uri/--collection "
-                          "(stop the service first if it holds a milvus-lite file)")
-    return memory
 
 
 def _format(fmt: str) -> str:
@@ -41,23 +29,28 @@ def export(
     fmt: str = FormatOpt,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="file to write (md: the old one is kept as .bak); "
                                        "md goes to stdout without it, jsonl needs it"),
+    as_json: bool = JsonOpt,
 ) -> None:
-    """Write a user's memories as MEMORY.md or JSONL."""
+    """Write a user's memories as MEMORY.md or JSONL. With --json: {user_id, format, count, path, text}
+    (text: the MEMORY.md itself when there is no --out)."""
     fmt = _format(fmt)
     if fmt == "jsonl" and out is None:
         raise InvalidInput("--format jsonl needs --out PATH")
-    with open_memory() as opened:
-        memory = _direct(opened)
+    text: Optional[str] = None
+    with open_memory() as memory:
         if fmt == "md":
             text = memory.export_md(user, out)
-            if out is None:
-                typer.echo(text)
-                return
             count = text.count("\n### ")
         else:
             assert out is not None
             count = memory.export_jsonl(user, out)
-    render.err_console().print(f"exported {count} memories of {user} to {out}", highlight=False, markup=False)
+    if as_json:
+        emit(True, {"user_id": user, "format": fmt, "count": count, "path": str(out) if out else None,
+                    "text": text if out is None else None})
+    elif out is None:
+        typer.echo(text)
+    else:
+        render.err_console().print(f"exported {count} memories of {user} to {out}", highlight=False, markup=False)
 
 
 @app.command("import")
@@ -72,8 +65,7 @@ def import_(
     fmt = _format(fmt)
     if not path.is_file():
         raise InvalidInput(f"no such file: {str(path)!r}")
-    with open_memory() as opened:
-        memory = _direct(opened)
+    with open_memory() as memory:
         report = memory.import_md(user, path) if fmt == "md" else memory.import_jsonl(user, path)
     summary = (f"{len(report.updated)} updated, {len(report.created)} created, {len(report.unchanged)} unchanged, "
                f"{report.skipped} skipped")

@@ -59,7 +59,7 @@ class DistillMixin:
                 self.stats.errors += 1
                 log.warning("semantic extraction for memory %s skipped: %s", episode.id, exc)
                 continue
-            self.stats.llm_calls += extraction.facts_path != "model"  # the fact guard asked once more
+            self.stats.llm_calls += extraction.asked_again  # the fact guard asked once more
             guard[episode.id] = extraction.facts_details()
             seen = known.setdefault(episode.user_id, set())
             seen.update(R.normalise(f) for f in facts_near)

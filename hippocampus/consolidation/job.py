@@ -25,19 +25,19 @@ from ..config import MemoryConfig
 from ..embeddings import Embedder
 from ..errors import LLMError, NotFound
 from ..lifecycle.decay import forgotten_row
-from ..lifecycle.policy import merged as merged_life
 from ..llm import ChatModel
-from ..models import LIFE_KEY, ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
+from ..models import ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Progress, now_ts
 from ..processors.merger import EpisodicMerger
+from ..removal import remove_with_history
 from ..processors.separator import EpisodicSeparator
 from ..store import MEMORY_FIELDS, MilvusStore, filters as F
 from . import rules as R
 from .distill import DistillMixin, _fits, _row
+from .merged_row import build_merged_row
 
 log = logging.getLogger(__name__)
 ACTOR = "consolidation"
 CHUNK = 1024  # anchors per batched search: a filtered milvus-lite search costs about the same for 1 or 1024 vectors
-Progress = Callable[[str, int, int], None]  # (phase, done, total)
 EPISODIC = MemoryType.EPISODIC.value
 SEMANTIC = MemoryType.SEMANTIC.value
 
@@ -63,51 +63,6 @@ def ids_by_user(store: MilvusStore, scope: str, skip: Callable[[dict[str, Any]],
     for ids in out.values():
         ids.sort()
     return out
-
-
-def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, now: int) -> dict[str, Any]:
-    """The record that replaces a and b (without its vector). Pure.
-
-    Keeps the earlier metadata.time, its ts and chat (Property 21), lists both chats in
-    source_chat_ids (Property 22) and both ids in merged_from_ids; `who` never changes.
-    """
-    first, second = (a, b) if R.earlier_of(a, b) is a else (b, a)
-    meta: dict[str, Any] = {**second.metadata, **first.metadata}
-    for key in ("merge_pending", "pending_decision", "distilled"):
-        meta.pop(key, None)
-    merged_ids = {a.id, b.id}
-    meta.update(
-        {
-            "context": context or R.dedupe_join(first.metadata.get("context"), second.metadata.get("context")),
-            "thing": thing or text,
-            "time": first.time_iso,
-            "chatid": first.chat_id,
-            "who": first.who,
-            "source_chat_ids": R.dedupe(R.source_chat_ids(first) + R.source_chat_ids(second)),
-            "merged_from_ids": sorted(merged_ids),
-            "updates": list(first.metadata.get("updates") or []) + list(second.metadata.get("updates") or []),
-            "separated_from": [
-                i for i in R.dedupe(list(a.metadata.get("separated_from") or []) + list(b.metadata.get("separated_from") or []))
-                if i not in merged_ids
-            ],
-            "merge_pending": True,
-            LIFE_KEY: merged_life(a.life, b.life, now).stored(),
-            "created_at": now,
-            "updated_at": now,
-        }
-    )
-    if a.metadata.get("distilled") and b.metadata.get("distilled"):
-        meta["distilled"] = True
-    return {
-        "user_id": first.user_id,
-        "memory_type": EPISODIC,
-        "ts": min(a.ts, b.ts),
-        "chat_id": first.chat_id,
-        "who": first.who,
-        "text": text,
-        "hit_count": a.hit_count + b.hit_count,
-        "metadata": meta,
-    }
 
 
 class ConsolidationJob(DistillMixin):
@@ -157,24 +112,30 @@ class ConsolidationJob(DistillMixin):
         """Merged records still flagged merge_pending: delete their sources (if any are left), clear the flag."""
         for row in self.store.query(F.and_(scope, F.json_eq("metadata", "merge_pending", True))):
             merged = MemoryRecord.from_row(row)
-            self._delete_sources(merged, [int(i) for i in merged.metadata.get("merged_from_ids") or []])
+            self._delete_sources(merged, [int(i) for i in merged.metadata.get("merged_from_ids") or []], recovering=True)
             self._clear_pending_flag(merged)
 
-    def _delete_sources(self, merged: MemoryRecord, source_ids: Sequence[int]) -> None:
+    def _delete_sources(self, merged: MemoryRecord, source_ids: Sequence[int], recovering: bool = False) -> None:
+        """Each source's MERGED event (its row kept, so that Memory.undo can bring it back), then the
+        sources themselves (removal.py); on recovery, sources whose event a crash left are not logged twice."""
         with self._lock:
             # primary-key look-up (fast), then the tenant check on the rows themselves
             rows = self.store.query(F.in_("id", source_ids), limit=max(1, len(source_ids)))
             sources = [MemoryRecord.from_row(r) for r in rows if r["user_id"] == merged.user_id]
             if sources:
-                self.store.delete(F.in_("id", [s.id for s in sources]))
-                self._history(  # each source's row kept, so that Memory.undo can bring it back
-                    [
-                        HistoryEvent(memory_id=s.id, user_id=s.user_id, action=HistoryAction.MERGED, old_text=s.text,
-                                     new_text=merged.text, actor=ACTOR, details={"merged_into": merged.id, "row": forgotten_row(s)})
-                        for s in sources
-                    ]
-                )
+                logged = self._logged_sources(merged, [s.id for s in sources]) if recovering else set()
+                events = [HistoryEvent(memory_id=s.id, user_id=s.user_id, action=HistoryAction.MERGED, old_text=s.text,
+                                       new_text=merged.text, actor=ACTOR, details={"merged_into": merged.id, "row": forgotten_row(s)})
+                          for s in sources if s.id not in logged]
+                ids = [s.id for s in sources]
+                remove_with_history(self.store, [e.model_dump(mode="json") for e in events], F.in_("id", ids), ids)
         self.checkpoint("merge_sources_deleted")
+
+    def _logged_sources(self, merged: MemoryRecord, ids: list[int]) -> set[int]:
+        """Sources that already have their MERGED event into `merged` (a crash came between it and the delete)."""
+        events = self.store.history(F.and_(F.in_("memory_id", ids), F.eq("user_id", merged.user_id),
+                                           F.eq("action", HistoryAction.MERGED.value)))
+        return {int(e["memory_id"]) for e in events if (e.get("details") or {}).get("merged_into") == merged.id}
 
     def _clear_pending_flag(self, merged: MemoryRecord) -> None:
         meta = {k: v for k, v in merged.metadata.items() if k != "merge_pending"}
@@ -197,10 +158,10 @@ class ConsolidationJob(DistillMixin):
                 continue
             self.stats.pending_decided += 1
             if not decision.write_episodic:
-                with self._lock:
-                    self.store.delete(F.eq("id", record.id))  # the row came from this user's scope
-                    self._history([self._event(record, HistoryAction.DELETED, old_text=record.text,
-                                               details={"reason": "write decider: not worth remembering"})])
+                with self._lock:  # the event first, then the row (the row came from this user's scope)
+                    event = self._event(record, HistoryAction.DELETED, old_text=record.text,
+                                        details={"reason": "write decider: not worth remembering"})
+                    remove_with_history(self.store, [event.model_dump(mode="json")], F.eq("id", record.id), [record.id])
                 continue
             # as the online path stores a positive decision: the decided `thing` as text, the raw turn beside it
             text = (decision.thing or "").strip() or record.text
@@ -297,7 +258,7 @@ class ConsolidationJob(DistillMixin):
                 self.stats.errors += 1
                 log.warning("merge of %s and %s skipped: %s", a.id, b.id, exc)
                 return None
-            self.stats.llm_calls += result.facts_path != "model"  # the fact guard asked once more
+            self.stats.llm_calls += result.asked_again  # the fact guard asked once more
             if result.same_event and _fits(result.text):
                 details = {"similarity": similarity, "reason": result.reason, **result.facts_details()}
                 if not self._merge(a, b, result.text.strip(), result.context, result.thing, details):
@@ -312,7 +273,7 @@ class ConsolidationJob(DistillMixin):
             self.stats.errors += 1
             log.warning("separation of %s and %s skipped: %s", a.id, b.id, exc)
             return None
-        self.stats.llm_calls += sep.facts_path != "model"
+        self.stats.llm_calls += sep.asked_again
         return self._separate(a, b, sep, similarity, reason)
 
     def _merge(self, a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, details: dict[str, Any]) -> bool:
@@ -322,14 +283,41 @@ class ConsolidationJob(DistillMixin):
         with self._lock:
             if len(self.store.vectors([a.id, b.id])) < 2:
                 return False  # a source was deleted meanwhile: never bring its content back
-            new_id = self.store.insert([row])[0]
-            self._history([HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
-                                        actor=ACTOR, details={"merged_from_ids": [a.id, b.id], **details})])
+            new_id: int | None = None
+            try:
+                new_id = self.store.insert([row])[0]
+                self._history([HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
+                                            actor=ACTOR, details={"merged_from_ids": [a.id, b.id], **details})])
+            except BaseException:
+                self._abandon_merge(a.user_id, new_id, [a.id, b.id], locked=True)
+                raise
         self.checkpoint("merge_inserted")
         merged = MemoryRecord.from_row({**row, "id": new_id})
-        self._delete_sources(merged, [a.id, b.id])
-        self._clear_pending_flag(merged)
+        try:
+            self._delete_sources(merged, [a.id, b.id])
+        except BaseException:
+            self._abandon_merge(a.user_id, new_id, [a.id, b.id])
+            raise
+        self._clear_pending_flag(merged)  # a failure here leaves the flag for the next run's recovery to clear
         return True
+
+    def _abandon_merge(self, user_id: str, new_id: int | None, source_ids: list[int], locked: bool = False) -> None:
+        """A merge that failed before its sources went: remove the merged record (found by its sources
+        when the insert raised after it landed) and its events, so the old state stands. When a source
+        is gone already the merge stays, flagged `merge_pending`, and the next run finishes it.
+        Never raises: the first error is the one to see."""
+        try:
+            with nullcontext() if locked else self._lock:
+                if len(self.store.vectors(source_ids)) < len(source_ids):
+                    return
+                pending = self.store.query(F.and_(F.eq("user_id", user_id), F.json_eq("metadata", "merge_pending", True)))
+                ids = {int(r["id"]) for r in pending if sorted((r.get("metadata") or {}).get("merged_from_ids") or []) == sorted(source_ids)}
+                ids |= {new_id} if new_id is not None else set()
+                if ids:
+                    self.store.delete(F.in_("id", sorted(ids)))
+                    self.store.delete_history(F.in_("memory_id", sorted(ids)))
+        except Exception:
+            log.warning("merge of %s failed and could not be rolled back; the next run finishes it", source_ids, exc_info=True)
 
     def _separate(self, a: MemoryRecord, b: MemoryRecord, sep: Any, similarity: float, reason: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         now = now_ts()
@@ -359,8 +347,8 @@ class ConsolidationJob(DistillMixin):
                                      **sep.facts_details()})
                 for r, o, row, ch in ((a, b, rows[0], changed_any[0]), (b, a, rows[1], changed_any[1])) if r.id in written and ch
             ])
-        if any(changed_any) and written:
-            self.stats.separated += 1
+        if any(changed_any) and written:  # memories, each once per run; the pair in separated_pairs
+            self.stats.count_separated([r.id for r, ch in zip((a, b), changed_any) if ch and r.id in written])
         return (rows[0], rows[1]) if len(written) == 2 else None
 
     # ------------------------------------------------------------------ writes

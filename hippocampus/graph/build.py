@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from pydantic import BaseModel
 
 from ..embeddings import Embedder
 from ..errors import LLMError
-from ..models import MemoryRecord, MemoryType, now_ts
+from ..models import MemoryRecord, MemoryType, Progress, now_ts
 from ..processors.results import GraphEntity, GraphTriple
 from ..processors.triple_extractor import BATCH, TripleExtractor
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.graph import blank_row, clip, NAME_BYTES, PART_BYTES, row_key
 
-Progress = Callable[[str, int, int], None]
 KINDS_READ = (MemoryType.EPISODIC.value, MemoryType.SEMANTIC.value)  # procedures are steps, not facts about the world
 
 

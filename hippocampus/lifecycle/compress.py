@@ -196,15 +196,35 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
                or level(MemoryRecord.from_row(current[i]), now, policy) is None for i, m in zip(source_ids, members)):
             log.info("facts %s changed since the scan; not compressed", source_ids)
             return
+        # the new facts, then every event, then the sources archived: a failure at any step is rolled back
         new_ids = store.insert(rows)
-        store.upsert([_archived(current[i], new_ids) for i in source_ids])
-        store.add_history(
-            [_event(m.id, m.user_id, HistoryAction.COMPRESSED, now, {INTO: new_ids, COMPRESSION: kind}, old_text=m.text) for m in members]
-            + [_event(i, r["user_id"], HistoryAction.CREATED, now, {FROM: source_ids, COMPRESSION: kind}, new_text=r["text"])
-               for i, r in zip(new_ids, rows)])
+        event_ids: list[int] = []
+        try:
+            event_ids = store.add_history(
+                [_event(m.id, m.user_id, HistoryAction.COMPRESSED, now, {INTO: new_ids, COMPRESSION: kind}, old_text=m.text) for m in members]
+                + [_event(i, r["user_id"], HistoryAction.CREATED, now, {FROM: source_ids, COMPRESSION: kind}, new_text=r["text"])
+                   for i, r in zip(new_ids, rows)])
+            store.upsert([_archived(current[i], new_ids) for i in source_ids])
+        except BaseException:
+            _roll_back(store, new_ids, event_ids, source_ids)
+            raise
     stats.groups += 1
     stats.compressed += len(members)
     stats.created += len(new_ids)
+
+
+def _roll_back(store: MilvusStore, new_ids: list[int], event_ids: list[int], source_ids: list[int]) -> None:
+    """A compression that failed before its sources were archived: take its facts and events away
+    (the old state). Sources already archived keep everything (the new state, with its events)."""
+    try:
+        rows = store.query(F.in_("id", source_ids), ["id", "metadata"], limit=len(source_ids))
+        if any(INTO in (r.get("metadata") or {}) and (r["metadata"][INTO] == new_ids) for r in rows):
+            return
+        store.delete(F.in_("id", new_ids))
+        if event_ids:
+            store.delete_history(F.in_("id", event_ids))
+    except Exception:
+        log.warning("compression into %s failed and could not be rolled back", new_ids, exc_info=True)
 
 
 def _failed(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int) -> None:

@@ -16,13 +16,13 @@ import time
 from typing import Any, Callable
 
 from ..errors import LLMError
-from ..models import LIFE_KEY, Category, DecayStats, Lifecycle, HistoryAction, HistoryEvent, MemoryRecord, State
+from ..models import LIFE_KEY, Category, DecayStats, Lifecycle, HistoryAction, HistoryEvent, MemoryRecord, Progress, State
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
+from ..removal import remove_with_history
 from .policy import PERMANENT, THRESHOLDS, DecayRule, Thresholds, next_state, score_of
 
 log = logging.getLogger(__name__)
-Progress = Callable[[str, int, int], None]
 _BATCH = 200
 
 
@@ -150,12 +150,14 @@ def _apply(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int, t
             rewrite.append(_with_life(row, rec, life.model_copy(update={"state": State.ARCHIVED})))
             events.append(_event(rec, HistoryAction.ARCHIVED, now,
                                  {"score": score, "reason": "todo expired" if expired else "score below archive threshold"}))
+        # the forgotten rows' events first, then the rows (removal.py): never a row gone without its event
+        gone = [e.model_dump(mode="json") for e in events if e.action is HistoryAction.FORGOTTEN]
+        if forget:
+            remove_with_history(store, gone, F.in_("id", forget), forget)
+        stats.forgotten += len(forget)
         if rewrite:
             store.upsert(rewrite)
-        if forget:
-            store.delete(F.in_("id", forget))
-        store.add_history([e.model_dump(mode="json") for e in events])
-        stats.forgotten += len(forget)
+        store.add_history([e.model_dump(mode="json") for e in events if e.action is not HistoryAction.FORGOTTEN])
 
 
 def _event(record: MemoryRecord, action: HistoryAction, at: int, details: dict[str, Any], old_text: str | None = None) -> HistoryEvent:

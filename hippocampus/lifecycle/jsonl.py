@@ -33,6 +33,8 @@ def load_line(line: str, lineno: int) -> tuple[dict[str, Any], list[HistoryEvent
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"line {lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # nested deeper than the parser's stack: far beyond what metadata may hold
+        raise ValueError(f"line {lineno}: nested too deeply to read") from None
     if not isinstance(data, dict):
         raise ValueError(f"line {lineno}: expected a JSON object of one memory, got {type(data).__name__}")
     raw_events = data.pop(HISTORY_KEY, [])

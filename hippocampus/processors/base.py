@@ -1,6 +1,6 @@
 """What every processor shares: a prompt file, a pydantic result, a ChatModel. No store access.
 
-A prompt file (`prompts/<name>.yaml`) has `system`, `user` (a string.Template with
+A prompt file (`hippocampus/prompts/<name>.yaml`) has `system`, `user` (a string.Template with
 $placeholders) and `examples` (worked input/output pairs, Chinese and English).
 Inputs are rendered as JSON inside <data> delimiters, so recalled memories and user
 turns reach the model as data, never as instructions.
@@ -131,7 +131,7 @@ class Processor(Generic[R]):
         """Raises LLMError when the model fails; callers choose the safe outcome."""
         prompt = self.template.render(**inputs)
         try:
-            return self.llm.chat_json(prompt, self.result_model)  # type: ignore[return-value]
+            return _tagged(self.llm, self.llm.chat_json(prompt, self.result_model))  # type: ignore[return-value]
         except LLMError:
             log.warning("%s: the model failed; the caller keeps the safe outcome", self.prompt_name)
             raise
@@ -141,7 +141,14 @@ class Processor(Generic[R]):
         None when the model fails (the caller falls back to its deterministic result)."""
         prompt = self.template.render_retry(missing, **inputs)
         try:
-            return self.llm.chat_json(prompt, self.result_model)  # type: ignore[return-value]
+            return _tagged(self.llm, self.llm.chat_json(prompt, self.result_model))  # type: ignore[return-value]
         except LLMError:
             log.warning("%s: the retry for lost facts failed; falling back", self.prompt_name)
             return None
+
+
+def _tagged(llm: Any, result: Any) -> Any:
+    """A guarded result answered by the offline rules says so: its facts_path reads "rules", not "model"."""
+    if getattr(llm, "model", None) == "offline-rules" and hasattr(result, "answered_by"):
+        result.answered_by("rules")
+    return result

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
 
+from ..text import HAS_CJK as IS_CJK  # also read by lifecycle/compress
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-IS_CJK = re.compile(f"[{_CJK}]")
 _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_NUM = "[零〇一二两三四五六七八九十百千万亿]+"
 CN_NUM_CHARS = set("零〇一二两三四五六七八九十百千万亿")

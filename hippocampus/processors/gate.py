@@ -27,7 +27,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
-from ..llm.rules import writing as W
+from .. import text as T
+from ..llm.rules.writing import remember_request as _remember_decision  # answered as the write rule answers it
 from .results import WriteDecision
 
 Outcome = Literal["skip", "store"]
@@ -137,7 +138,7 @@ def _is_laughter(clause: str) -> bool:
 
 
 def _small_talk(clause: str) -> bool:
-    return W.is_chitchat(clause) or _is_laughter(clause) or _key(clause) in _EXTRA_CHITCHAT
+    return T.is_chitchat(clause) or _is_laughter(clause) or _key(clause) in _EXTRA_CHITCHAT
 
 
 def _filler(clause: str) -> bool:
@@ -146,14 +147,14 @@ def _filler(clause: str) -> bool:
 
 
 def _personal(clause: str) -> bool:
-    return W.is_personal_fact(clause) or W.is_personal_event(clause) or W.is_experience(clause)
+    return T.is_personal_fact(clause) or T.is_personal_event(clause) or T.is_experience(clause)
 
 
 def _impersonal(text: str) -> bool:
     """Nothing about the speaker: no first person, no time word (an event), no family, pet, health or work word.
     "US" in capitals is the country and "礼貌一点" is "a bit more polite", not one o'clock."""
     text = _NOT_PERSONAL_WORDS.sub(" ", text)
-    return not (W.has_first_person(text) or W.has_time_word(_WHEN_QUESTION.sub(" ", text)) or _PERSONAL_HINT.search(text))
+    return not (T.has_first_person(text) or T.has_time_word(_WHEN_QUESTION.sub(" ", text)) or _PERSONAL_HINT.search(text))
 
 
 def forget_request(t: Turn) -> bool:
@@ -162,7 +163,7 @@ def forget_request(t: Turn) -> bool:
 
 
 def remember_request(t: Turn) -> bool:
-    decision = W.remember_request(t.text, t.now)
+    decision = _remember_decision(t.text, t.now)
     return bool(decision and decision["write_episodic"])  # one that names nothing ("记住这个") goes to the model
 
 
@@ -180,7 +181,7 @@ def fragment(t: Turn) -> bool:
     if all(_filler(c) for c in rest):
         return True
     text = " ".join(rest)
-    return not W.substantial(text) and not re.search(r"\d", text) and _impersonal(text)
+    return not T.substantial(text) and not re.search(r"\d", text) and _impersonal(text)
 
 
 def arithmetic(t: Turn) -> bool:
@@ -195,7 +196,7 @@ def _asked(clause: str) -> str:
 
 def knowledge_question(t: Turn) -> bool:
     rest = [_asked(c) for c in t.parts if not _small_talk(c)]
-    return bool(rest) and all(W.is_question(c) for c in rest) and _impersonal(" ".join(rest))
+    return bool(rest) and all(T.is_question(c) for c in rest) and _impersonal(" ".join(rest))
 
 
 def weather_remark(t: Turn) -> bool:
@@ -205,7 +206,7 @@ def weather_remark(t: Turn) -> bool:
     if not rest or not all(_WEATHER.search(c) for c in rest):
         return False
     text = " ".join(rest)
-    return not (W.has_first_person(text) or _PERSONAL_HINT.search(text) or _PLAN_OR_NEED.search(text))
+    return not (T.has_first_person(text) or _PERSONAL_HINT.search(text) or _PLAN_OR_NEED.search(text))
 
 
 def content_request(t: Turn) -> bool:
@@ -217,7 +218,7 @@ def content_request(t: Turn) -> bool:
     if not _REQUEST_VERB.search(head):
         return False
     rest = _FOR_ME.sub(" ", body)
-    return _impersonal(rest) and not any(_personal(c) for c in W.clauses(rest))
+    return _impersonal(rest) and not any(_personal(c) for c in T.clauses(rest))
 
 
 RULES: tuple[GateRule, ...] = (
@@ -236,10 +237,10 @@ RULES: tuple[GateRule, ...] = (
 
 def read_turn(turns: Sequence[dict[str, Any]], now_iso: str = "") -> Turn:
     turns = [{"role": str(t.get("role", "user")), "content": str(t.get("content", ""))} for t in turns]
-    text = W.user_lines(turns)
+    text = T.user_lines(turns)
     last_user = max((i for i, t in enumerate(turns) if t["role"] == "user"), default=0)
-    answering = any(t["role"] == "assistant" and W.is_question(t["content"].strip()) for t in turns[:last_user] if t["content"].strip())
-    return Turn(text=text, parts=W.clauses(text), answering=answering, now=now_iso)
+    answering = any(t["role"] == "assistant" and T.is_question(t["content"].strip()) for t in turns[:last_user] if t["content"].strip())
+    return Turn(text=text, parts=T.clauses(text), answering=answering, now=now_iso)
 
 
 def gate_rule(turns: Sequence[dict[str, Any]], now_iso: str = "") -> GateRule | None:
@@ -261,5 +262,5 @@ def gate(turns: Sequence[dict[str, Any]], now_iso: str = "") -> WriteDecision | 
     reason = f"gate: {row.name}" + (f" ({row.note})" if row.note else "")
     if row.outcome == "skip":
         return WriteDecision(write_episodic=False, reason=reason)
-    decided = W.remember_request(W.user_lines(list(turns)), now_iso) or {}
+    decided = _remember_decision(T.user_lines(list(turns)), now_iso) or {}
     return WriteDecision.model_validate({**decided, "reason": reason})

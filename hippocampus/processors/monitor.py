@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..llm.rules.writing import key_terms
+from ..text import key_terms
 from ..models import MemoryRecord
 from .base import Processor
 from .results import MonitorAdd, MonitorResult

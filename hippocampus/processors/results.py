@@ -45,9 +45,11 @@ class GuardedResult(BaseModel):
     the text came about: "model" (the first answer kept every fact), "model_retry" (the
     second answer did), "union" (the deterministic fallback; "dropped" for the SemanticWriter,
     whose unsupported facts are left out); `facts_missing` lists what the first answer lost.
+    Answered by the offline rules (`llm_provider: offline`), "model" reads "rules" ("rules_retry").
     Private attributes: set by the processor, never by the model, and not in the JSON schema."""
 
     _facts_path: str = PrivateAttr(default="model")
+    _answered_by: str = PrivateAttr(default="model")  # "rules" when the offline provider answered (Processor.ask)
     _facts_missing: list[str] = PrivateAttr(default_factory=list)
 
     @property
@@ -58,7 +60,25 @@ class GuardedResult(BaseModel):
     def facts_missing(self) -> list[str]:
         return list(self._facts_missing)
 
+    @property
+    def source(self) -> str:
+        """Who answered: "model" or "rules" (the offline provider)."""
+        return self._answered_by
+
+    @property
+    def asked_again(self) -> bool:
+        """The fact guard asked a second time (model_retry, union, dropped): one more call."""
+        return self._facts_path not in ("model", "rules")
+
+    def answered_by(self, source: str):  # -> Self
+        """Mark who answered ("model" or "rules"); Processor.ask calls it."""
+        self._answered_by = source
+        self._facts_path = source if self._facts_path in ("model", "rules") else self._facts_path
+        return self
+
     def guarded(self, path: str, missing: list[str] | None = None):  # -> Self
+        if path.startswith("model") and self._answered_by != "model":
+            path = self._answered_by + path[len("model"):]
         out = self.model_copy()
         out._facts_path, out._facts_missing = path, list(missing or [])
         return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..llm.rules.writing import normalise_fact
+from ..text import normalise_fact
 from ..models import MemoryRecord
 from .base import Processor, record_view
 from .facts import missing
@@ -51,7 +51,8 @@ class SemanticWriter(Processor[SemanticExtraction]):
         existing = [str(f) for f in existing_facts if str(f).strip()]
         episode = episode_view(episodic_memory)
         inputs = {"episode": episode, "existing_facts": existing[:MAX_EXISTING]}
-        result = dedupe_facts(self.ask(**inputs), existing)
+        asked = self.ask(**inputs)
+        result = dedupe_facts(asked, existing).answered_by(asked.source)  # a new object: keep who answered
         first_bad = {i: unsupported(f.fact, episode) for i, f in enumerate(result.facts)}
         invented = list(dict.fromkeys(x for items in first_bad.values() for x in items))
         if not invented:
@@ -61,7 +62,7 @@ class SemanticWriter(Processor[SemanticExtraction]):
         retry_facts = dedupe_facts(again, existing).facts if again is not None else []
         retry_good = [f for f in retry_facts if not unsupported(f.fact, episode)]
         path = "model_retry" if again is not None and len(retry_good) == len(retry_facts) else "dropped"
-        return dedupe_facts(SemanticExtraction(facts=good + retry_good), existing).guarded(path, invented)
+        return dedupe_facts(SemanticExtraction(facts=good + retry_good), existing).answered_by(asked.source).guarded(path, invented)
 
 
 def dedupe_facts(result: SemanticExtraction, existing: Sequence[str]) -> SemanticExtraction:

@@ -31,20 +31,9 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from ..text import HAS_CJK as _HAN, script_of
+
 FusionMethod = Literal["weighted", "rrf"]
-
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
-
-
-def script_of(text: str) -> str:
-    """'han', 'latin' or 'other': the script most of the letters are written in."""
-    han = len(_HAN.findall(text))
-    latin = len(_LATIN.findall(text))
-    if han == 0 and latin == 0:
-        return "other"
-    # a Chinese character carries about one word; an English word about five letters
-    return "han" if han * 5 >= latin else "latin"
 
 
 def same_script(a: str, b: str) -> bool:

@@ -83,19 +83,34 @@ class Retriever:
         self.params = params or RetrievalParams()
         self._probes: np.ndarray | None = None
 
-    def scope(self, user_id: str, memory_type: MemoryType | None = None, metadata: dict[str, Any] | None = None,
+    def scope(self, user_id: str, memory_type: MemoryType | None = None, metadata: dict[str, Any] | F.CallerFilter | None = None,
               include_superseded: bool = False) -> str:
-        """The filter of a search: the user, the kind, exact metadata matches, and (unless asked for)
-        no memory that a newer fact superseded (a store whose server lacks JSON `exists` filters
-        those after retrieval instead: `_current`)."""
+        """The filter of a search: the user, the kind, the caller's filters (store/filters.py
+        `caller_filter`), and (unless asked for) no memory that a newer fact superseded (a store whose
+        server lacks JSON `exists` filters those after retrieval instead: `_current`)."""
         parts = [F.eq("user_id", user_id)]
         if not include_superseded and self.store.capabilities.json_exists:
             parts.append(F.json_missing("metadata", "life", "superseded_by"))
         if memory_type is not None:
             parts.append(F.eq("memory_type", memory_type.value))
-        for key, value in (metadata or {}).items():
-            parts.append(F.json_eq("metadata", key, value))
+        caller = metadata if isinstance(metadata, F.CallerFilter) else F.caller_filter(metadata)
+        parts.append(caller.expr)
         return F.and_(*parts)
+
+    def caller_filter(self, user_id: str, filters: dict[str, Any] | None) -> F.CallerFilter:
+        """The caller's filters compiled once per search, a bare key proven to be a metadata key of
+        some memory of this user (one row read per such key) or refused: a misspelt field is an
+        InvalidInput naming the fields, never an empty answer. A server without JSON `exists`
+        (Milvus before 2.4) cannot be asked; there a bare key is taken as a metadata key."""
+        caller = F.caller_filter(filters)
+        if caller.bare and self.store.capabilities.json_exists:
+            part = self.store.partition_for(user_id)
+            for key in caller.bare:
+                found = part is not None and self.store.query(
+                    F.and_(F.eq("user_id", user_id), F.json_exists("metadata", key)), fields=["id"], limit=1, partition=part)
+                if not found:
+                    raise F.unknown_field(key)
+        return caller
 
     def encode_query(self, query: str, mode: SearchMode | None = None) -> Sequence[float] | None:
         """The query's vector, or None when BM25 alone will serve (bm25 mode, or the embedder failed)."""
@@ -114,7 +129,7 @@ class Retriever:
         user_id: str,
         limit: int,
         memory_type: MemoryType | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | F.CallerFilter | None = None,
         query_vector: Sequence[float] | None = None,
         mode: SearchMode | None = None,
         now: int | None = None,
@@ -124,6 +139,8 @@ class Retriever:
         """Up to `limit` hits, best first: the query walks STAGES once. Pass `query_vector` to reuse
         one embedding across calls; without it the query is embedded here (or BM25 serves if that fails).
         `graph` asks for the graph stage or not (None: the config's `graph`)."""
+        caller = metadata if isinstance(metadata, F.CallerFilter) else self.caller_filter(user_id, metadata)
+        include_superseded = include_superseded or caller.wants_superseded  # filters={"state": "superseded"}
         if limit <= 0:
             return []
         mode = mode or self.params.mode
@@ -137,7 +154,7 @@ class Retriever:
         use_context = self.params.context.active and query_vector is not None and mode != "bm25"
         use_graph = (self.params.graph_on if graph is None else bool(graph)) and self.params.graph.active and query_vector is not None
         reorder = mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0 or use_graph
-        q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, metadata, include_superseded),
+        q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
                   include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph)
         cands: list[Candidate] = []

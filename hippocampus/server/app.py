@@ -7,11 +7,10 @@ serves with uvicorn until SIGINT/SIGTERM, then finishes the requests in flight a
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import time
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Optional
+from typing import Any, AsyncIterator, Optional, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -27,6 +26,8 @@ from ..memory import Memory
 from ..wire import error_body
 from .auth import KeyRing
 from .deps import authenticate
+from .docs import mount_docs
+from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, install, is_loopback_host, log_settings
 from .jobs import Consolidations
 from .metrics import CountingLLM, ServiceMetrics, timer
 from .rest import router
@@ -36,11 +37,18 @@ log = logging.getLogger("hippocampus.server")
 
 def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional[str] = None,
                close_memory: bool = True, mcp: bool = True, decay_cron: Optional[str] = None,
-               decay_at_start: bool = False, ui: bool = True) -> FastAPI:
+               decay_at_start: bool = False, ui: bool = True, behind_https: bool = False,
+               ui_session_s: float = 12 * 3600, allowed_hosts: Sequence[str] = (),
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
+               debug_access_log: bool = False) -> FastAPI:
     """The application around `memory`, with the Web UI at /ui unless `ui` is False. With
     `close_memory`, shutting the app down closes it;
     `cron` schedules consolidation, `decay_cron` the decay step alone; `decay_at_start` decays in
-    the background at start when the last pass over every user is over a day old."""
+    the background at start when the last pass over every user is over a day old. `behind_https`:
+    the service is reached over TLS (a proxy), so the UI's session cookie is `Secure` and `__Host-`;
+    `ui_session_s`: how long a UI login lasts (sessions live in this process: a restart ends them).
+    The guard (guard.py) answers only to loopback names and `allowed_hosts`, caps bodies at
+    `max_body_bytes`, needs a key for the docs unless `public_docs`; `debug_access_log` logs raw paths."""
     keys = keys if keys is not None else KeyRing()
     metrics = ServiceMetrics(lambda: memory.stats())
     if not isinstance(memory.llm, CountingLLM):  # count the processors' LLM calls (the rules provider too)
@@ -48,10 +56,11 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
     jobs = Consolidations(memory, metrics)
     started = time.time()
     mcp_app = None
+    hosts = HostList(allowed_hosts)
     if mcp:
         from .mcp import http_app  # noqa: PLC0415 - the MCP SDK loads only when MCP is served
 
-        mcp_app = http_app(memory, keys, observe=metrics.observe)
+        mcp_app = http_app(memory, keys, observe=metrics.observe, hosts=hosts, max_body_bytes=max_body_bytes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -75,9 +84,12 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
                 memory.close()
             log.info("store closed")
 
-    app = FastAPI(title="Hippocampus", version=__version__, lifespan=lifespan,
+    app = GuardedApp(title="Hippocampus", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM agents. Every error answer is {\"error\": {\"type\", \"message\"}}.")
     app.state.memory, app.state.keys, app.state.metrics, app.state.consolidations = memory, keys, metrics, jobs
+    app.state.behind_https, app.state.ui_session_s = behind_https, ui_session_s
+    install(app, hosts, max_body_bytes=max_body_bytes, public_docs=public_docs,
+            debug_access_log=debug_access_log)
     app.state.service_stats = lambda: {
         "version": __version__,
         "uptime_s": round(time.time() - started, 1),
@@ -86,11 +98,12 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
         "pending_decided": jobs.pending_decided,
     }
     app.include_router(router)
+    mount_docs(app)  # /docs from the wheel's Swagger UI, offline (docs.py)
     _add_error_handlers(app)
 
     @app.get("/healthz", summary="Liveness: answers while the store is open")
     def healthz() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+        return {"status": "ok"}  # nothing more to strangers: the version is in the operator's /v1/stats
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics (operator key)")
     def prometheus(request: Request) -> PlainTextResponse:
@@ -137,13 +150,21 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
-        return answer(request, exc.status_code, kind, str(exc.detail))
+        # every answer names a documented type: a body FastAPI cannot parse (binary, not UTF-8) is the
+        # caller's bad input, 422 like any other; never the framework's own "HTTPError"
+        status, message = exc.status_code, str(exc.detail)
+        kind = _HTTP_KINDS.get(status, "InvalidInput" if status < 500 else "InternalError")
+        if status == 400 and "parsing the body" in message:  # InvalidInput is 422 (errors.http_status)
+            status, message = 422, "the request body is not valid JSON (send UTF-8 JSON with Content-Type: application/json)"
+        return answer(request, status, kind, message)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error in %s %s", request.method, request.url.path)
         return answer(request, 500, "InternalError", f"unexpected {type(exc).__name__}; see the server log")
+
+
+_HTTP_KINDS = {401: "AuthError", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed"}  # other 4xx: InvalidInput
 
 
 class _Observe:
@@ -174,20 +195,37 @@ class _Observe:
             self.metrics.observe(scope["method"], endpoint, status[0], elapsed(), error)
 
 
-def is_loopback_host(host: str) -> bool:
-    if host == "localhost":
-        return True
+def _check_port(host: str, port: int) -> None:
+    """ConfigError when `host:port` cannot be listened on (a port in use, an address not of this machine),
+    found by binding as uvicorn will (SO_REUSEADDR): one line before the store is opened."""
+    import errno  # noqa: PLC0415
+    import socket  # noqa: PLC0415
+
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+        family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError, OverflowError) as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc}") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {port} on {host} is in use (another service? `hippocampus service status` "
+                                  "lists the ones started here); choose another --port") from None
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file: Optional[str] = None,
                cron: Optional[str] = None, mcp: bool = True, log_level: str = "info", decay_cron: Optional[str] = None,
+               allowed_hosts: Sequence[str] = (), max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
+               debug_access_log: bool = False, behind_https: bool = False, ui_session_hours: float = 12.0,
                **overrides: Any) -> None:
     """Open the store, serve until interrupted, then finish in-flight requests and close the store.
-    Unless decay_preset is off, decay runs at start when its last pass is over a day old."""
+    Unless decay_preset is off, decay runs at start when its last pass is over a day old. A specific
+    address to listen on is served as a Host name too (an address is never a rebound DNS name); the
+    access log is the guard's (route templates), not uvicorn's (raw paths with their query strings)."""
     import uvicorn  # noqa: PLC0415
 
     keys = KeyRing.load(keys_file)
@@ -199,9 +237,19 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     for expression in (cron, decay_cron):
         if expression:
             cron_trigger(expression)  # a malformed expression is refused before the store opens
+    bound = f"[{host}]" if ":" in host and not host.startswith("[") else host  # an IPv6 address as a Host names it
+    names = [*allowed_hosts, *([bound] if host not in ("", "0.0.0.0", "::") and not is_loopback_host(host) else [])]
+    GuardSettings(HostList(names), max_body_bytes)  # a malformed name or cap is refused before the store opens
+    if not ui_session_hours > 0:
+        raise ConfigError(f"--ui-session-hours must be above 0, not {ui_session_hours}")
+    _check_port(host, port)
     memory = Memory(**overrides)
     app = create_app(memory, keys, cron=cron, mcp=mcp, decay_cron=decay_cron,
-                     decay_at_start=memory.config.decay_preset != "off")
+                     decay_at_start=memory.config.decay_preset != "off", allowed_hosts=names,
+                     max_body_bytes=max_body_bytes, public_docs=public_docs, debug_access_log=debug_access_log,
+                     behind_https=behind_https, ui_session_s=ui_session_hours * 3600)
     log.info("serving %s on http://%s:%d (%s)", memory.config.milvus_uri, host, port,
              "open, loopback only" if keys.is_open else f"{len(keys)} API key(s)")
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)
+    log_settings(app.state.guard, host, log)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30, access_log=False,
+                server_header=False)

@@ -13,6 +13,12 @@ Keys come from the environment or a keys file, never from config.yaml:
 
 A presented key is hashed and compared with every stored digest in constant time; keys are never
 logged (a tenant is named by its `name`, or by the first 8 hex digits of its digest).
+
+Every key given in clear must carry at least 128 bits of entropy (`key_bits`, a conservative
+estimate), or the service refuses to start with a one-line ConfigError naming the entry:
+`hippocampus keys new` makes a good one (`secrets.token_urlsafe(32)`, about 256 bits) and prints its
+keys-file line. A key given only as a sha256 digest cannot be checked (the digest of a weak key looks
+like any other): whoever writes the digest is trusted to have made the key well.
 """
 
 from __future__ import annotations
@@ -20,7 +26,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import os
+import string
+import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
@@ -32,7 +42,44 @@ from ..errors import AuthError, ConfigError, NotFound
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 ENV_KEYS = "HIPPOCAMPUS_API_KEYS"
 ENV_KEYS_FILE = "HIPPOCAMPUS_KEYS_FILE"
-MIN_KEY_CHARS = 16  # a shorter key is refused at start-up: it could be guessed
+MIN_KEY_BITS = 128  # a key with less estimated entropy is refused at start-up: it could be guessed
+_CLASSES = (set(string.digits), set(string.ascii_lowercase), set(string.ascii_uppercase), set(string.punctuation + " "))
+_HEX = (set(string.digits + "abcdef"), set(string.digits + "ABCDEF"))
+_ZLIB_FRAME = 8  # bytes zlib adds to any input (header, block marker, checksum)
+
+
+def key_bits(key: str) -> float:
+    """A conservative estimate of a key's entropy in bits: the least of three upper bounds.
+
+    - the alphabet: length x log2(the size of the character classes it uses: digits 10, a-z 26,
+      A-Z 26, punctuation and space 33, anything else 256; a key made of hex digits only, 16);
+    - the spread: 2 x length x the Shannon entropy of its own characters (a short random sample
+      shows less than its source's entropy, a random 32-hex-digit key down to ~2.8 of its 4 bits a
+      character, hence the factor; a key of few distinct characters still falls far short);
+    - repetition: 8 x the bytes zlib needs for it, less zlib's frame (a repeated pattern compresses).
+
+    "aaaaaaaaaaaaaaaa" has 0, a 32-hex-digit key 128, `secrets.token_urlsafe(32)` over 200."""
+    n = len(key)
+    if n == 0:
+        return 0.0
+    chars = set(key)
+    if any(chars <= hexdigits for hexdigits in _HEX) and not chars <= set(string.digits):
+        pool = 16
+    else:
+        pool = sum(len(c) for c in _CLASSES if chars & c) + (256 if any(ord(ch) > 126 for ch in chars) else 0)
+    alphabet = n * math.log2(pool) if pool > 1 else 0.0
+    counts = Counter(key)
+    spread = 2 * n * -sum(c / n * math.log2(c / n) for c in counts.values())
+    packed = 8 * max(len(zlib.compress(key.encode("utf-8"), 9)) - _ZLIB_FRAME, 0)
+    return min(alphabet, spread, packed)
+
+
+def check_key_strength(key: str, where: str) -> None:
+    """ConfigError (one line, naming the entry) for a key that could be guessed."""
+    bits = key_bits(key)
+    if bits < MIN_KEY_BITS:
+        raise ConfigError(f"{where}: this API key is too weak (about {bits:.0f} bits of entropy, at least {MIN_KEY_BITS} "
+                          "needed: too short or too few different characters); make one with `hippocampus keys new`")
 
 
 def digest(key: str) -> bytes:
@@ -136,8 +183,9 @@ def _users(value: Any, where: str) -> Optional[frozenset[str]]:
 
 
 def _entry(key: str, users: Any, where: str, name: Optional[str] = None) -> _Entry:
-    if not isinstance(key, str) or len(key.strip()) < MIN_KEY_CHARS:
-        raise ConfigError(f"{where}: an API key must have at least {MIN_KEY_CHARS} characters")
+    if not isinstance(key, str) or not key.strip():
+        raise ConfigError(f"{where}: an API key must be a non-empty string (or give its sha256)")
+    check_key_strength(key.strip(), where)
     d = digest(key.strip())
     return _Entry(d, Tenant(name=name or f"key:{d.hex()[:8]}", users=_users(users, where)))
 

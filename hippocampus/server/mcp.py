@@ -37,6 +37,7 @@ from ..errors import AuthError, HippocampusError, http_status
 from ..wire import error_body
 from .auth import KeyRing, Tenant
 from .deps import presented_key
+from .guard import DEFAULT_MAX_BODY_BYTES, HostList
 
 log = logging.getLogger("hippocampus.mcp")
 MCP_PATH = "/mcp"
@@ -154,7 +155,8 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
                             memory_type: MemoryKind = None, filters: Optional[dict[str, Any]] = None,
                             graph: Optional[bool] = None) -> dict[str, Any]:
         """Recall user_id's memories related to query; call it before answering. limit caps each kind
-        (episodic, semantic); filters match metadata keys exactly; graph=true also follows the user's
+        (episodic, semantic); filters match exact values of chat_id, who, memory_type, category,
+        state or metadata.<key> (e.g. {"chat_id": "c9"}); graph=true also follows the user's
         entity graph (questions that join facts; the server's setting when omitted). Returns {memories:
         [{id, text, score, memory_type, time, found_by}]}, most relevant first (found_by: dense, bm25,
         graph_triple, graph_entity, graph_hop); an empty list means nothing is remembered."""
@@ -267,19 +269,19 @@ class _Gate:
         await self.app(scope, receive, send)
 
 
-def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH, observe: Optional[Observe] = None) -> Starlette:
+def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH, observe: Optional[Observe] = None, *,
+             hosts: Optional[HostList] = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Starlette:
     """Streamable HTTP at `path` (stateless: any replica answers any request). Its lifespan must
     run (create_app enters it); route it at `path` itself, e.g. `app.add_route(path, mcp_app)`.
-    An open server (no keys) is loopback-only, so it also refuses foreign Host/Origin headers
-    (DNS rebinding); with keys the key is the guard, and any Host is served."""
-    loopback = TransportSecuritySettings(
-        enable_dns_rebinding_protection=keys.is_open,
-        allowed_hosts=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
+    The service's guard (guard.py) checks Host, Origin, the key and the body size first; the SDK's
+    own DNS-rebinding check repeats Host and Origin with the same names (`hosts`: loopback and the
+    operator's), and its body cap is the service's."""
+    hosts = hosts if hosts is not None else HostList()
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts.mcp_hosts(),
+                                         allowed_origins=hosts.mcp_origins())
     server = build_server(verbs, _http_tenant(keys), observe)
     app = server.streamable_http_app(streamable_http_path=path, stateless_http=True, json_response=True,
-                                     transport_security=loopback)
+                                     transport_security=security, max_request_body_size=max_body_bytes)
     app.add_middleware(_Gate, keys=keys)
     return app
 

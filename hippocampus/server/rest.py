@@ -7,6 +7,7 @@ Routes are plain `def`s: FastAPI runs them in its thread pool, and Memory is thr
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -34,6 +35,7 @@ from ..wire import (
 )
 from .auth import Tenant
 from .deps import authenticate, consolidations, memory_of
+from .transfer_routes import router as transfer_router
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
@@ -46,6 +48,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     )
 }
 router = APIRouter(prefix=API_PREFIX, responses=ERRORS)
+router.include_router(transfer_router)  # export, import, graph build: server/transfer_routes.py
 
 
 def _missing(memory_id: int) -> str:
@@ -202,4 +205,29 @@ def stats(request: Request, user_id: Optional[str] = None, tenant: Tenant = Depe
         out = {**parts[0], **{k: sum(p[k] for p in parts) for k in ("total", *(t.value for t in MemoryType))}}
     if tenant.is_operator:
         out["service"] = request.app.state.service_stats()
-    return out
+        return out
+    return without_paths(out, memory)
+
+
+def without_paths(value: Any, memory: Memory) -> Any:
+    """What a tenant key may see of the server's figures: no `store` entry, and the store's location,
+    its folder and the configured model and prompt folders replaced by "<server path>" wherever they
+    appear (an error message in a consolidation run, say). An operator sees everything."""
+    config = memory.config
+    paths = [str(p) for p in (config.milvus_uri, config.embedding_model_path, config.prompts_dir) if p]
+    if config.is_local_store:
+        paths.append(str(Path(config.milvus_uri).expanduser().absolute().parent))
+        paths.append(str(Path(config.milvus_uri).expanduser().absolute()))
+    paths = sorted({p for p in paths if len(p) > 1}, key=len, reverse=True)  # the longest first: a path before its folder
+
+    def scrub(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: scrub(x) for k, x in v.items() if k != "store"}
+        if isinstance(v, (list, tuple)):
+            return [scrub(x) for x in v]
+        if isinstance(v, str):
+            for p in paths:
+                v = v.replace(p, "<server path>")
+        return v
+
+    return scrub(value)

@@ -3,11 +3,14 @@
 Server-rendered pages (Jinja2, templates/) over the same Memory and the same keys and tenant rules
 as the REST API: every page and form names a user, and a key may only name its own users (anyone
 else is "not found", as a missing memory is). Every change is a facade call; the UI adds no rule of
-its own. Forms carry a token bound to the browser's key, and a POST from another origin is refused.
+its own. Logging in trades the key for a server-side session (ui_support, sessions.py): the browser
+never holds the key, and logging out ends the session here. Forms carry a token bound to the
+session, and a POST from another origin is refused (logout included).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 from fastapi import APIRouter, FastAPI, Form, Request
@@ -16,11 +19,14 @@ from fastapi.staticfiles import StaticFiles
 
 from .. import validation as V
 from ..browse_verbs import SORT_KEYS
-from ..errors import InvalidInput, NotFound
+from ..errors import AuthError, InvalidInput, NotFound
 from ..memory import Memory
 from ..models import Category, MemoryType, State, now_ts
-from .ui_support import (COOKIE, HERE, UI_PREFIX, LoginRequired, bar_chart, column_chart, csrf_token, form_ok, query,
-                         same_origin, templates, ui_tenant, when)
+from .rest import without_paths
+from .sessions import DEFAULT_LIFETIME_S, Sessions
+from .ui_support import (HERE, UI_PREFIX, LoginRequired, attachment, bar_chart, clear_session_cookie, column_chart,
+                         csrf_token, form_ok, live_session, query, same_origin, session_id, sessions, set_session_cookie,
+                         templates, ui_tenant, when)
 
 router = APIRouter(prefix=UI_PREFIX, include_in_schema=False)
 PAGE = 25
@@ -59,26 +65,51 @@ def _to(path: str, **params: Any) -> RedirectResponse:
 def login_form(request: Request, failed: bool = False) -> Response:
     if request.app.state.keys.is_open:
         return _to("")
-    return _page(request, "login.html", failed=failed)
+    hours = sessions(request).lifetime_s / 3600
+    lifetime = f"{hours:g} hours" if hours >= 1 else f"{sessions(request).lifetime_s / 60:g} minutes"
+    return _page(request, "login.html", failed=failed, lifetime=lifetime)
 
 
 @router.post("/login")
 def login(request: Request, key: str = Form("")) -> Response:
+    """A valid key opens a session at once; a wrong one is counted by the service's failed-auth
+    throttle, and an address that failed too often is answered 429 (Retry-After) for wrong keys."""
     if not same_origin(request):
         raise InvalidInput("a login from another site is refused")
-    try:
-        request.app.state.keys.resolve(key.strip())
-    except Exception:  # AuthError: the same page again, without saying why beyond "not accepted"
+    keys = request.app.state.keys
+    if keys.is_open:
+        return _to("")
+    throttle = getattr(request.app.state, "auth_throttle", None)
+    client = request.client.host if request.client else "unknown"
+    try:  # the key first: a right key is never delayed, as on /v1 and /mcp (guard.AuthThrottle)
+        tenant = keys.resolve(key.strip())
+    except AuthError:  # the same page again, without saying why beyond "not accepted"
+        wait = throttle.retry_after(client) if throttle is not None else None
+        if wait:
+            response = _page(request, "error.html", status=429, kind="TooManyAttempts", code=429,
+                             message=f"too many wrong keys from this address; try again in {math.ceil(wait)} s")
+            response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+            return response
+        if throttle is not None:
+            throttle.failure(client)
         return _to("/login", failed="1")
+    sessions(request).revoke(session_id(request))  # a new login replaces the browser's old session
     response = _to("")
-    response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path=UI_PREFIX)
+    set_session_cookie(response, request, sessions(request).open(tenant))
     return response
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request, csrf: str = Form("")) -> Response:
+    """End the session on the server. Only from our own pages: another site's POST changes nothing."""
+    if not same_origin(request):
+        raise InvalidInput("a logout from another site is refused")
+    if live_session(request) is not None:
+        if not form_ok(request, csrf):
+            raise InvalidInput("this form is stale or came from another site; reload the page and try again")
+        sessions(request).revoke(session_id(request))
     response = _to("/login")
-    response.delete_cookie(COOKIE, path=UI_PREFIX)
+    clear_session_cookie(response, request)
     return response
 
 
@@ -199,7 +230,9 @@ def stats(request: Request, user_id: str) -> Response:
     memory = _memory(request, user_id)
     view = memory.overview(user_id)
     days = list(view.added_per_day.items())[-60:]
-    runs = [r for r in request.app.state.consolidations.runs if r.get("users") == [user_id] or request.state.tenant.is_operator]
+    operator = request.state.tenant.is_operator
+    runs = [r if operator else without_paths(r, memory) for r in request.app.state.consolidations.runs
+            if r.get("users") == [user_id] or operator]
     charts = {
         "type": bar_chart(view.by_type, "memories by type"),
         "category": bar_chart(view.by_category, "memories by category"),
@@ -220,11 +253,11 @@ def consolidate(request: Request, user_id: str, csrf: str = Form("")) -> JSONRes
 
 @router.get("/users/{user_id}/consolidate/{run_id}")
 def consolidation_progress(request: Request, user_id: str, run_id: str) -> JSONResponse:
-    _memory(request, user_id)
+    memory = _memory(request, user_id)
     state = request.app.state.consolidations.tracked(run_id)
     if state is None or state["users"] != [user_id]:
         raise NotFound(f"no consolidation run {run_id!r} for this user")
-    return JSONResponse(state)
+    return JSONResponse(state if request.state.tenant.is_operator else without_paths(state, memory))
 
 
 @router.get("/users/{user_id}/export")
@@ -235,7 +268,7 @@ def export(request: Request, user_id: str, format: str = "jsonl") -> Response:
     body = memory.export_view(user_id, fmt, **_filters(params))
     name = f"{user_id}-memories.{'md' if fmt == 'md' else 'jsonl'}"
     return PlainTextResponse(body, media_type="text/markdown" if fmt == "md" else "application/x-ndjson",
-                             headers={"Content-Disposition": f'attachment; filename="{name}"'})
+                             headers={"Content-Disposition": attachment(name)})
 
 
 def error_page(request: Request, status: int, kind: str, message: str) -> HTMLResponse:
@@ -245,6 +278,7 @@ def error_page(request: Request, status: int, kind: str, message: str) -> HTMLRe
 
 def mount(app: FastAPI) -> None:
     """The UI's routes, its static files and the login redirect, on the service's app."""
+    app.state.ui_sessions = Sessions(getattr(app.state, "ui_session_s", DEFAULT_LIFETIME_S))
     app.include_router(router)
     app.mount(f"{UI_PREFIX}/static", StaticFiles(directory=str(HERE / "static")), name="ui-static")
 

@@ -1,6 +1,11 @@
-"""What the Web UI's pages share: who is asking (the service's own keys, presented once on the login
-page and kept in an HttpOnly cookie), the form token that stops another site from posting as the
-user, the templates, and the charts (inline SVG, so the pages need no script or asset from elsewhere).
+"""What the Web UI's pages share: who is asking (a login session, or a key header), the form token
+that stops another site from posting as the user, the templates, the download names, and the charts
+(inline SVG, so the pages need no script or asset from elsewhere).
+
+Logging in trades the API key for an opaque session id (sessions.py); the browser keeps only that,
+in an HttpOnly, SameSite=Strict cookie scoped to /ui, and, when the service is reached over TLS
+(`create_app(behind_https=True)`, an https request, or a proxy's `X-Forwarded-Proto: https`), a
+`Secure` cookie named `__Host-...` (which browsers pin to this host and path /).
 """
 
 from __future__ import annotations
@@ -11,49 +16,97 @@ import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Optional
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
-from fastapi import Request
+from fastapi import Request, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
 from ..errors import AuthError
 from .auth import Tenant
 from .deps import presented_key
+from .sessions import Session, Sessions
 
 UI_PREFIX = "/ui"
-COOKIE = "hippocampus_ui_key"
+COOKIE = "hippocampus_ui_session"
+SECURE_COOKIE = "__Host-hippocampus_ui_session"  # the prefix makes browsers require Secure, no Domain, path /
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 
 
 class LoginRequired(Exception):
-    """No key, or an unknown one, on a service that has keys: the page sends the browser to log in."""
+    """No live session and no valid key on a service that has keys: the page sends the browser to log in."""
 
 
 def _secret(request: Request) -> bytes:
     state = request.app.state
     if not hasattr(state, "ui_secret"):
-        state.ui_secret = secrets.token_bytes(32)  # per process: a restart asks no one to log in again
+        state.ui_secret = secrets.token_bytes(32)  # per process, like the sessions it signs for
     return state.ui_secret
 
 
+def sessions(request: Request) -> Sessions:
+    """The service's session table (made by `ui.mount`)."""
+    return request.app.state.ui_sessions
+
+
+def over_tls(request: Request) -> bool:
+    """Whether the browser reached us over https: the operator says so, or the request does."""
+    if getattr(request.app.state, "behind_https", False) or request.url.scheme == "https":
+        return True
+    return request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower() == "https"
+
+
+def cookie_name(request: Request) -> str:
+    return SECURE_COOKIE if over_tls(request) else COOKIE
+
+
+def session_id(request: Request) -> Optional[str]:
+    return request.cookies.get(cookie_name(request)) or None
+
+
+def live_session(request: Request) -> Optional[Session]:
+    return sessions(request).get(session_id(request))
+
+
+def set_session_cookie(response: Response, request: Request, sid: str) -> None:
+    """The session id in a cookie scripts cannot read and other sites cannot make the browser send."""
+    tls = over_tls(request)
+    response.set_cookie(cookie_name(request), sid, max_age=int(sessions(request).lifetime_s), httponly=True,
+                        samesite="strict", secure=tls, path="/" if tls else UI_PREFIX)
+
+
+def clear_session_cookie(response: Response, request: Request) -> None:
+    tls = over_tls(request)
+    response.delete_cookie(cookie_name(request), path="/" if tls else UI_PREFIX, secure=tls, httponly=True,
+                           samesite="strict")
+
+
 def ui_tenant(request: Request) -> Tenant:
-    """The caller's tenant from the UI cookie (or a key header); LoginRequired when there is none."""
-    keys = request.app.state.keys
-    key = request.cookies.get(COOKIE) or presented_key(request)
-    try:
-        tenant = keys.resolve(key)
-    except AuthError:
-        raise LoginRequired() from None
+    """The caller's tenant from its session (or a key header); LoginRequired when there is none."""
+    session = live_session(request)
+    if session is not None:
+        tenant = session.tenant
+    else:
+        try:
+            tenant = request.app.state.keys.resolve(presented_key(request))
+        except AuthError:
+            raise LoginRequired() from None
     request.state.tenant = tenant
     return tenant
 
 
 def csrf_token(request: Request) -> str:
-    """The token every form carries: bound to the key the browser presents, unknown to other sites."""
-    key = request.cookies.get(COOKIE) or "open"
-    return hmac.new(_secret(request), key.encode("utf-8"), hashlib.sha256).hexdigest()[:40]
+    """The token every form carries: bound to the live session id (or to the key header, or to
+    "open" on a service without keys), unknown to other sites."""
+    session, key = session_id(request), presented_key(request)
+    if session and live_session(request) is not None:
+        basis = "session:" + session
+    elif key:
+        basis = "key:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+    else:
+        basis = "open"
+    return hmac.new(_secret(request), basis.encode("utf-8"), hashlib.sha256).hexdigest()[:40]
 
 
 def same_origin(request: Request) -> bool:
@@ -66,6 +119,17 @@ def same_origin(request: Request) -> bool:
 
 def form_ok(request: Request, token: str) -> bool:
     return same_origin(request) and hmac.compare_digest(token or "", csrf_token(request))
+
+
+_ATTR_CHARS = "!#$&+-.^_`|~"  # RFC 5987 attr-char besides letters and digits: left as they are
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition for a download, per RFC 6266: `filename=` an ASCII fallback (quotes,
+    backslashes, percent signs, slashes, controls and non-ASCII replaced by "_"), then `filename*=`
+    the exact name, UTF-8 and percent-encoded."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\%/' else "_" for c in filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe=_ATTR_CHARS)}"
 
 
 def when(ts: Optional[int]) -> str:

@@ -22,6 +22,7 @@ os.environ.setdefault("MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES", str(8 << 20))
 from pymilvus import MilvusClient  # noqa: E402
 
 from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
+from .private import forget_socket, lite_address, private_store, tighten_files
 
 log = logging.getLogger(__name__)
 _LITE_MARKERS = ("collections", "databases", "LOCK", ".database-staging")  # what milvus-lite creates first
@@ -96,18 +97,21 @@ def connect(uri: str, token: str | None) -> MilvusClient:
                 uri=uri,
             )
         path.parent.mkdir(parents=True, exist_ok=True)
+        private_store(path)
         uri = str(path)
     _START_FAILURE.take()
     try:
-        client = MilvusClient(uri=uri, token=token or "")
+        address = uri if "://" in uri else lite_address(uri)
+        client = MilvusClient(uri=address, token=token or "")
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
         if "://" not in uri:
-            _lite_open_failed(uri, exc, _START_FAILURE.take())  # raises
+            _lite_open_failed(uri, exc, _START_FAILURE.take() or exc)  # raises
         raise StoreError(f"cannot open Milvus at {uri}: {text}", uri=uri, original_error=exc) from exc
     if "://" not in uri:
         with _LITE_LOCK:
             _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
+        tighten_files(Path(uri))
     return client
 
 
@@ -120,6 +124,7 @@ def _lite_open_failed(uri: str, exc: Exception, cause: BaseException | None) -> 
         started = uri in getattr(server_manager_instance, "_servers", {}) and not _LITE_USERS.get(uri)
     if started:  # release it before looking at who else holds the lock
         server_manager_instance.release_server(uri)
+        forget_socket(uri)
     if cause is not None:
         exc = cause  # type: ignore[assignment]
     text = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"  # MilvusException repeats itself in str()
@@ -169,6 +174,8 @@ def release(uri: str) -> None:
         server_manager_instance.release_server(path)
     except Exception:  # pragma: no cover - best effort
         log.debug("milvus-lite release failed", exc_info=True)
+    forget_socket(path)
+    tighten_files(Path(path))
 
 
 def _lite_locked_elsewhere(path: str) -> bool:

@@ -14,6 +14,8 @@ import re
 from typing import Iterable
 
 from ..errors import InvalidInput
+from ..models import Category
+from ..validation import OWNED_KEYS
 
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # Milvus string literals know \n \r \t but no \uXXXX escape: other control characters are refused.
@@ -106,3 +108,112 @@ def _join(op: str, parts: tuple[str | None, ...]) -> str:
     if len(kept) <= 1:
         return kept[0] if kept else ""
     return f" {op} ".join(f"({p})" for p in kept)
+
+
+# ---------------------------------------------------------------------- the caller's filters
+# What `search(filters=...)` (and every face that passes them on: Client, REST, MCP, CLI `-f`) accepts.
+# A documented field is matched where its value really lives: `chat_id`, `who` and `memory_type` are
+# columns (episodic metadata keeps a copy named `chatid`, an alias of the column here); `category`
+# and `state` are the lifecycle's (metadata["life"], with the defaults of a memory written before
+# it). `metadata.<key>` (or `metadata.<a>.<b>`) is the caller's own metadata, always. A bare other
+# key is the metadata key of older callers, accepted only when some memory of the user has it:
+# otherwise InvalidInput naming the fields, never a silent empty answer.
+FILTER_COLUMNS: tuple[str, ...] = ("chat_id", "who", "memory_type")
+FILTER_ALIASES: dict[str, str] = {"chatid": "chat_id"}
+FILTER_LIFE: tuple[str, ...] = ("category", "state")
+FILTER_STATES: tuple[str, ...] = ("active", "archived", "superseded")
+METADATA_PREFIX = "metadata."
+# Metadata keys the library writes (README "Metadata"): known by name, so taken bare without a look.
+LIBRARY_KEYS: frozenset[str] = frozenset({*OWNED_KEYS, "context", "thing", "time", "fact", "source_chatid",
+                                          "first_seen", "updates", "importance", "last_used_at"})
+FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state, or metadata.<key> for a key of the memory's "
+                      "own metadata")
+
+
+class CallerFilter:
+    """The caller's filters compiled: `expr` for the store, the bare keys still to be proven to be
+    metadata keys of this user (`bare`), and whether superseded memories were asked for."""
+
+    def __init__(self, expr: str, bare: list[str], wants_superseded: bool):
+        self.expr, self.bare, self.wants_superseded = expr, bare, wants_superseded
+
+
+def caller_filter(filters: dict[str, object] | None) -> CallerFilter:
+    """Compile a `filters` dict (field -> exact value) into one escaped expression, ANDed.
+    Raises InvalidInput for a bad value or a key that cannot be a field (see the rule above)."""
+    parts: list[str] = []
+    bare: list[str] = []
+    superseded = False
+    for raw_key, value in (filters or {}).items():
+        key = FILTER_ALIASES.get(raw_key, raw_key)
+        if key in FILTER_COLUMNS:
+            if isinstance(value, int) and not isinstance(value, bool) and key != "memory_type":
+                value = str(value)  # `-f chat_id=123` on the CLI reads 123 as a number; ids are text
+            if not isinstance(value, str):
+                raise InvalidInput(f"filter {raw_key!r} takes a string, got {type(value).__name__}")
+            if key == "memory_type" and value not in ("episodic", "semantic", "procedural"):
+                raise InvalidInput(f"filter memory_type must be episodic, semantic or procedural, got {value!r}")
+            parts.append(eq(key, value))
+        elif key == "category":
+            parts.append(_category(value))
+        elif key == "state":
+            if value not in FILTER_STATES:
+                raise InvalidInput(f"filter state must be one of {list(FILTER_STATES)}, got {value!r} "
+                                   "(a metadata key named state: metadata.state)")
+            superseded = superseded or value == "superseded"
+            parts.append(_state(str(value)))
+        elif key.startswith(METADATA_PREFIX):
+            path = key[len(METADATA_PREFIX):].split(".")
+            parts.append(json_path_eq("metadata", path, value))
+        elif key in ("user_id", "id", "ts", "text", "hit_count", "vector", "sparse", "metadata"):
+            raise InvalidInput(f"{key!r} is not a filter field; filter by {FILTER_FIELDS_HELP}")
+        else:
+            if not isinstance(key, str) or not _FIELD.match(key):
+                raise InvalidInput(f"unknown filter field {key!r}; filter by {FILTER_FIELDS_HELP}")
+            if key not in LIBRARY_KEYS:
+                bare.append(key)
+            parts.append(json_eq("metadata", key, value))
+    return CallerFilter(and_(*parts), bare, superseded)
+
+
+def unknown_field(key: str) -> InvalidInput:
+    """The refusal of a bare key that is no field and no metadata key of any memory of this user."""
+    return InvalidInput(f"unknown filter field {key!r} (no memory of this user has a metadata key {key!r}); "
+                        f"filter by {FILTER_FIELDS_HELP}")
+
+
+def json_path_eq(field: str, keys: list[str], value: object) -> str:
+    """metadata["a"]["b"] == value."""
+    if not keys or len(keys) > 8 or not all(keys):
+        raise InvalidInput("a metadata filter names 1 to 8 keys: metadata.<key> or metadata.<key>.<key>")
+    return f"{_field(field)}{''.join(f'[{literal(_json_key(k))}]' for k in keys)} == {literal(value)}"
+
+
+def json_exists(field: str, *keys: str) -> str:
+    """exists metadata["a"]: rows whose JSON has the key."""
+    return f"exists {_field(field)}{''.join(f'[{literal(_json_key(k))}]' for k in keys)}"
+
+
+_LIFE_CATEGORY = 'metadata["life"]["category"]'
+_LIFE_STATE = 'metadata["life"]["state"]'
+
+
+def _category(value: object) -> str:
+    known = [c.value for c in Category]
+    if value not in known:
+        raise InvalidInput(f"filter category must be one of {known}, got {value!r} "
+                           "(a metadata key named category: metadata.category)")
+    stored = f"{_LIFE_CATEGORY} == {literal(value)}"
+    default = {"fact": eq("memory_type", "semantic"), "experience": cmp("memory_type", "!=", "semantic")}.get(str(value))
+    if default is None:  # a memory without a lifecycle entry reads as fact (semantic) or experience
+        return stored
+    return or_(stored, and_(f"not exists {_LIFE_CATEGORY}", default))
+
+
+def _state(value: str) -> str:
+    current = json_missing("metadata", "life", "superseded_by")
+    if value == "superseded":
+        return 'exists metadata["life"]["superseded_by"]'
+    if value == "archived":
+        return and_(f"{_LIFE_STATE} == \"archived\"", current)
+    return and_(or_(f"{_LIFE_STATE} == \"active\"", f"not exists {_LIFE_STATE}"), current)

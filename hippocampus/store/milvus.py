@@ -341,13 +341,14 @@ class MilvusStore:
         return {int(r["id"]): list(r["vector"]) for r in rows}
 
     # ---------------------------------------------------------------- history
-    def add_history(self, events: Sequence[dict[str, Any]]) -> None:
+    def add_history(self, events: Sequence[dict[str, Any]]) -> list[int]:
+        """Store history events; their new event ids, in order (what a failed delete takes back)."""
         if not events:
-            return
+            return []
         rows = [{"memory_id": int(e["memory_id"]), "user_id": e["user_id"], "action": e["action"], "at": int(e["at"]),
                  "event": {k: v for k, v in e.items() if k != "event_id"}, "_v": [0.0, 0.0]} for e in events]  # ids: the store's
         with self._lock:
-            self._call("insert", self.history_collection, data=rows)
+            return [int(i) for i in self._call("insert", self.history_collection, data=rows)["ids"]]
 
     def history(self, filter_expr: str) -> list[dict[str, Any]]:
         """Events matching the filter, oldest first, each with its own `event_id` (the row's primary key)."""

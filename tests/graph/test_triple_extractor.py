@@ -15,7 +15,7 @@ from hippocampus.models import MemoryRecord, MemoryType
 from hippocampus.processors.base import load_prompt
 from hippocampus.processors.results import GraphEntity, TripleExtraction
 from hippocampus.processors.triple_extractor import BATCH, TripleExtractor, speaker_of
-from tests.consolidation_helpers import ScriptedChat
+from tests.consolidation_helpers import scripted_chat
 
 TS = 1683554160  # 2023-05-08T13:56:00Z
 NAMES = {"Caroline", "Melanie"}
@@ -114,7 +114,7 @@ def test_the_processor_checks_the_models_answer():
                      _triple("assistant", "helped", "Caroline")]},
         {"id": "[M2]", "triples": [_triple("我", "喜欢", "香菜", negated=True)]},
     ]
-    chat = ScriptedChat(_reply(items))
+    chat = scripted_chat(_reply(items))
     graphs = TripleExtractor(chat).extract(records)
 
     shown = chat.prompts[-1].inputs["memories"]
@@ -135,18 +135,18 @@ def test_the_processor_checks_the_models_answer():
 
 
 def test_a_model_failure_is_an_llm_error():
-    chat = ScriptedChat({"TripleExtraction": lambda _i: RuntimeError("timeout")})
+    chat = scripted_chat({"TripleExtraction": lambda _i: RuntimeError("timeout")})
     with pytest.raises(LLMError):
         TripleExtractor(chat).extract([_record(1, "I live in Paris")])
     with pytest.raises(LLMError):
-        TripleExtractor(ScriptedChat({"TripleExtraction": lambda _i: "not json at all"})).extract([_record(1, "I live in Paris")])
+        TripleExtractor(scripted_chat({"TripleExtraction": lambda _i: "not json at all"})).extract([_record(1, "I live in Paris")])
 
 
 def test_batches_are_bounded_and_empty_asks_nothing():
-    chat = ScriptedChat(_reply([]))
+    chat = scripted_chat(_reply([]))
     with pytest.raises(InvalidInput):
         TripleExtractor(chat).extract([_record(i, f"memory {i}") for i in range(BATCH + 1)])
-    assert TripleExtractor(chat).extract([]) == [] and chat.calls == []
+    assert TripleExtractor(chat).extract([]) == [] and chat.calls == 0
     graphs = TripleExtractor(chat).extract([_record(i, f"memory {i}") for i in range(BATCH)])
     assert [g.memory_id for g in graphs] == list(range(BATCH)) and chat.count("TripleExtraction") == 1
 

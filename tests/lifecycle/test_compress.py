@@ -18,7 +18,7 @@ from hippocampus.models import LIFE_KEY, Category, HistoryAction, Lifecycle, Mem
 from hippocampus.processors.base import load_prompt
 from hippocampus.processors.compressor import FactCompressor, lost_facts
 from hippocampus.processors.results import CompressionResult
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import ScriptedChatModel
 
 COFFEE = ["The user drinks coffee every morning", "The user drinks 2 cups of coffee a day", "The user drinks coffee with oat milk",
           "The user drinks coffee at the Blue Bottle cafe", "The user drinks decaf coffee after 4pm"]
@@ -151,18 +151,18 @@ def test_what_is_used_often_core_young_or_alone_is_left_as_it_is(memory: Memory)
 def test_a_model_answer_that_loses_a_number_leaves_the_group_untouched(memory: Memory):
     ids = _add(memory, COFFEE[:3])
     lossy = json.dumps({"facts": ["The user drinks coffee every morning with oat milk"], "reason": "x"})
-    llm = ScriptedLLM([lossy, lossy])  # the first answer and the guard's retry both lose "2 cups"
+    llm = ScriptedChatModel([lossy, lossy])  # the first answer and the guard's retry both lose "2 cups"
     stats = _compress(memory, 40, llm=llm)
     assert (stats.groups, stats.errors, stats.llm_calls, llm.calls) == (0, 1, 2, 2)
     assert "2 cups" in json.dumps(llm.prompts[-1].inputs["missing_facts"])
     assert all(memory.get(i, "u").life.state is State.ACTIVE for i in ids) and len(memory.get_all("u")) == 3
-    idle = ScriptedLLM([])
+    idle = ScriptedChatModel([])
     assert (_compress(memory, 46, llm=idle).llm_calls, idle.calls) == (0, 0)  # a failed group waits a week
     too_many = json.dumps({"facts": COFFEE[:3] + ["The user likes coffee"]})
-    assert _compress(memory, 48, llm=ScriptedLLM([too_many])).errors == 1  # more facts than the target: refused
-    assert _compress(memory, 56, llm=ScriptedLLM([], attempts=1)).errors == 1  # the model failed
+    assert _compress(memory, 48, llm=ScriptedChatModel([too_many])).errors == 1  # more facts than the target: refused
+    assert _compress(memory, 56, llm=ScriptedChatModel([], attempts=1)).errors == 1  # the model failed
     good = json.dumps({"facts": ["The user drinks 2 cups of coffee a day, every morning, with oat milk"]})
-    stats = _compress(memory, 64, llm=ScriptedLLM([lossy, good]))  # the retry keeps every fact
+    stats = _compress(memory, 64, llm=ScriptedChatModel([lossy, good]))  # the retry keeps every fact
     assert (stats.compressed, stats.created, stats.llm_calls) == (3, 1, 2)
     assert {r.text for r in memory.get_all("u") if r.life.state is State.ACTIVE} == {"The user drinks 2 cups of coffee a day, every morning, with oat milk"}
 

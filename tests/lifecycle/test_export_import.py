@@ -353,5 +353,5 @@ def test_cli_export_edit_import_and_no_service(fresh_path: str, tmp_path: Path):
     cli("export", "-u", "alice", "--format", "jsonl", "--out", str(out))
     assert json.loads(out.read_text(encoding="utf-8"))["text"] == "I like oolong tea"
     assert "needs --out" in cli("export", "-u", "alice", "-f", "jsonl", code=2).stderr
-    served = runner.invoke(app, ["--server", "http://127.0.0.1:9", "export", "-u", "alice"])
-    assert served.exit_code == 2 and "export/import run on the store directly" in served.stderr
+    served = runner.invoke(app, ["--server", "http://127.0.0.1:9", "export", "-u", "alice"])  # goes through the service now
+    assert served.exit_code == 1 and "cannot reach the Hippocampus service" in served.stderr

@@ -12,13 +12,13 @@ import pytest
 from hippocampus import InvalidInput
 from hippocampus.models import Category, HistoryAction
 from hippocampus.processors.monitor import MAX_SHOWN, repeats
-from tests.consolidation_helpers import ScriptedChat
+from hippocampus.testing import ScriptedChatModel
 
 TURN = [{"role": "user", "content": "I just started a pottery class on Thursdays, and please remember I'm vegetarian"},
         {"role": "assistant", "content": "Nice! Pottery on Thursdays, and vegetarian noted."}]
 
 
-def _script(chat: ScriptedChat, answer: dict | str | Exception) -> None:
+def _script(chat: ScriptedChatModel, answer: dict | str | Exception) -> None:
     chat.replies["MonitorResult"] = lambda inputs: answer if isinstance(answer, (str, Exception)) else json.dumps(answer)
 
 
@@ -41,7 +41,7 @@ def test_with_nothing_shown_a_turn_the_gate_is_sure_of_costs_no_call(modelled):
     memory, chat = modelled
     assert memory.observe("hi there!", user_id="u").model_dump(include={"added", "llm_calls"}) == {"added": [], "llm_calls": 0}
     result = memory.observe(TURN, user_id="u")
-    assert (len(result.added), result.llm_calls, chat.calls) == (1, 0, [])
+    assert (len(result.added), result.llm_calls, chat.calls) == (1, 0, 0)
 
 
 def test_row_empty_or_very_short_conversation_gives_nothing(memory):
@@ -126,7 +126,7 @@ def test_retrieved_but_not_used_is_left_alone_and_a_turn_costs_one_call(modelled
     a, b = memory.add_many([{"text": "The user likes jazz", "user_id": "u"}, {"text": "The user owns a bike", "user_id": "u"}])
     _script(chat, {"add": [], "memories": [{"id": "m1", "action": "skip", "used": True}, {"id": "m2", "action": "skip"}]})
     result = memory.observe("user: any music tips?\nassistant: Since you like jazz, try Coltrane.", user_id="u", shown=[a, b])
-    assert (result.used, result.boosted, result.llm_calls, len(chat.calls)) == ([a], [], 1, 1)
+    assert (result.used, result.boosted, result.llm_calls, chat.calls) == ([a], [], 1, 1)
     assert memory.get(a, "u").hit_count == 1 and memory.get(b, "u").hit_count == 0
     assert memory.get(b, "u").life.activation_count == 0
 

@@ -12,7 +12,7 @@ from hippocampus.llm.rules.lifecycle import slots
 from hippocampus.models import HistoryAction, MemoryRecord, MemoryType
 from hippocampus.processors.contradiction import ContradictionJudge
 from hippocampus.llm.rules import RulesProvider
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import ScriptedChatModel
 
 
 def _fact(i: int, text: str, ts: int) -> MemoryRecord:
@@ -37,7 +37,7 @@ def test_the_offline_judge_speaks_only_of_single_valued_slots_of_the_user(new, o
 
 
 def test_a_model_naming_a_fact_it_was_not_shown_touches_nothing():
-    llm = ScriptedLLM(default=json.dumps({"superseded": [1, 7, -3], "reason": "x"}))
+    llm = ScriptedChatModel(default=json.dumps({"superseded": [1, 7, -3], "reason": "x"}))
     ids, _ = ContradictionJudge(llm).judge(_fact(9, "The user lives in Porto", 200), [_fact(4, "The user lives in Lisbon", 100)])
     assert ids == [4]
 

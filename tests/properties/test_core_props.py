@@ -4,7 +4,7 @@ properties against real milvus-lite.
 One Memory per module (opening a store costs a second or more), except for the two properties that
 count rows across the whole store (they get their own); each example works under its own fresh user
 id, so examples never see each other's rows. The embedder is the plain lexical
-`HashedBagOfWords` (tests/core_support.py): these properties are about storage, scoping and
+`DeterministicEmbedder` (tests/core_support.py): these properties are about storage, scoping and
 limits, not about meaning, and it keeps 100 examples per property fast.
 
 Extra fields (Property 1) are stored in the record's JSON `metadata` field, beside seed 002's
@@ -30,14 +30,14 @@ from hippocampus import ConfigError, InvalidInput, Memory, MemoryConfig, NotFoun
 from hippocampus.models import MemoryType, ts_to_iso
 from hippocampus.store import filters as F
 from hippocampus.validation import BOOKKEEPING_KEYS, TS_MAX
-from tests.core_support import HashedBagOfWords
+from hippocampus.testing import DeterministicEmbedder
 
 EPISODIC_KEYS = {"context", "thing", "time", "chatid", "who"}
 
 
 @pytest.fixture(scope="module")
 def mem(tmp_path_factory):
-    m = Memory(milvus_uri=str(tmp_path_factory.mktemp("props") / "memories.db"), embedder=HashedBagOfWords())
+    m = Memory(milvus_uri=str(tmp_path_factory.mktemp("props") / "memories.db"), embedder=DeterministicEmbedder())
     yield m
     m.close()
 
@@ -47,7 +47,7 @@ def own_mem(tmp_path):
     """A store of the test's own, for the properties that count rows across the whole store: on the
     module's store, grown by the properties before them, milvus-lite's whole-store scans made them
     about 8x slower."""
-    m = Memory(milvus_uri=str(tmp_path / "memories.db"), embedder=HashedBagOfWords())
+    m = Memory(milvus_uri=str(tmp_path / "memories.db"), embedder=DeterministicEmbedder())
     yield m
     m.close()
 

@@ -4,7 +4,7 @@ from the text a rewriting processor hands back.
 Sources come from bilingual templates with random numbers, units, names, dates and times;
 each filled slot remembers how it was written (and its equivalent spellings), so the check
 does not only trust facts() but also looks for every slot in the stored text. The model is
-tests/scripted_llm.py's ScriptedLLM answering one generated output to every call (the retry
+hippocampus.testing's ScriptedChatModel answering one generated output to every call (the retry
 too): a copy of A or B, a truncation, the union only in `thing`, garbage, the full union, or
 the union spelled differently ("3km" for "3 km", "¥300" for "300元"), which must pass as is.
 Processor level, no store; one end-to-end check runs a real consolidation on a tiny store.
@@ -25,8 +25,8 @@ from hippocampus import Memory
 from hippocampus.models import HistoryAction, MemoryRecord, ts_to_iso
 from hippocampus.processors import EpisodicMerger, EpisodicReconsolidator, SemanticWriter
 from hippocampus.processors.facts import missing
-from tests.consolidation_helpers import HashEmbedder, ScriptedChat, episode_row, vector_pair
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import DeterministicEmbedder, ScriptedChatModel
+from tests.consolidation_helpers import episode_row, scripted_chat, vector_pair
 
 T0 = 1_767_225_600
 ZH_DIGITS = "零一二三四五六七八九"
@@ -159,7 +159,7 @@ PM1 = Source("We met Anna at 1pm, it was 2 km", "We met Anna at 13:00, it was 2k
 def test_merge_keeps_every_fact_of_both_sources(a, b, kind, cut, garbage):
     text = output_text(kind, a, b, cut, garbage)
     thing = f"{a.text}; {b.text}" if kind == "union_in_thing" else ""
-    llm = ScriptedLLM(default=json.dumps({"same_event": True, "text": text, "thing": thing, "reason": "scripted"}))
+    llm = ScriptedChatModel(default=json.dumps({"same_event": True, "text": text, "thing": thing, "reason": "scripted"}))
     result = EpisodicMerger(llm).merge(record(a.text, 1), record(b.text, 2))
     if not text.strip():
         assert not result.same_event  # no text, no merge
@@ -180,7 +180,7 @@ def test_merge_keeps_every_fact_of_both_sources(a, b, kind, cut, garbage):
 @given(**pairs)
 def test_reconsolidation_keeps_every_fact_of_the_old_text(a, b, kind, cut, garbage):
     text = output_text(kind, a, b, cut, garbage)
-    llm = ScriptedLLM(default=json.dumps({"changed": True, "text": text, "update_desc": "scripted"}))
+    llm = ScriptedChatModel(default=json.dumps({"changed": True, "text": text, "update_desc": "scripted"}))
     old = record(a.text)
     result = EpisodicReconsolidator(llm).reconsolidate(old, "user: thanks, noted")  # no correction in the conversation
     stored = result.text.strip() or old.text if result.changed else old.text
@@ -198,7 +198,7 @@ def test_semantic_facts_invent_no_number_date_or_name(a, b, picks):
     """Facts copied from the episode (or respelled) are kept; a fact carrying B's numbers,
     dates or names into A's distillation is dropped, whatever the model answers twice."""
     made = {"a": a.text, "b": b.text, "a_alt": a.alt, "mixed": f"{a.text}, {b.text}"}
-    llm = ScriptedLLM(default=json.dumps({"facts": [{"fact": made[p]} for p in picks]}))
+    llm = ScriptedChatModel(default=json.dumps({"facts": [{"fact": made[p]} for p in picks]}))
     result = SemanticWriter(llm).extract(record(a.text))
     stored = [f.fact for f in result.facts]
     shown = a.slots + (Slot("2026-01-01", "2026-01-01", "date 2026-1-1"),)  # the episode's own time is shown too
@@ -213,7 +213,7 @@ def test_semantic_facts_invent_no_number_date_or_name(a, b, picks):
 # ------------------------------------------------------------------ end to end
 @pytest.fixture(scope="module")
 def store_mem(shared_db):
-    m = Memory(milvus_uri=str(shared_db), collection_name=f"fg_{uuid.uuid4().hex[:12]}", embedder=HashEmbedder(), llm=ScriptedChat(),
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"fg_{uuid.uuid4().hex[:12]}", embedder=DeterministicEmbedder(8, lexical=False), llm=scripted_chat(),
                t_merge_high=0.85, t_amb_low=0.65)
     yield m
     m.close()
@@ -230,7 +230,7 @@ def test_consolidation_stores_every_fact_and_records_the_path(store_mem, retry_k
         text = both if retry_keeps and inputs.get("missing_facts") else inputs["memory_a"]["text"]
         return json.dumps({"same_event": True, "text": text, "context": "", "thing": both, "reason": "same booking"})
 
-    store_mem._llm = ScriptedChat({"MergeResult": merger})
+    store_mem._llm = scripted_chat({"MergeResult": merger})
     user = f"u-{uuid.uuid4().hex[:8]}"
     va, vb = vector_pair(0.95, seed=3)
     store_mem.store.insert([episode_row(user, a, va, T0), episode_row(user, b, vb, T0 + 60)])

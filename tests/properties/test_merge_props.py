@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from hippocampus import Memory
 from hippocampus.store import filters as F
-from tests.consolidation_helpers import HashEmbedder, ScriptedChat, episode_row, merge_union, vector_pair
+from hippocampus.testing import DeterministicEmbedder
+from tests.consolidation_helpers import episode_row, merge_union, scripted_chat, vector_pair
 
 LOW, HIGH = 0.65, 0.85
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -28,7 +29,7 @@ names = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Lo", "
 
 @pytest.fixture
 def mem(shared_db):
-    m = Memory(milvus_uri=str(shared_db), collection_name=f"props_{uuid.uuid4().hex[:12]}", embedder=HashEmbedder(), llm=ScriptedChat({"MergeResult": merge_union}),
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"props_{uuid.uuid4().hex[:12]}", embedder=DeterministicEmbedder(8, lexical=False), llm=scripted_chat({"MergeResult": merge_union}),
                t_merge_high=HIGH, t_amb_low=LOW)
     yield m
     m.close()
@@ -80,7 +81,7 @@ def test_separation_threshold_enforcement(mem, sim, same_chat, seed):
     old_vectors = mem.store.vectors(ids)
     stats = mem.consolidate(user_id=user)
     assert llm.count("SeparationResult") == before[0] + 1 and llm.count("MergeResult") == before[1]
-    assert stats.separated == 1 and stats.merged == 0
+    assert stats.separated_pairs == 1 and stats.separated == 2 and stats.merged == 0  # one pair, both memories
     records = {r.id: r for r in mem.get_all(user, "episodic")}
     assert set(records) == set(ids)
     assert records[ids[0]].text == "first telling (A)" and records[ids[1]].text == "second telling (B)"
@@ -98,7 +99,7 @@ def test_merge_record_count_invariant(mem, sim, extra, seed):
     user, ids = _pair(mem, sim, 120, True, seed=seed)
     # bystanders with arbitrary (hash) vectors: whatever else merges, each merge removes exactly one record
     texts = [f"bystander {seed} {i}" for i in range(extra)]
-    mem.store.insert([episode_row(user, t, v.tolist(), T0 + 30 * i, "c1") for i, (t, v) in enumerate(zip(texts, HashEmbedder().encode(texts)))])
+    mem.store.insert([episode_row(user, t, v.tolist(), T0 + 30 * i, "c1") for i, (t, v) in enumerate(zip(texts, DeterministicEmbedder(8, lexical=False).encode(texts)))])
     before = mem.store.count(F.eq("user_id", user))
     stats = mem.consolidate(user_id=user)
     after = mem.store.count(F.eq("user_id", user))

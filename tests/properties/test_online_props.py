@@ -1,5 +1,5 @@
 """Seed 002 Properties 3, 4, 7, 8 and 9: the online flow (write decision, use, reconsolidation),
-against real milvus-lite; the LLM is the offline rules provider or a ScriptedLLM."""
+against real milvus-lite; the LLM is the offline rules provider or a ScriptedChatModel."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hippocampus import Memory
 from hippocampus.llm.rules import RulesProvider
 from hippocampus.models import HistoryAction, MemoryRecord, ts_to_iso
 from hippocampus.processors import EpisodicWriteDecider, ReconsolidationResult, apply_reconsolidation
-from tests.scripted_llm import ScriptedLLM
+from hippocampus.testing import ScriptedChatModel
 
 T0 = 1_767_258_000
 
@@ -83,7 +83,7 @@ def offline_mem(shared_db, embedder):
 
 @pytest.fixture(scope="module")
 def scripted():
-    return ScriptedLLM()
+    return ScriptedChatModel()
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +156,8 @@ def test_explicit_remember_request_storage_scripted(scripted_mem, scripted, text
     When the model says write_episodic=true, exactly one episodic memory is written, in the
     turn's chat, with the seed's metadata fields.
     """
-    scripted.default = lambda prompt, schema: json.dumps(
-        {"write_episodic": True, "context": "explicit request", "thing": prompt.inputs["turns"][0]["content"], "time": "", "who": "user"})
+    scripted.default = lambda inputs: json.dumps(
+        {"write_episodic": True, "context": "explicit request", "thing": inputs["turns"][0]["content"], "time": "", "who": "user"})
     user = _uid()
     res = scripted_mem.add(text, user_id=user, chat_id=chat, ts=T0, infer=True)
     recs = scripted_mem.get_all(user)

@@ -10,8 +10,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hippocampus import Memory
-from hippocampus.llm.rules.writing import normalise_fact as normalise
-from tests.consolidation_helpers import HashEmbedder, ScriptedChat, episode_row
+from hippocampus.text import normalise_fact as normalise
+from hippocampus.testing import DeterministicEmbedder
+from tests.consolidation_helpers import episode_row, scripted_chat
 
 T0 = 1_767_225_600
 facts_strategy = st.lists(
@@ -23,8 +24,8 @@ facts_strategy = st.lists(
 
 @pytest.fixture
 def mem(shared_db):
-    scripted = ScriptedChat()
-    m = Memory(milvus_uri=str(shared_db), collection_name=f"sem_{uuid.uuid4().hex[:12]}", embedder=HashEmbedder(), llm=scripted, t_merge_high=0.999, t_amb_low=0.998)
+    scripted = scripted_chat()
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"sem_{uuid.uuid4().hex[:12]}", embedder=DeterministicEmbedder(8, lexical=False), llm=scripted, t_merge_high=0.999, t_amb_low=0.998)
     yield m
     m.close()
 
@@ -42,7 +43,7 @@ def test_semantic_memory_field_completeness(mem, facts, chat, offset):
     """
     user = f"u-{uuid.uuid4().hex}"
     mem._llm.replies["SemanticExtraction"] = lambda _inputs: json.dumps({"facts": [{"fact": f} for f in facts]})
-    vector = HashEmbedder().encode([f"episode {user}"])[0].tolist()
+    vector = DeterministicEmbedder(8, lexical=False).encode([f"episode {user}"])[0].tolist()
     # the episode holds the facts: the guard drops a fact whose numbers or names its sources never said
     (episode_id,) = mem.store.insert([episode_row(user, " | ".join(facts) or "an episode", vector, T0 + offset, chat)])
     episode = mem.get(episode_id, user)

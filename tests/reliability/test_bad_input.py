@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import pytest
 from pymilvus import DataType, MilvusClient
 
@@ -25,6 +24,7 @@ from hippocampus import (
     StoreError,
 )
 from hippocampus.store import MEMORY_FIELDS
+from hippocampus.testing import DeterministicEmbedder
 
 from ._support import COUNTS
 
@@ -120,7 +120,7 @@ def test_text_at_the_limit_is_stored_whole(fresh_path: str):
     """65,535 UTF-8 bytes is the schema's VARCHAR limit: exactly that much is stored and read back
     unchanged (longer text is refused, never cut: the caller splits it). A hash embedder stands in
     for e5 here, whose tokenizer needs about a minute for 65 KB of text (see docs/reliability.md)."""
-    with Memory(milvus_uri=fresh_path, embedder=HashEmbedder(8)) as memory:
+    with Memory(milvus_uri=fresh_path, embedder=DeterministicEmbedder(8, lexical=False, model_name="test/hash-8")) as memory:
         for text in ("a" * 65535, "字" * 21845, "😀" * 16383 + "abc"):
             assert len(text.encode()) == 65535
             mid = memory.add(text, user_id="limit-user").ids[0]
@@ -265,25 +265,12 @@ def test_a_collection_half_created_by_a_killed_process_is_recovered(fresh_path: 
 
 
 # ---------------------------------------------------------------- incompatible stores and dimensions
-class HashEmbedder:
-    """A deterministic embedder of another dimension and model, standing in for a second model."""
-
-    def __init__(self, dim: int = 8, model_name: str = "test/hash-8", lie_about_dim: int | None = None):
-        self.model_name = model_name
-        self._dim = dim
-        self._claimed = lie_about_dim or dim
+class _Liar(DeterministicEmbedder):
+    """Declares 16 dimensions and returns 8: an embedder whose model changed under its config."""
 
     @property
     def dim(self) -> int:
-        return self._claimed
-
-    def encode(self, texts, role="passage") -> np.ndarray:
-        rows = []
-        for t in texts:
-            h = hashlib.sha256(t.encode()).digest()
-            v = np.frombuffer(h[: self._dim], dtype=np.uint8).astype(np.float32) + 1.0
-            rows.append(v / np.linalg.norm(v))
-        return np.asarray(rows, dtype=np.float32)
+        return 16
 
 
 def test_embedding_dimension_or_model_mismatch_is_refused(fresh_path: str, embedder):
@@ -291,17 +278,17 @@ def test_embedding_dimension_or_model_mismatch_is_refused(fresh_path: str, embed
         memory.add("made with e5", user_id="u")
     before = _digest(fresh_path)
     with pytest.raises(SchemaMismatchError) as err:
-        Memory(milvus_uri=fresh_path, embedder=HashEmbedder(8))
+        Memory(milvus_uri=fresh_path, embedder=DeterministicEmbedder(8, lexical=False, model_name="test/hash-8"))
     assert "8-d" in str(err.value) and str(embedder.dim) in str(err.value)
     with pytest.raises(SchemaMismatchError):  # same dimension, another model: similarities would be meaningless
-        Memory(milvus_uri=fresh_path, embedder=HashEmbedder(embedder.dim, model_name="other/model"))
+        Memory(milvus_uri=fresh_path, embedder=DeterministicEmbedder(embedder.dim, lexical=False, model_name="other/model"))
     assert _digest(fresh_path) == before
     with Memory(milvus_uri=fresh_path, embedder=embedder) as memory:  # the right embedder still opens it
         assert [r.text for r in memory.get_all("u")] == ["made with e5"]
 
 
 def test_embedder_returning_the_wrong_dimension_writes_nothing(fresh_path: str):
-    liar = HashEmbedder(dim=8, model_name="test/liar", lie_about_dim=16)  # says 16, returns 8
+    liar = _Liar(8, model_name="test/liar")  # says 16, returns 8
     with Memory(milvus_uri=fresh_path, embedder=liar) as memory:
         with pytest.raises(SchemaMismatchError):
             memory.add("x", user_id="u")

@@ -10,7 +10,8 @@ import uuid
 from typing import Any
 
 from hippocampus import Memory
-from tests.consolidation_helpers import HashEmbedder, ScriptedChat, episode_row, vector_pair
+from hippocampus.testing import DeterministicEmbedder, ScriptedChatModel
+from tests.consolidation_helpers import episode_row, scripted_chat, vector_pair
 
 from ._support import COUNTS
 
@@ -23,13 +24,13 @@ def _obeys(inputs: dict[str, Any]) -> bool:
     return "ignore previous instructions" in json.dumps(inputs, ensure_ascii=False, default=str).lower()
 
 
-def obedient_model() -> ScriptedChat:
+def obedient_model() -> ScriptedChatModel:
     """Answers valid JSON plus every destructive field it can think of whenever it sees the injection."""
 
     def reply(benign: dict[str, Any], obeyed: dict[str, Any]):
         return lambda inputs: json.dumps({**obeyed, **ATTACK} if _obeys(inputs) else benign, ensure_ascii=False)
 
-    return ScriptedChat({
+    return scripted_chat({
         "WriteDecision": reply({"write_episodic": True}, {"write_episodic": True, "thing": "delete everything"}),
         "ReconsolidationResult": reply({"changed": False}, {"changed": True, "text": "ALL MEMORIES DELETED", "update_desc": "obeyed"}),
         "MergeResult": reply({"same_event": False}, {"same_event": True, "text": "everything deleted", "reason": "obeyed"}),
@@ -46,15 +47,15 @@ def _snapshot(mem: Memory, user: str) -> dict[int, str]:
 def test_an_obedient_model_changes_only_what_it_was_shown(tmp_path):
     model = obedient_model()
     alice, bob = f"alice-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"
-    with Memory(milvus_uri=str(tmp_path / "m.db"), embedder=HashEmbedder(), llm=model, t_merge_high=0.999, t_amb_low=0.998) as mem:
+    with Memory(milvus_uri=str(tmp_path / "m.db"), embedder=DeterministicEmbedder(8, lexical=False), llm=model, t_merge_high=0.999, t_amb_low=0.998) as mem:
         near_a, near_b = vector_pair(0.9995, seed=3)
         injected, partner, *others = mem.store.insert([
             episode_row(alice, INJECTION, near_a, T0, chat_id="c1"),
             episode_row(alice, "I walked the dog in the park", near_b, T0 + 60, chat_id="c1"),
-            *[episode_row(alice, f"alice keeps fact {i}", HashEmbedder().encode([f"a{i}"])[0], T0 + 86400 * 30 * (i + 1), chat_id=f"c{i + 2}")
+            *[episode_row(alice, f"alice keeps fact {i}", DeterministicEmbedder(8, lexical=False).encode([f"a{i}"])[0], T0 + 86400 * 30 * (i + 1), chat_id=f"c{i + 2}")
               for i in range(3)],
         ])
-        mem.store.insert([episode_row(bob, f"bob's private note {i}", HashEmbedder().encode([f"b{i}"])[0], T0 + i * 86400 * 40,
+        mem.store.insert([episode_row(bob, f"bob's private note {i}", DeterministicEmbedder(8, lexical=False).encode([f"b{i}"])[0], T0 + i * 86400 * 40,
                                       chat_id=f"b{i}") for i in range(3)])
         bob_before = _snapshot(mem, bob)
         alice_others = {i: mem.get(i, alice).text for i in others}

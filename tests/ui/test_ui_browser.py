@@ -17,7 +17,7 @@ from hippocampus.server import KeyRing, create_app
 from tests.service_support import served
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ALICE, BOB = "alice-ui-key-0123456789", "bob-ui-key-0123456789"
+ALICE, BOB = "alice-ACUaNawf1SK0CusY0m-BHZQ4ropuYgGf", "bob-ld2yvIEtQSZ8VoyJzn0mu98edxFNpxoI"
 if not os.path.exists(CHROMIUM):  # CI installs it (.ci/run); a laptop without it skips, saying why
     pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -145,7 +145,7 @@ def test_statistics_render_the_counts_and_consolidate_now_finishes(page, world):
         assert f"type: {kind}\t{n}" in counts
     assert page.locator("svg.chart").count() == 5
     page.click("text=Consolidate now")
-    page.wait_for_function("document.getElementById('phase').textContent === 'done'", timeout=60_000)
+    sync_api.expect(page.locator("#phase")).to_have_text("done", timeout=60_000)  # the CSP forbids a string predicate
     assert '"examined"' in page.inner_text("#run-stats")
 
 

@@ -3,7 +3,8 @@
 It implements the same `chat_json(prompt, schema)` interface as LLMClient but reads
 the prompt's structured `inputs` instead of its text, and answers with heuristics
 in Chinese and English. It cannot chat freely. Each processor's rules live in a
-module of this package and register themselves with `@rule("<prompt name>")`.
+module of this package and register themselves with `@rule("<prompt name>")`; the text
+heuristics they share with the processors (scripts, clauses, key terms) live in hippocampus/text.py.
 """
 
 from __future__ import annotations

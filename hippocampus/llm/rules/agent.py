@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...text import key_terms
 from . import rule
-from .writing import decide, key_terms
+from .writing import decide
 
 
 @rule("session_extractor")

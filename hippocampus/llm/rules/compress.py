@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...text import HAS_CJK, normalise_fact
 from . import rule
-from .writing import normalise_fact
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _END = re.compile(r"[\s。；;，,、]+$|(?<=[a-z\u4e00-\u9fff])\.$")  # not the dot of "U.S." or "3."
 
 
@@ -35,7 +34,7 @@ def distinct(facts: list[str]) -> list[str]:
 def joined(facts: list[str]) -> str:
     """One line holding every fact, in order: "；" when the facts are Chinese, else "; "."""
     parts = [_END.sub("", f) or f for f in facts]
-    return ("；" if any(_CJK.search(p) for p in parts) else "; ").join(parts)
+    return ("；" if any(HAS_CJK.search(p) for p in parts) else "; ").join(parts)
 
 
 def compressed(facts: list[str], max_facts: int) -> list[str]:

@@ -17,10 +17,10 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from ...text import CJK
 from . import rule
 
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[0-9]+(?:[.:][0-9]+)*|[^\W\d_{_CJK}]+", re.UNICODE)
+_TOKEN = re.compile(rf"[{CJK}]|[0-9]+(?:[.:][0-9]+)*|[^\W\d_{CJK}]+", re.UNICODE)
 _NUMBER = re.compile(r"[0-9]+(?:[.:][0-9]+)*")
 _CN_NUMBER = re.compile(r"[零一二两三四五六七八九十百千万]+(?=[号日月点天年岁个次元块])")
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*")
@@ -132,8 +132,8 @@ def union_text(ta: str, tb: str) -> str:
         if not ns or ns in have:
             continue
         if not out.endswith(tuple(".!?。！？；;")):
-            out += "。" if re.match(rf"[{_CJK}]", out[-1:]) else "."
-        out += ("" if re.match(rf"[{_CJK}]", sentence.strip()[:1]) else " ") + sentence.strip()
+            out += "。" if re.match(rf"[{CJK}]", out[-1:]) else "."
+        out += ("" if re.match(rf"[{CJK}]", sentence.strip()[:1]) else " ") + sentence.strip()
         have += " " + ns
     return out
 
@@ -155,7 +155,7 @@ def _show(tokens: set[str], n: int = 4) -> str:
 def _glue(tokens: list[str]) -> str:
     out = ""
     for t in tokens:
-        if out and not (re.match(rf"[{_CJK}]", t) and re.search(rf"[{_CJK}]$", out)):
+        if out and not (re.match(rf"[{CJK}]", t) and re.search(rf"[{CJK}]$", out)):
             out += " "
         out += t
     return out

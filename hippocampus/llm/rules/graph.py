@@ -33,10 +33,9 @@ import re
 from functools import lru_cache
 from typing import Any, Callable, Iterable
 
+from ...text import CJK, HAS_CJK
 from . import rule
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_HAS_CJK = re.compile(f"[{_CJK}]")
 _PREFIX = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:\s+")
 
 # --- English --------------------------------------------------------------------------------
@@ -82,7 +81,7 @@ _ACTIVITY_ZH = set("跑步 读书 上班 上学 学习 运动 锻炼 旅游 旅�
 _KIN_ZH = "女朋友|男朋友|妈妈|爸爸|母亲|父亲|老婆|老公|妻子|丈夫|姐姐|妹妹|哥哥|弟弟|女儿|儿子|朋友|同学|同事|老板|室友"
 _RUN_FLAGS = {"n", "nz", "vn", "ns", "nt"}
 _RUN_TYPE = {"ns": "place", "nt": "organisation", "vn": "concept"}
-_BOOK = re.compile(rf"[《「『]([^》」』\n]{{1,30}})[》」』]|“([{_CJK}]{{2,12}})”")
+_BOOK = re.compile(rf"[《「『]([^》」』\n]{{1,30}})[》」』]|“([{CJK}]{{2,12}})”")
 
 Entity = tuple[str, str, int, int]  # name, type, start, end (in the text)
 
@@ -163,7 +162,7 @@ def _posseg(text: str) -> tuple[tuple[str, str, int], ...]:
 
 
 def _is_name(word: str) -> bool:
-    return 2 <= len(word) <= 4 and bool(re.fullmatch(f"[{_CJK}]+", word)) and word[0] in _SURNAMES and word not in _STOP_ZH
+    return 2 <= len(word) <= 4 and bool(re.fullmatch(f"[{CJK}]+", word)) and word[0] in _SURNAMES and word not in _STOP_ZH
 
 
 def _chinese(text: str) -> list[Entity]:
@@ -181,7 +180,7 @@ def _chinese(text: str) -> list[Entity]:
         run.clear()
 
     for word, flag, start in _posseg(text):
-        cjk = len(word) >= 2 and bool(_HAS_CJK.match(word)) and word not in _STOP_ZH and word not in _ACTIVITY_ZH
+        cjk = len(word) >= 2 and bool(HAS_CJK.match(word)) and word not in _STOP_ZH and word not in _ACTIVITY_ZH
         if run and (flag in ("ns", "nt")) != (run[-1][1] in ("ns", "nt")):
             flush()
         if any(a <= start < b for a, b in books):
@@ -203,7 +202,7 @@ def _chinese(text: str) -> list[Entity]:
 
 def _entities(text: str, names: Iterable[str] = ()) -> list[Entity]:
     found = _english(text, names)
-    if _HAS_CJK.search(text):
+    if HAS_CJK.search(text):
         found += _chinese(text)
     return sorted(found, key=lambda e: (e[2], -(e[3] - e[2])))
 
@@ -269,7 +268,7 @@ def graph_of(text: str, speaker: str, names: Iterable[str] = ()) -> dict[str, li
     at: dict[int, Entity] = {}
     for e in found:
         at.setdefault(e[2], e)  # the longest entity that starts there
-    word_at = {s: (w, f) for w, f, s in _posseg(body)} if _HAS_CJK.search(body) else {}
+    word_at = {s: (w, f) for w, f, s in _posseg(body)} if HAS_CJK.search(body) else {}
     entities: dict[str, dict[str, str]] = {}
     triples: list[dict[str, Any]] = []
 

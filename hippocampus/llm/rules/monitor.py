@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...text import clauses, key_terms, user_lines
 from . import rule
-from .writing import clauses, decide, key_terms, user_lines
+from .writing import decide
 
 _FORGET = re.compile(
     r"^(?:ok(?:ay)?\s+|and\s+|also\s+)?(?:please\s+)?(?:(?:can|could|would) you\s+)?(?:please\s+)?"

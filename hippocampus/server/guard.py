@@ -1,0 +1,420 @@
+"""The service's front door: one ASGI middleware that refuses a hostile request before any work.
+
+In this order, on every route (REST, the Web UI, MCP, the docs, /metrics, /healthz):
+
+1. Host: only loopback names (any port) and the names the operator gives (`serve --allowed-host`);
+   anything else is 421. A DNS name rebound to 127.0.0.1 makes a page same-origin with the
+   service, and only the Host header tells.
+2. Origin: a state-changing request (not GET/HEAD/OPTIONS) whose Origin is not the service's own
+   (the scheme and the very Host of the request), is "null", or that says `Sec-Fetch-Site:
+   cross-site` (or same-site: another port of the same machine) is 403. No Origin passes: curl,
+   the Python Client and MCP clients send none, and a browser always sends one with such requests.
+3. The key, before the body is read (/v1, /mcp, /metrics, and the docs unless they are public):
+   none or a wrong one is 401; wrong ones are counted per client address (AuthThrottle), and after
+   a handful a minute they are answered 429 with Retry-After. A right key is never delayed, from
+   that address too: the throttle makes guessing loud (and slows a guesser that stops at 429); the
+   keys' 128 bits of entropy (auth.py) are what make it futile.
+4. JSON only on /v1 and /mcp: a non-empty body of any other Content-Type is 415, so no form or
+   text/plain request (which a browser sends cross-site without a preflight) reaches a verb.
+   The UI's own form posts stay forms: Origin and the form token protect them.
+5. The body-size cap, while reading: a Content-Length above it is 413 at once; a body of unknown
+   length is counted as it streams and cut off with 413 beyond it.
+
+Every answer carries nosniff, Referrer-Policy and X-Frame-Options; /ui pages also a
+Content-Security-Policy without inline script and `Cache-Control: no-store` (as /v1 answers do).
+One access-log line per request names the route template, never the raw path: query strings carry
+user ids and search text (`--debug-access-log` adds the raw path, for debugging only).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import AuthError, ConfigError
+from ..models import TEXT_MAX_BYTES
+from ..validation import METADATA_MAX_BYTES
+from ..wire import error_body
+from .auth import KeyRing
+from .deps import presented_key
+
+access_log = logging.getLogger("hippocampus.access")
+
+# The largest valid request of one verb is an add, update or observe with a full text (TEXT_MAX_BYTES,
+# 64 KiB; a control character is 1 byte in the store and 6 on the wire, "\u0001") and full metadata
+# (METADATA_MAX_BYTES, 64 KiB as compact UTF-8 JSON; at most 3x that when a client escapes non-ASCII,
+# a 4-byte character becoming a 12-byte surrogate pair), plus ids of at most 128 bytes: 6 * 64 + 3 * 64
+# KiB + 1 KiB, about 0.57 MiB. Only the batch route (/v1/memories/batch) and an import grow with their
+# input, and they have no bound of their own: 4 MiB, the MCP SDK's own cap, holds 7 of the worst
+# single requests, or some 15,000 ordinary turns in one batch; a bigger import goes in several calls
+# or under a larger `serve --max-body-bytes`.
+_WORST_ONE_MEMORY = 6 * TEXT_MAX_BYTES + 3 * METADATA_MAX_BYTES + 1024
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+assert DEFAULT_MAX_BODY_BYTES > 7 * _WORST_ONE_MEMORY
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+COMMON_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY"}
+_NAME = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?)$")
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def security_headers(path: str) -> dict[str, str]:
+    """The headers every answer carries; /ui pages and /v1 answers are private: never cached."""
+    out = dict(COMMON_HEADERS)
+    if _under(path, "/ui"):
+        out["Content-Security-Policy"] = CSP
+        if not _under(path, "/ui/static"):
+            out["Cache-Control"] = "no-store"
+    elif _under(path, "/v1"):
+        out["Cache-Control"] = "no-store"
+    return out
+
+
+def split_host(value: str) -> tuple[str, Optional[int]]:
+    """("name", port or None) from a Host header or an operator's name; ValueError when it is neither."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        name, rest = (value[: end + 1], value[end + 1 :]) if end > 0 else ("", "")
+    else:
+        name, sep, port = value.partition(":")
+        rest = sep + port
+    if not name or not _NAME.match(name) or (rest and not (rest[:1] == ":" and rest[1:].isdigit() and len(rest) <= 6)):
+        raise ValueError(f"not a host name: {value!r}")
+    return name, int(rest[1:]) if rest else None
+
+
+def is_loopback_host(host: str) -> bool:
+    """localhost or a loopback address (127.0.0.0/8, ::1), with or without brackets."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class HostList:
+    """The Host names the service answers to: loopback names (any port) and the operator's, each
+    either a bare name (any port) or name:port."""
+
+    def __init__(self, names: Iterable[str] = ()):
+        self.names: list[tuple[str, Optional[int]]] = []
+        for name in names:
+            try:
+                self.names.append(split_host(name))
+            except ValueError:
+                raise ConfigError(f"--allowed-host {name!r}: give a host name or address, optionally with :port "
+                                  "(no scheme, path or wildcard)") from None
+
+    def allows(self, host: Optional[str]) -> bool:
+        if not host:
+            return False
+        try:
+            name, port = split_host(host)
+        except ValueError:
+            return False
+        return is_loopback_host(name) or (name, None) in self.names or (name, port) in self.names
+
+    def mcp_hosts(self) -> list[str]:
+        """The same list in the MCP SDK's TransportSecuritySettings form ("name", "name:*")."""
+        out = [f"{n}{suffix}" for n in LOOPBACK_NAMES for suffix in ("", ":*")]
+        for name, port in self.names:
+            out += [f"{name}:{port}"] if port else [name, f"{name}:*"]
+        return out
+
+    def mcp_origins(self) -> list[str]:
+        return [f"{scheme}://{host}" for host in self.mcp_hosts() for scheme in ("http", "https")]
+
+
+class AuthThrottle:
+    """Failed authentications per client address: after `limit` in `window_s`, `retry_after` says how
+    long until the oldest of them leaves the window. Bounded: the last `limit` failures of at most
+    `max_clients` addresses (the least recently failing are forgotten first); an IPv6 client counts by
+    its /64, which one machine usually holds whole. Thread-safe (the UI's login runs in a worker thread).
+
+    The throttle never checks or delays a right key: a caller checks the key first, then asks
+    `retry_after` only for a wrong one (429 instead of 401) and records it with `failure`."""
+
+    def __init__(self, limit: int = 10, window_s: float = 60.0, max_clients: int = 4096,
+                 clock: Callable[[], float] = time.monotonic):
+        self.limit, self.window_s, self.max_clients, self.clock = limit, window_s, max_clients, clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(client: str) -> str:
+        try:
+            address = ipaddress.ip_address(client)
+        except ValueError:
+            return client
+        if isinstance(address, ipaddress.IPv6Address):
+            if address.ipv4_mapped is not None:
+                return str(address.ipv4_mapped)
+            if not address.is_loopback:
+                return str(ipaddress.ip_network(f"{address}/64", strict=False))
+        return str(address)
+
+    def retry_after(self, client: str) -> Optional[float]:
+        """Seconds until `client` may be told 401 again; None while it is under the limit."""
+        with self._lock:
+            times = self._failures.get(self._key(client))
+            if times is None or len(times) < self.limit:
+                return None
+            wait = times[0] + self.window_s - self.clock()
+            return wait if wait > 0 else None
+
+    def failure(self, client: str) -> None:
+        """Count one failed authentication of `client`."""
+        key = self._key(client)
+        with self._lock:
+            times = self._failures.pop(key, None) or deque(maxlen=self.limit)
+            times.append(self.clock())
+            self._failures[key] = times
+            while len(self._failures) > self.max_clients:
+                self._failures.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._failures)
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    """What the operator sets (`serve --allowed-host/--max-body-bytes/--public-docs/--debug-access-log`)."""
+
+    hosts: HostList = field(default_factory=HostList)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    public_docs: bool = False
+    debug_access_log: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_body_bytes, bool) or not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1024:
+            raise ConfigError(f"max_body_bytes must be a whole number of at least 1024, got {self.max_body_bytes!r}")
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from `receive` when a body passes the cap; FastAPI lets an HTTPException through unchanged."""
+
+    def __init__(self, cap: int):
+        super().__init__(413, _too_large(cap))
+
+
+def _too_large(cap: int) -> str:
+    return f"the request body is larger than {cap} bytes, this service's limit (serve --max-body-bytes)"
+
+
+def _refusal(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> list[Message]:
+    body = json.dumps(error_body(kind, message)).encode("utf-8")
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    return [{"type": "http.response.start", "status": status, "headers": raw},
+            {"type": "http.response.body", "body": body}]
+
+
+class Guard:
+    """The ASGI middleware itself; GuardedApp puts it outside every other layer, the 500 answer included."""
+
+    def __init__(self, app: ASGIApp, settings: GuardSettings, keys: KeyRing, throttle: AuthThrottle,
+                 observe: Optional[Callable[[str, str, int, float, Optional[str]], None]] = None):
+        self.app, self.settings, self.keys, self.throttle, self.observe = app, settings, keys, throttle, observe
+
+    def _needs_key(self, path: str) -> bool:
+        if self.keys.is_open:
+            return False
+        if _under(path, "/v1") or _under(path, "/mcp") or path == "/metrics":
+            return True
+        return path in DOCS_PATHS and not self.settings.public_docs
+
+    def _check(self, scope: Scope, headers: Headers) -> Optional[list[Message]]:
+        """The refusal for this request, or None when it may go on to the app (its body not yet read)."""
+        path, method = scope["path"], scope["method"]
+        host = headers.get("host")
+        if not self.settings.hosts.allows(host):
+            return _refusal(421, "ConfigError", f"this service does not answer to the host name {host!r}; its "
+                            "operator can add it with `serve --allowed-host NAME`")
+        if method not in SAFE_METHODS:
+            reason = _cross_site(headers, host or "")
+            if reason:
+                return _refusal(403, "Forbidden", f"cross-site request refused ({reason}): a state-changing request "
+                                "must come from this service's own pages or from a client that sends no Origin")
+        has_body = headers.get("transfer-encoding") is not None or headers.get("content-length", "0").strip() not in ("", "0")
+        closing = {"Connection": "close"} if has_body else {}  # the unread body must not be taken for the next request
+        if self._needs_key(path):
+            refusal = self._authenticate(scope, closing)
+            if refusal:
+                return refusal
+        if has_body and method not in SAFE_METHODS and (_under(path, "/v1") or _under(path, "/mcp")):
+            media = headers.get("content-type", "").split(";")[0].strip().lower()
+            if media != "application/json":
+                return _refusal(415, "InvalidInput", f"send the body as JSON (Content-Type: application/json), "
+                                f"not {media or 'without a Content-Type'}", closing)
+        length = headers.get("content-length")
+        if length and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
+            return _refusal(413, "InvalidInput", _too_large(self.settings.max_body_bytes), closing)
+        return None
+
+    def _authenticate(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+        key = presented_key(Request(scope))
+        challenge = {"WWW-Authenticate": 'Bearer realm="hippocampus"', **closing}
+        try:
+            self.keys.resolve(key)
+            return None
+        except AuthError as exc:
+            if key is None:  # no key is no guess (a web page cannot send one): not counted
+                return _refusal(401, "AuthError", str(exc), challenge)
+            client = (scope.get("client") or ("unknown", 0))[0]
+            wait = self.throttle.retry_after(client)
+            self.throttle.failure(client)
+            if wait is not None:
+                seconds = str(max(1, math.ceil(wait)))
+                return _refusal(429, "AuthError", f"too many wrong API keys from this address; retry in {seconds} s",
+                                {"Retry-After": seconds, **closing})
+            return _refusal(401, "AuthError", str(exc), challenge)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        extra = security_headers(scope["path"])
+        cap = self.settings.max_body_bytes
+        status, seen = [500], [0]
+        flags = {"refused": False, "over": False, "started": False, "ours": False}
+
+        async def forward(message: Message) -> None:
+            """To the client, with the security headers on the start of the answer."""
+            if message["type"] == "http.response.start":
+                flags["started"] = True
+                status[0] = message["status"]
+                headers = MutableHeaders(raw=list(message.get("headers", [])))
+                for name, value in extra.items():
+                    headers[name] = value
+                message = {**message, "headers": headers.raw}
+            await send(message)
+
+        async def too_large() -> None:
+            flags["ours"] = True
+            for part in _refusal(413, "InvalidInput", _too_large(cap), {"Connection": "close"}):
+                await forward(part)
+
+        async def send_from_app(message: Message) -> None:
+            if flags["ours"]:
+                return  # the app's answer after the guard's own
+            if flags["over"] and not flags["started"]:  # the app's answer to a body cut off at the cap: 413 instead
+                await too_large()
+                return
+            await forward(message)
+
+        async def receive_counted() -> Message:
+            if flags["over"]:
+                raise BodyTooLarge(cap)
+            message = await receive()
+            if message["type"] == "http.request":
+                seen[0] += len(message.get("body", b""))
+                if seen[0] > cap:
+                    flags["over"] = True
+                    raise BodyTooLarge(cap)
+            return message
+
+        try:
+            refusal = self._check(scope, Headers(scope=scope))
+            if refusal is not None:
+                flags["refused"] = True
+                for part in refusal:
+                    await forward(part)
+                return
+            try:
+                await self.app(scope, receive_counted, send_from_app)
+            except Exception:
+                if not flags["over"]:
+                    raise
+            if flags["over"] and not flags["started"]:
+                await too_large()
+        finally:
+            self._log(scope, status[0], time.perf_counter() - started, flags["refused"])
+
+    def _log(self, scope: Scope, status: int, seconds: float, refused: bool) -> None:
+        route = scope.get("route")
+        template = "refused" if refused else (getattr(route, "path", None) or "unmatched")
+        if refused and self.observe is not None:
+            self.observe(scope["method"], template, status, seconds, None)
+        if self.settings.debug_access_log:
+            query = scope.get("query_string", b"").decode("latin-1")
+            access_log.info("%s %s %d %.1fms %s%s", scope["method"], template, status, seconds * 1000, scope["path"],
+                            f"?{query}" if query else "")
+        else:
+            access_log.info("%s %s %d %.1fms", scope["method"], template, status, seconds * 1000)
+
+
+def _cross_site(headers: Headers, host: str) -> Optional[str]:
+    """Why a state-changing request is cross-site, or None: its Sec-Fetch-Site, an opaque ("null")
+    Origin, or an Origin other than this service as the request itself names it."""
+    site = (headers.get("sec-fetch-site") or "").lower()
+    if site in ("cross-site", "same-site"):
+        return f"Sec-Fetch-Site: {site}"
+    origin = headers.get("origin")
+    if origin is None:
+        return None
+    if origin.strip().lower() == "null":
+        return "Origin: null"
+    parts = urlsplit(origin.strip())
+    # Behind a TLS proxy the service itself sees http while the page is https: the scheme may differ
+    # by that much, the host and port (the Host the proxy passes on) may not.
+    if parts.scheme not in ("http", "https") or parts.netloc.lower() != host.strip().lower() or parts.path not in ("", "/"):
+        return f"Origin: {origin[:100]}"
+    return None
+
+
+class GuardedApp(FastAPI):
+    """FastAPI with the Guard as its outermost layer, so that every answer (a 500 too) passes it.
+    create_app sets `state.guard`, `state.keys`, `state.auth_throttle` and `state.metrics` first."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        inner = super().build_middleware_stack()
+        metrics = getattr(self.state, "metrics", None)
+        return Guard(inner, self.state.guard, self.state.keys, self.state.auth_throttle,
+                     observe=metrics.observe if metrics is not None else None)
+
+
+def install(app: GuardedApp, hosts: HostList, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+            public_docs: bool = False, debug_access_log: bool = False) -> GuardSettings:
+    """The guard's settings and throttle on `app.state` (the UI's login uses `app.state.auth_throttle`)."""
+    settings = GuardSettings(hosts, max_body_bytes, public_docs, debug_access_log)
+    app.state.guard, app.state.auth_throttle = settings, AuthThrottle()
+    return settings
+
+
+def log_settings(settings: GuardSettings, bind: str, log: logging.Logger) -> None:
+    """One start-up line naming the Host names served; a warning when a wildcard bind serves only loopback names."""
+    named = [f"{n}:{p}" if p else n for n, p in settings.hosts.names]
+    log.info("host names served: loopback%s; request bodies up to %d bytes", "".join(f", {n}" for n in named),
+             settings.max_body_bytes)
+    if not named and not is_loopback_host(bind):
+        log.warning("listening on %s, but only loopback Host names are served: add --allowed-host NAME for each "
+                    "name or address clients use", bind)
+
+
+__all__ = ["AuthThrottle", "BodyTooLarge", "DEFAULT_MAX_BODY_BYTES", "Guard", "GuardSettings", "GuardedApp", "HostList",
+           "install", "is_loopback_host", "log_settings", "security_headers", "split_host"]

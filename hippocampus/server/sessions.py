@@ -1,0 +1,78 @@
+"""The Web UI's login sessions: an opaque random id in the browser, the tenant it stands for here.
+
+The browser never holds the API key: logging in trades it for `secrets.token_urlsafe(32)`, which
+this table maps to the tenant until it expires or the user logs out (revoked here, so a copied
+cookie is worthless afterwards). The table lives in the process's memory: a restart ends every
+session, and the users log in again. Its size is bounded; when full, the oldest session goes.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from .auth import Tenant
+
+DEFAULT_LIFETIME_S = 12 * 3600
+MAX_SESSIONS = 10_000
+
+
+@dataclass(frozen=True)
+class Session:
+    """One login: who it is, when it began and when it ends (epoch seconds)."""
+
+    tenant: Tenant
+    created: float
+    expires: float
+
+
+class Sessions:
+    """Session id -> Session, thread-safe (routes run in a thread pool); `clock` is injectable so a
+    test can move time instead of sleeping."""
+
+    def __init__(self, lifetime_s: float = DEFAULT_LIFETIME_S, max_sessions: int = MAX_SESSIONS,
+                 clock: Callable[[], float] = time.time):
+        if lifetime_s <= 0 or max_sessions <= 0:
+            raise ValueError("a session lifetime and the table's size must be positive")
+        self.lifetime_s, self.max_sessions, self.clock = float(lifetime_s), int(max_sessions), clock
+        self._table: OrderedDict[str, Session] = OrderedDict()  # oldest first
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def open(self, tenant: Tenant) -> str:
+        """A new session for `tenant`; its id is the only thing the browser gets."""
+        sid = secrets.token_urlsafe(32)
+        now = self.clock()
+        with self._lock:
+            self._drop_expired(now)
+            while len(self._table) >= self.max_sessions:
+                self._table.popitem(last=False)
+            self._table[sid] = Session(tenant=tenant, created=now, expires=now + self.lifetime_s)
+        return sid
+
+    def get(self, sid: Optional[str]) -> Optional[Session]:
+        """The live session with this id; None for an unknown, revoked or expired one."""
+        if not sid:
+            return None
+        with self._lock:
+            session = self._table.get(sid)
+            if session is not None and session.expires <= self.clock():
+                del self._table[sid]
+                session = None
+        return session
+
+    def revoke(self, sid: Optional[str]) -> bool:
+        """End a session (logout); True when there was one."""
+        with self._lock:
+            return self._table.pop(sid, None) is not None if sid else False
+
+    def _drop_expired(self, now: float) -> None:
+        """Every session has the same lifetime, so the expired ones are the oldest, at the front."""
+        while self._table and next(iter(self._table.values())).expires <= now:
+            self._table.popitem(last=False)
