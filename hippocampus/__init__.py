@@ -21,16 +21,15 @@ from .errors import (
 # Imported on first use (PEP 562), so that `import hippocampus` and the command line start fast:
 # Memory pulls in the store client and the embedder, Client httpx, MemoryConfig pydantic-settings.
 _LAZY = {
-    "Memory": "memory", "Client": "client", "AsyncClient": "client", "connect": "launcher", "MemoryConfig": "config",
+    "Memory": "memory", "Client": "remote", "AsyncClient": "remote", "connect": "remote", "MemoryConfig": "config",
     **{name: "models" for name in ("AddResult", "Category", "ConsolidationStats", "DecayStats", "HistoryAction",
                                    "HistoryEvent", "Lifecycle", "MemoryPage", "MemoryRecord", "MemoryType",
                                    "ObserveResult", "SearchHit", "SearchResult", "State", "UndoResult")},
 }
 
 if TYPE_CHECKING:
-    from .client import AsyncClient, Client
+    from .remote import AsyncClient, Client, connect
     from .config import MemoryConfig
-    from .launcher import connect
     from .memory import Memory
     from .models import (AddResult, Category, ConsolidationStats, DecayStats, HistoryAction, HistoryEvent, Lifecycle,
                          MemoryPage, MemoryRecord, MemoryType, ObserveResult, SearchHit, SearchResult, State, UndoResult)

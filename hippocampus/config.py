@@ -167,6 +167,8 @@ class MemoryConfig(BaseSettings):
     rank_who_weight: float = Field(default=0.08, ge=0, le=10)
     # hubness (retrieval/hubness.py): lower memories that sit close to every query; 0 switches it off
     rank_hubness_weight: float = Field(default=0.5, ge=0, le=2)
+    # subject (retrieval/subject.py): a question about the user lowers memories only about someone else, and the reverse
+    rank_subject_weight: float = Field(default=0.1, ge=0, le=2)
     rank_graph_weight: float = Field(default=0.3, ge=0, le=10)  # the graph stage's bonus at full strength (graph: on)
     rank_neighbour_window_seconds: int = Field(default=600, ge=0)  # turns further apart are not neighbours
 
@@ -185,6 +187,9 @@ class MemoryConfig(BaseSettings):
     # episode x0.6 per 3 days), off; consolidate and `decay` archive below 0.2 and forget below 0.05;
     # core and system never decay
     decay_preset: Literal["default", "fast", "off"] = "default"
+    # the user's time zone (an IANA name, "Europe/Paris"): "tomorrow" and "下周二" are resolved in it from when
+    # the turn was said, and a todo expires at the end of the day it names there (lifecycle/when.py); None: the machine's
+    timezone: str | None = None
 
     @classmethod
     def settings_customise_sources(
@@ -202,6 +207,16 @@ class MemoryConfig(BaseSettings):
     def _on_off(cls, value: Any) -> Any:
         """YAML reads a bare `on` / `off` as a boolean."""
         return ("on" if value else "off") if isinstance(value, bool) else value
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            from .lifecycle.when import zone
+
+            zone(value.strip())  # raises ValueError with the name for an unknown zone
+            return value.strip()
+        return None
 
     @field_validator("milvus_uri")
     @classmethod

@@ -207,3 +207,74 @@ def key_terms(text: str) -> set[str]:
     for run in re.findall(f"[{CJK}]+", norm):
         bigrams |= {run[i : i + 2] for i in range(len(run) - 1)}
     return words | {b for b in bigrams - _COMMON_BIGRAMS if not set(b) & set("我你他她它的了是在和也都就很吗呢吧啊")}
+
+
+# Forget (or do-not-keep) requests, at the start of a clause; "don't forget" and "别忘了" are remember requests.
+FORGET = re.compile(
+    r"^(?:ok(?:ay)?\s+|and\s+|also\s+)?(?:please\s+)?(?:(?:can|could|would|will) you\s+)?(?:please\s+)?"
+    r"(?:forget\s+(?:that|what|about|everything|it|this|my|i|the|all|those|these)\b|(?:don'?t|do not)\s+(?:remember|save|store|record|keep)\s+(?:that|this|it)\b)"
+    r"|^(?:请你?|麻烦你?|帮我|你(?:可以|能)?)?(?:忘掉|忘记)(?!告诉|跟你|和你|说|提|带|拿|关|锁|吃|买|做|写|交|给|还|问|了)"
+    r"|^(?:请你?|麻烦你?|帮我|你)?把.{1,30}(?:忘掉|忘记|忘了)(?:吧|吗|好吗)?$"
+    r"|^(?:这个|这件事|这些|这条|刚才的?)?(?:请)?(?:不要|别|不用|不必)(?:记住|记下来|记下|记录|记着|记)",
+    re.IGNORECASE,
+)
+_FORGET_WORDS = {"forget", "said", "told", "tell", "mentioned", "about", "what", "please", "remember", "save", "store", "record",
+                 "keep", "everything", "old", "anymore", "ever", "忘掉", "忘记", "说的", "刚才", "记住", "记录", "不要", "麻烦"}
+
+
+def forget_clauses(text: str) -> tuple[list[str], list[str]]:
+    """(the clauses that ask to forget something, the other clauses) of what the user said."""
+    parts = clauses(text)
+    asks = [c for c in parts if FORGET.search(c.strip())]
+    return asks, [c for c in parts if c not in asks]
+
+
+def _stems(terms: set[str]) -> set[str]:
+    return {t[:-1] if t.isascii() and len(t) > 3 and t.endswith("s") else t for t in terms} - {"user", "user'"}
+
+
+_FORGET_FRAME_ZH = re.compile(r"请你?|麻烦你?|帮我|你(?:可以|能)?|把|的事情?|的那件事|忘掉|忘记|忘了|吧|吗|好吗|这个|这件事|不要|别|记住|记下来|记下|记录|记")
+_NUMBER = re.compile(r"\d{3,}")
+
+
+def _terms(text: str) -> set[str]:
+    """Content words, Chinese pairs and numbers of 3+ digits ("555-0199": 555, 0199)."""
+    return _stems(key_terms(text)) | set(_NUMBER.findall(text or ""))
+
+
+def forget_terms(asks: list[str]) -> set[str]:
+    """The content words a forget request names ("forget that I like jazz": like, jazz; "帮我把前男友小王的事忘掉吧":
+    the pairs of 前男友小王), its framing words left out."""
+    return set().union(*(_terms(_FORGET_FRAME_ZH.sub(" ", a)) for a in asks)) - _FORGET_WORDS if asks else set()
+
+
+def names_memory(memory: str, asks: list[str], coverage: float = 0.75) -> bool:
+    """A forget request names this memory when the memory holds most of the words the request names (at
+    least `coverage` of them): "forget that I like jazz" names "The user likes jazz", not "I like cats"."""
+    wanted = forget_terms(asks)
+    if not wanted:
+        return False
+    return len(wanted & _terms(memory)) >= max(1.0, coverage * len(wanted))
+
+
+# A correction that takes back an earlier statement: "I don't live in Paris anymore", "I no longer eat meat",
+# "其实我不吃辣了", "我已经不住在北京了".
+_TAKEN_BACK = re.compile(
+    r"\b(?:don'?t|do not|doesn'?t|am not|'m not|isn'?t|not)\b.*\b(?:anymore|any more|any longer)\b|\bno longer\b"
+    r"|(?:已经|现在)?不再|(?:已经|现在)不|^(?:其实|现在|我现在|其实我|我其实)?我?(?:已经)?不[\u4e00-\u9fff]{1,10}了",
+    re.IGNORECASE,
+)
+_TAKEN_BACK_WORDS = {"don't", "doesn't", "not", "anymore", "any", "more", "longer", "actually", "really", "now", "isn't"}
+_TAKEN_BACK_ZH = re.compile(r"其实|现在|已经|不再|不|了|再")
+
+
+def taken_back(text: str) -> list[str]:
+    """The clauses of what the user said that take an earlier statement back (a negation with "anymore",
+    "no longer", "不…了", "不再"); questions never do."""
+    return [c for c in clauses(text) if _TAKEN_BACK.search(c.strip()) and not is_question(c)]
+
+
+def names_taken_back(memory: str, clause: str) -> bool:
+    """The memory states what `clause` takes back: it holds every content word of the clause (negation left out)."""
+    wanted = _terms(_TAKEN_BACK_ZH.sub(" ", clause)) - _TAKEN_BACK_WORDS
+    return bool(wanted) and wanted <= _terms(memory)

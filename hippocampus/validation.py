@@ -124,6 +124,7 @@ OWNED_KEYS: dict[str, str] = {
     "compression": "facts or pattern: what a compression made this fact",
     "formed_at": "when a compressed fact's newest source formed, for its age",
     "compression_failed_at": "when compressing this fact last failed (it waits a week before the next try)",
+    "source_hash": "the content hash an import found this memory under, so importing the file again adds nothing",
 }
 BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)

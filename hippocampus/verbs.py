@@ -212,6 +212,7 @@ VERBS: tuple[Verb, ...] = (
 NOT_VERBS = {
     "close": "releases the store; every face has its own (Client.close, AsyncClient.aclose, the service's shutdown)",
     "llm": "the configured chat model, a property (a service wraps it to count calls)",
+    "config": "the settings (MemoryConfig) every service reads, a property; each face has its own configuration",
 }
 # CLI commands that are not a verb of Memory, and what they are.
 CLI_ONLY = {

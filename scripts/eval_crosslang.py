@@ -6,7 +6,7 @@ The set (tests/data/crosslang_pairs.jsonl) is one user's store: every memory of 
 distractor rows, each with its chat. Each question is asked in each mode (top 10, episodic); a hit
 is the pair's own memory. Modes:
 
-- cosine: dense search with the hubness and context stages off (the embedder alone);
+- cosine: dense search with the hubness, subject and context stages off (the embedder alone);
 - dense:  the search's dense mode (cosine, then hubness and the chat/who context stage);
 - bm25:   BM25 alone (jieba tokens; across languages it can only match by accident);
 - hybrid: the default search (weighted fusion of cosine and BM25, hubness, context).
@@ -46,12 +46,13 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / "tests" / "data" / "crosslang_pairs.jsonl"
 USER = "mei"
 MODES: dict[str, tuple[str, dict[str, Any]]] = {  # name -> (search mode, MemoryConfig overrides)
-    "cosine": ("dense", {"rank_hubness_weight": 0.0, "rank_chat_weight": 0.0, "rank_who_weight": 0.0}),
+    "cosine": ("dense", {"rank_hubness_weight": 0.0, "rank_chat_weight": 0.0, "rank_who_weight": 0.0,
+                         "rank_subject_weight": 0.0}),
     "dense": ("dense", {}),
     "bm25": ("bm25", {}),
     "hybrid": ("hybrid", {}),
 }
-_SHOWN = ("similarity", "hubness", "bm25_norm", "bm25_shift", "chat", "who")
+_SHOWN = ("similarity", "hubness", "bm25_norm", "bm25_shift", "subject", "chat", "who")
 REFERENCES = {"dense": ("cosine",), "hybrid": ("cosine", "dense")}  # a mode lost a question one of these found
 _UNSCORED = ("gather", "hubness")  # stages that leave the score unset
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from hippocampus import InvalidInput, Memory
-from hippocampus.browse_verbs import parse_ids
+from hippocampus.memory.browse import parse_ids
 
 
 @pytest.fixture

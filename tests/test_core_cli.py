@@ -104,7 +104,7 @@ def test_reset_asks_unless_yes(fresh_path: str):
     ],
 )
 def test_library_errors_are_one_line_with_an_exit_code(fresh_path: str, args: list[str], code: int, name: str):
-    result = cli(fresh_path, *args, code=code)
+    result = cli(fresh_path, "--create", *args, code=code)  # a new store for a read-only command: said so
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and name in lines[0]
     assert result.stdout == ""

@@ -93,6 +93,6 @@ def test_without_loopback_the_embedded_store_still_opens(tmp_path: Path):
     """milvus-lite is served on a Unix socket (store/private.py), so a network namespace without `lo`
     (unshare -n) no longer stops it; the lock is released for the next process."""
     store = tmp_path / "nolo.db"
-    result = run(tmp_path, "--uri", str(store), "stats", "--json", prefix=("unshare", "-rn"))
+    result = run(tmp_path, "--uri", str(store), "--create", "stats", "--json", prefix=("unshare", "-rn"))
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert run(tmp_path, "--uri", str(store), "stats", "--json").returncode == 0  # the lock was not left behind

@@ -10,187 +10,21 @@ line can consolidate while the agent's service holds the store. Errors of the li
 stderr and exit with 2 for the caller's mistakes (InvalidInput, ConfigError) and 1 otherwise
 (NotFound, StoreError, EmbeddingError, LLMError); no traceback.
 
-Other modules add commands by decorating `app.command()` after `from .app import app`, and are
-imported in the marked block at the bottom of this file.
+The shared parts (the typer app, error report, store opening, --json) are in base.py; every command
+module imports them from there and is registered by one import at the bottom of this file.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar
+from typing import List, Optional
 
 import typer
 
-from ..defaults import ENV_SERVER
-from ..errors import ConfigError, HippocampusError, InvalidInput
+from ..errors import HippocampusError
 from . import render
-
-if TYPE_CHECKING:  # imported by the commands that open a store: `--help` starts without them
-    from ..client import Client
-    from ..memory import Memory
-
-F = TypeVar("F", bound=Callable[..., Any])
-USER_EXIT = 2  # the caller's mistake: bad input or settings
-FAIL_EXIT = 1  # the operation failed: not found, store, embedder, LLM
-
-
-def exit_code(exc: HippocampusError) -> int:
-    return USER_EXIT if isinstance(exc, (InvalidInput, ConfigError)) else FAIL_EXIT
-
-
-def report(exc: HippocampusError) -> None:
-    """The error as one line on stderr; a store held by a recorded service names the service."""
-    from .service import locked_hint
-
-    render.err_console().print(render.error(exc, locked_hint(exc)))
-
-
-def friendly_errors(fn: F) -> F:
-    """Turn the library's errors into one line on stderr and an exit code, for every command."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except HippocampusError as exc:
-            report(exc)
-            raise typer.Exit(code=exit_code(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-class _App(typer.Typer):
-    """A Typer whose commands all report library errors as one line (see `friendly_errors`)."""
-
-    def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
-        register = super().command(*args, **kwargs)
-
-        def decorator(fn: F) -> F:
-            register(friendly_errors(fn))
-            return fn
-
-        return decorator
-
-
-app = _App(
-    name="hippocampus",
-    help="Long-term memory for LLM agents over one Milvus collection. Try `hippocampus demo`.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-_STORE: dict[str, Any] = {"milvus_uri": None, "collection_name": None, "create_store_dir": None}
-_SERVER: dict[str, Optional[str]] = {"url": None}
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from .. import __version__
-
-        typer.echo(f"hippocampus {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _global_options(
-    uri: Optional[str] = typer.Option(
-        None, "--uri", help="store: a milvus-lite path ending in .db or http://host:19530 (default: settings)"
-    ),
-    collection: Optional[str] = typer.Option(None, "--collection", help="collection name (default: settings, 'memories')"),
-    create: bool = typer.Option(
-        False, "--create", help="make a new store's missing directory (otherwise only an existing one or the default home)"
-    ),
-    server: Optional[str] = typer.Option(
-        None, "--server", envvar=ENV_SERVER, help="go through a running service, e.g. http://127.0.0.1:8765 (key: HIPPOCAMPUS_API_KEY)"
-    ),
-    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="print the version and exit"),
-) -> None:
-    """Global options, applied to every command's store."""
-    _STORE["milvus_uri"] = uri
-    _STORE["collection_name"] = collection
-    _STORE["create_store_dir"] = True if create else None
-    _SERVER["url"] = server
-
-
-def store_overrides() -> dict[str, Any]:
-    return {k: v for k, v in _STORE.items() if v is not None}
-
-
-def open_memory(**overrides: Any) -> Memory | Client:
-    """The Memory the global options ask for, or a Client to the service named by --server;
-    other command modules use this too."""
-    if _SERVER["url"]:
-        if store_overrides():
-            raise ConfigError("--uri/--collection/--create choose a store to open here; with --server the service's store is used")
-        from ..client import Client
-
-        return Client(_SERVER["url"])
-    from ..memory import Memory
-
-    return Memory(**{**store_overrides(), **overrides})
-
-
-def parse_meta(pairs: Optional[List[str]], option: str = "--meta") -> dict[str, Any]:
-    """`key=value` pairs; a value that parses as JSON (numbers, true, lists) keeps its type. `option`
-    names the option in the error, as the user typed it (`--meta`, `--filter`)."""
-    out: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise InvalidInput(f"{option} takes key=value, got {pair!r}")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out[key.strip()] = value
-    return out
-
-
-def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = None) -> None:
-    """JSON on stdout for scripts, or a table / message for people."""
-    if as_json:
-        typer.echo(render.dumps(payload))
-        return
-    console = render.console()
-    if table is not None:
-        console.print(table)
-    if message:
-        console.print(render.literal(message))
-
-
-def read_text(text: Optional[str], file: Optional[Path]) -> str:
-    """The text of `add`: the argument, stdin for `-`, or a file; InvalidInput when none, both, or empty.
-    One trailing line break (what `echo` and editors add) is dropped."""
-    if (text is None) == (file is None):
-        raise InvalidInput("give the text to remember: as an argument, - to read stdin, or --file PATH (one of them)")
-    if file is not None:
-        try:
-            raw, source = file.read_bytes().decode("utf-8"), f"--file {str(file)!r}"
-        except FileNotFoundError:
-            raise InvalidInput(f"no such file: {str(file)!r}") from None
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"--file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except OSError as exc:
-            raise InvalidInput(f"cannot read --file {str(file)!r}: {exc.strerror}") from None
-    elif text == "-":
-        raw, source = sys.stdin.read(), "stdin"
-    else:
-        return text
-    if raw.endswith("\n"):
-        raw = raw[:-2] if raw.endswith("\r\n") else raw[:-1]
-    if not raw.strip():
-        raise InvalidInput(f"{source} gave no text to remember (empty or only whitespace)")
-    return raw
-
-
-UserOpt = typer.Option(..., "--user", "-u", help="the user whose memories these are")
-JsonOpt = typer.Option(False, "--json", help="print JSON (for scripts) instead of a table")
-
+from .base import JsonOpt, UserOpt, app, emit, exit_code, open_memory, parse_meta, read_text, report
 
 # ---------------------------------------------------------------------- commands
 @app.command()
@@ -207,8 +41,10 @@ def add(
     file: Optional[Path] = typer.Option(None, "--file", help="read the text from this UTF-8 file instead"),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Remember one piece of text: the argument, `-` for stdin, or --file PATH (for a text too long
-    for a command line)."""
+    """Remember one piece of text.
+
+    The text is the argument, `-` to read it from stdin, or --file PATH (for a text too long for a
+    command line)."""
     text = read_text(text, file)
     with open_memory() as memory:
         result = memory.add(
@@ -341,7 +177,7 @@ def main() -> None:
 
 
 # --- command modules registered here ---
-# Each module does `from .app import app` and decorates `@app.command()`; add one import per module.
+# Each module does `from .base import app` and decorates `@app.command()`; add one import per module.
 from . import demo as _demo  # noqa: E402,F401
 from . import consolidate as _consolidate  # noqa: E402,F401
 from . import serve as _serve  # noqa: E402,F401

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ..defaults import DEFAULT_CRON, DEFAULT_GRACE_S
 from . import render
-from .app import app, open_memory
+from .base import app, open_memory
 
 PHASES = {"pending": "pending decisions", "semantic": "distilling facts", "pairs": "merging / separating"}
 

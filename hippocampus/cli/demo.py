@@ -28,7 +28,7 @@ from rich.table import Table
 from ..errors import ConfigError, HippocampusError
 from ..models import SearchHit
 from . import render
-from .app import app, store_overrides
+from .base import app, store_overrides
 
 if TYPE_CHECKING:
     from ..memory import Memory

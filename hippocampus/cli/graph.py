@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from . import render
-from .app import JsonOpt, UserOpt, app, emit, open_memory
+from .base import JsonOpt, UserOpt, app, emit, open_memory
 
 
 def graph_tables(view: Any) -> tuple[Table, Table]:

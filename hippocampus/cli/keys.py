@@ -16,7 +16,7 @@ import typer
 
 from ..errors import InvalidInput
 from ..validation import check_id
-from .app import JsonOpt, _App, app
+from .base import JsonOpt, _App, app
 
 keys_app = _App(name="keys", help="API keys for `serve`: make a strong one and its keys-file line.",
                 no_args_is_help=True, rich_markup_mode=None)

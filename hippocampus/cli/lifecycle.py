@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from . import render
-from .app import JsonOpt, UserOpt, app, emit, open_memory
+from .base import JsonOpt, UserOpt, app, emit, open_memory
 from .consolidate import stats_table
 
 

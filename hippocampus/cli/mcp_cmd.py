@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterator, List, Optional
 
 import typer
 
-from .app import app, open_memory
+from .base import app, open_memory
 
 if TYPE_CHECKING:
     from ..server.auth import Tenant

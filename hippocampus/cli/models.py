@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError, InvalidInput
-from .app import _SERVER, JsonOpt, _App, app, emit, store_overrides
+from .base import _SERVER, JsonOpt, _App, app, emit, store_overrides
 
 models_app = _App(name="models", help="Local embedding models: fetch one into the data directory.",
                   no_args_is_help=True, rich_markup_mode=None)

@@ -24,7 +24,7 @@ TEXT_WIDTH = 70
 WIDE = 120  # below this many columns the tables fold `when` onto two lines and merge small columns
 # Control characters that are not whitespace: shown as \xNN (raw, an ESC sequence recolours or clears the terminal)
 _HIDDEN = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
-_ODD_SPACE = re.compile(r"[\x0b\x0c\r\x1c-\x1f\x85]")  # whitespace that moves the cursor: a plain space
+_ODD_SPACE = re.compile(r"[\x0b\x0c\r\x1c-\x1f\x85\u2028\u2029]")  # whitespace that moves the cursor: a plain space
 
 
 def visible(text: str) -> str:

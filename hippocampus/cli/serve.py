@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..defaults import DEFAULT_HOST, DEFAULT_PORT
-from .app import _SERVER, app, store_overrides
+from .base import _SERVER, app, store_overrides
 
 
 @app.command("serve")

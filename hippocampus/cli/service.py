@@ -23,7 +23,7 @@ from rich.table import Table
 
 from ..errors import ConfigError, HippocampusError, StoreError, StoreLockedError
 from . import render
-from .app import JsonOpt, _App, app, emit, store_overrides
+from .base import JsonOpt, _App, app, emit, store_overrides
 
 STOP_WAIT_S = 45.0  # the service finishes its requests (uvicorn allows 30 s) and closes the store
 
@@ -58,7 +58,7 @@ def configured_store(uri: Optional[str] = None) -> str:
     try:
         return store_key(MemoryConfig(**{**overrides, "create_store_dir": True}).milvus_uri)
     except ValidationError as exc:
-        raise ConfigError(render.error_line(exc)) from None
+        raise ConfigError(str(exc)) from None
 
 
 def client_url(host: str, port: int) -> str:
@@ -149,9 +149,9 @@ def serving(host: str, port: int, store: str, collection: Optional[str], run: Ca
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.raise_signal(signal.SIGTERM)  # the exit status a SIGTERM gives, as before
 
-    in_main = hasattr(signal, "raise_signal")
     try:
         signal.signal(signal.SIGTERM, on_term)
+        in_main = True
     except ValueError:  # not the main thread: the record still goes on return
         in_main = False
     try:

@@ -11,7 +11,7 @@ import typer
 
 from ..errors import InvalidInput
 from . import render
-from .app import JsonOpt, UserOpt, app, emit, open_memory
+from .base import JsonOpt, UserOpt, app, emit, open_memory
 
 FORMATS = ("md", "jsonl")
 FormatOpt = typer.Option("md", "--format", "-f", help="md (MEMORY.md, to read and edit) or jsonl (a full backup)")

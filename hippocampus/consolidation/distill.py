@@ -9,31 +9,34 @@ re-run after a crash in between extracts again and finds the facts already store
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Callable, ContextManager
 
+from ..embeddings import Embedder
 from ..errors import LLMError
 from ..lifecycle.categories import new_life
-from ..models import LIFE_KEY, TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts
-from ..store import MEMORY_FIELDS
+from ..models import LIFE_KEY, ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Progress, now_ts
+from ..processors.semantic_writer import SemanticWriter
+from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from . import rules as R
-
-if TYPE_CHECKING:
-    from .job import Progress
+from .rows import ACTOR, add_history, event, fits, ids_by_user, rewrite_alive, row_of
 
 log = logging.getLogger(__name__)
-ACTOR = "consolidation"
 CHUNK = 1024
 SEMANTIC = MemoryType.SEMANTIC.value
 
 
-class DistillMixin:
-    """Needs: store, embedder, writer, config, stats, _lock, _history, _event, _rewrite, checkpoint."""
+class Distiller:
+    """The distillation phase of one consolidation run: what it needs is its constructor (the job
+    hands over its store, embedder, SemanticWriter, write lock, stats and crash-test checkpoint)."""
 
-    def _distill(self, scope: str, notify: Progress) -> None:
+    def __init__(self, store: MilvusStore, embedder: Embedder, writer: SemanticWriter, k_semantic: int,
+                 lock: ContextManager[Any], stats: ConsolidationStats, checkpoint: Callable[[str], None]):
+        self.store, self.embedder, self.writer, self.k_semantic = store, embedder, writer, k_semantic
+        self._lock, self.stats, self.checkpoint = lock, stats, checkpoint
+
+    def run(self, scope: str, notify: Progress) -> None:
         """SemanticWriter over episodes not yet distilled, a chunk at a time (batched searches and writes)."""
-        from .job import ids_by_user
-
         skip = lambda row: any((row.get("metadata") or {}).get(k) for k in ("distilled", "pending_decision", "merge_pending"))  # noqa: E731
         by_user = ids_by_user(self.store, scope, skip)
         total, done = sum(len(v) for v in by_user.values()), 0
@@ -45,7 +48,7 @@ class DistillMixin:
                 notify("semantic", done, total)
 
     def _distill_chunk(self, rows: list[dict[str, Any]]) -> None:
-        existing = self._nearest_facts(rows, max(1, self.config.k_semantic))
+        existing = self._nearest_facts(rows, max(1, self.k_semantic))
         known: dict[str, set[str]] = {}  # user -> normalised facts seen in this chunk
         done: list[tuple[dict[str, Any], list[str]]] = []
         guard: dict[int, dict[str, Any]] = {}  # episode id -> the fact guard's path and unsupported items
@@ -66,14 +69,14 @@ class DistillMixin:
             facts = []
             for item in extraction.facts:
                 fact, key = (item.fact or "").strip(), R.normalise(item.fact or "")
-                if key and _fits(fact) and key not in seen:
+                if key and fits(fact) and key not in seen:
                     seen.add(key)
                     facts.append(fact)
             done.append((row, facts))
         new_rows = self._new_facts(done)
         with self._lock:
             ids = self.store.insert(new_rows) if new_rows else []
-            self._history([HistoryEvent(memory_id=i, user_id=r["user_id"], action=HistoryAction.CREATED, new_text=r["text"], actor=ACTOR,
+            add_history(self.store, [HistoryEvent(memory_id=i, user_id=r["user_id"], action=HistoryAction.CREATED, new_text=r["text"], actor=ACTOR,
                                         details={"distilled_from": r["metadata"]["source_memory_ids"][0]}) for i, r in zip(ids, new_rows)])
         self.stats.semantic_created += len(ids)
         self.checkpoint("semantic_inserted")
@@ -84,12 +87,12 @@ class DistillMixin:
         for row, _facts in done:
             episode = MemoryRecord.from_row(row)
             sem_ids = made.get(episode.id, [])
-            marks.append(_row(episode, episode.text, {**episode.metadata, "distilled": True, "semantic_ids": sem_ids, "updated_at": now}, row["vector"]))
-            events.append(self._event(episode, HistoryAction.DISTILLED, old_text=episode.text, new_text=episode.text,
+            marks.append(row_of(episode, episode.text, {**episode.metadata, "distilled": True, "semantic_ids": sem_ids, "updated_at": now}, row["vector"]))
+            events.append(event(episode, HistoryAction.DISTILLED, old_text=episode.text, new_text=episode.text,
                                       details={"semantic_ids": sem_ids, **guard.get(episode.id, {})}))
         with self._lock:
-            written = self._rewrite(marks)
-            self._history([e for e in events if e.memory_id in written])
+            written = rewrite_alive(self.store, marks)
+            add_history(self.store, [e for e in events if e.memory_id in written])
 
     def _nearest_facts(self, rows: list[dict[str, Any]], k: int) -> dict[int, list[str]]:
         """The user's semantic memories nearest to each episode: one batched search per user."""
@@ -131,15 +134,3 @@ class DistillMixin:
             out.append({"user_id": episode.user_id, "memory_type": SEMANTIC, "ts": episode.ts, "chat_id": episode.chat_id,
                         "who": episode.who, "text": fact, "hit_count": 0, "metadata": meta, "vector": vector.tolist()})
         return out
-
-
-def _row(record: MemoryRecord, text: str, metadata: dict[str, Any], vector: Sequence[float]) -> dict[str, Any]:
-    return {
-        "id": record.id, "user_id": record.user_id, "memory_type": record.memory_type.value, "ts": record.ts,
-        "chat_id": record.chat_id, "who": record.who, "text": text, "hit_count": record.hit_count,
-        "metadata": metadata, "vector": list(vector),
-    }
-
-
-def _fits(text: str | None) -> bool:
-    return bool(text and text.strip()) and len(text.encode("utf-8")) <= TEXT_MAX_BYTES

@@ -19,20 +19,22 @@ import logging
 import threading
 import time
 from contextlib import nullcontext
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any, ContextManager, Sequence
 
 from ..config import MemoryConfig
+from ..context import MemoryContext
 from ..embeddings import Embedder
-from ..errors import LLMError, NotFound
+from ..errors import LLMError
 from ..lifecycle.decay import forgotten_row
 from ..llm import ChatModel
 from ..models import ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Progress, now_ts
 from ..processors.merger import EpisodicMerger
-from ..removal import remove_with_history
+from ..store.removal import remove_with_history
 from ..processors.separator import EpisodicSeparator
 from ..store import MEMORY_FIELDS, MilvusStore, filters as F
 from . import rules as R
-from .distill import DistillMixin, _fits, _row
+from .distill import Distiller
+from .rows import add_history, event, fits, ids_by_user, rewrite_alive, row_of
 from .merged_row import build_merged_row
 
 log = logging.getLogger(__name__)
@@ -52,20 +54,7 @@ def thresholds_for(config: MemoryConfig, model_name: str) -> tuple[float, float]
     return low, high
 
 
-def ids_by_user(store: MilvusStore, scope: str, skip: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, list[int]]:
-    """One paged scan: the ids in scope grouped by user (so each batched search has one user filter)."""
-    fields = ["id", "user_id", "metadata"] if skip else ["id", "user_id"]
-    out: dict[str, list[int]] = {}
-    for page in store.iterate(scope, fields):
-        for row in page:
-            if skip is None or not skip(row):
-                out.setdefault(row["user_id"], []).append(int(row["id"]))
-    for ids in out.values():
-        ids.sort()
-    return out
-
-
-class ConsolidationJob(DistillMixin):
+class ConsolidationJob:
     """One consolidation run over the store; uses the store, the embedder and the processors."""
 
     def __init__(
@@ -82,13 +71,16 @@ class ConsolidationJob(DistillMixin):
         self.store = store
         self.embedder = embedder
         self.config = config
-        self.merger = EpisodicMerger(llm, config.prompts_dir)
-        self.separator = EpisodicSeparator(llm, config.prompts_dir)
-        self.writer = SemanticWriter(llm, config.prompts_dir)
-        self.decider = EpisodicWriteDecider(llm, config.prompts_dir)
+        self.merger, self.separator, self.writer, self.decider = (
+            P(llm, config.prompts_dir) for P in (EpisodicMerger, EpisodicSeparator, SemanticWriter, EpisodicWriteDecider))
         self.thresholds = thresholds_for(config, embedder.model_name)
         self._lock: ContextManager[Any] = write_lock if write_lock is not None else nullcontext()
         self.stats = ConsolidationStats()
+
+    @classmethod
+    def from_context(cls, ctx: MemoryContext) -> "ConsolidationJob":
+        """The job over a facade's context: its store, embedder, chat model, settings and write lock."""
+        return cls(ctx.store, ctx.embedder, ctx.llm, ctx.config, write_lock=ctx.write_lock)
 
     def checkpoint(self, name: str) -> None:
         """Called between the writes of one change; a no-op hook the crash tests pause at."""
@@ -102,7 +94,7 @@ class ConsolidationJob(DistillMixin):
         self._finish_interrupted_merges(scope)
         self._decide_pending(scope, notify)
         # Distil first, from the episodes' own words (a separation may add date tags to a text).
-        self._distill(scope, notify)
+        Distiller(self.store, self.embedder, self.writer, self.config.k_semantic, self._lock, self.stats, self.checkpoint).run(scope, notify)
         self._merge_and_separate(scope, notify)
         self.stats.seconds = round(time.perf_counter() - started, 3)
         return self.stats
@@ -159,16 +151,16 @@ class ConsolidationJob(DistillMixin):
             self.stats.pending_decided += 1
             if not decision.write_episodic:
                 with self._lock:  # the event first, then the row (the row came from this user's scope)
-                    event = self._event(record, HistoryAction.DELETED, old_text=record.text,
-                                        details={"reason": "write decider: not worth remembering"})
-                    remove_with_history(self.store, [event.model_dump(mode="json")], F.eq("id", record.id), [record.id])
+                    dropped = event(record, HistoryAction.DELETED, old_text=record.text,
+                                    details={"reason": "write decider: not worth remembering"})
+                    remove_with_history(self.store, [dropped.model_dump(mode="json")], F.eq("id", record.id), [record.id])
                 continue
             # as the online path stores a positive decision: the decided `thing` as text, the raw turn beside it
             text = (decision.thing or "").strip() or record.text
             meta = {k: v for k, v in record.metadata.items() if k != "pending_decision"}
             meta.update({"context": decision.context or meta.get("context", ""), "thing": text, "source_text": record.text,
                          "updated_at": now_ts()})
-            self._upsert(record, text if _fits(text) else record.text, meta, vector=None, action=HistoryAction.UPDATED,
+            self._upsert(record, text if fits(text) else record.text, meta, vector=None, action=HistoryAction.UPDATED,
                          details={"reason": "pending decision: kept"})
 
     def decide_pending(self, user_id: str | None = None, limit: int | None = None,
@@ -259,7 +251,7 @@ class ConsolidationJob(DistillMixin):
                 log.warning("merge of %s and %s skipped: %s", a.id, b.id, exc)
                 return None
             self.stats.llm_calls += result.asked_again  # the fact guard asked once more
-            if result.same_event and _fits(result.text):
+            if result.same_event and fits(result.text):
                 details = {"similarity": similarity, "reason": result.reason, **result.facts_details()}
                 if not self._merge(a, b, result.text.strip(), result.context, result.thing, details):
                     return None
@@ -286,7 +278,7 @@ class ConsolidationJob(DistillMixin):
             new_id: int | None = None
             try:
                 new_id = self.store.insert([row])[0]
-                self._history([HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
+                add_history(self.store, [HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
                                             actor=ACTOR, details={"merged_from_ids": [a.id, b.id], **details})])
             except BaseException:
                 self._abandon_merge(a.user_id, new_id, [a.id, b.id], locked=True)
@@ -321,7 +313,7 @@ class ConsolidationJob(DistillMixin):
 
     def _separate(self, a: MemoryRecord, b: MemoryRecord, sep: Any, similarity: float, reason: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         now = now_ts()
-        texts = [t if _fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]
+        texts = [t if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]
         changed = [i for i, (t, r) in enumerate(zip(texts, (a, b))) if t != r.text]
         vectors = self.embedder.encode([texts[i] for i in changed], role="passage") if changed else []
         old_vectors = self.store.vectors([r.id for i, r in enumerate((a, b)) if i not in changed])
@@ -333,15 +325,15 @@ class ConsolidationJob(DistillMixin):
             if context:
                 meta["context"] = context
             vector = vectors[changed.index(i)].tolist() if i in changed else old_vectors[record.id]
-            rows.append(_row(record, texts[i], meta, vector))
+            rows.append(row_of(record, texts[i], meta, vector))
         # a Separator may find nothing to tell apart: then only the markers are written (so the pair is not
         # judged again), nothing is counted and history records no change
         changed_any = [row["text"] != r.text or row["metadata"].get("context", "") != r.metadata.get("context", "")
                        for r, row in ((a, rows[0]), (b, rows[1]))]
         with self._lock:
-            written = self._rewrite(rows)
-            self._history([
-                self._event(r, HistoryAction.SEPARATED, old_text=r.text, new_text=row["text"],
+            written = rewrite_alive(self.store, rows)
+            add_history(self.store, [
+                event(r, HistoryAction.SEPARATED, old_text=r.text, new_text=row["text"],
                             details={"separated_from": o.id, "similarity": similarity, "reason": reason or sep.reason,
                                      "old_context": r.metadata.get("context", ""), "new_context": row["metadata"].get("context", ""),
                                      **sep.facts_details()})
@@ -362,26 +354,7 @@ class ConsolidationJob(DistillMixin):
                 if vector is None:
                     return  # deleted meanwhile
         with self._lock:
-            if not self._rewrite([_row(record, text, metadata, list(vector))]):
+            if not rewrite_alive(self.store, [row_of(record, text, metadata, list(vector))]):
                 return
             if action is not None:
-                self._history([self._event(record, action, old_text=record.text, new_text=text, details=details or {})])
-
-    def _rewrite(self, rows: list[dict[str, Any]]) -> set[int]:
-        """Upsert rows in place; rows deleted meanwhile (a delete racing this run) are skipped, never resurrected."""
-        try:
-            self.store.upsert(rows)
-            return {int(r["id"]) for r in rows}
-        except NotFound:
-            alive = set(self.store.vectors([int(r["id"]) for r in rows]))
-            keep = [r for r in rows if int(r["id"]) in alive]
-            log.info("%d memories vanished during consolidation; not rewritten", len(rows) - len(keep))
-            if keep:
-                self.store.upsert(keep)
-            return {int(r["id"]) for r in keep}
-
-    def _event(self, record: MemoryRecord, action: HistoryAction, **kw: Any) -> HistoryEvent:
-        return HistoryEvent(memory_id=record.id, user_id=record.user_id, action=action, actor=ACTOR, **kw)
-
-    def _history(self, events: Sequence[HistoryEvent]) -> None:
-        self.store.add_history([e.model_dump(mode="json") for e in events])
+                add_history(self.store, [event(record, action, old_text=record.text, new_text=text, details=details or {})])

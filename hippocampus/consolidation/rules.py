@@ -3,11 +3,17 @@
 Two episodes may only merge when the same person is remembered (`who`),
 and when they are close in time: within 30 minutes in one chat, within 7 days
 across chats. Similarity only *proposes* a pair; these rules and then the Merger's
-same-event judgement decide.
+same-event judgement decide. Matching words never decide on their own: the same text
+told on different days or in different chats is judged like any other pair.
+
+The time policy is the table below: the two merge windows, the words that tie an event
+to the day it was told (`DAY_TIED`: "this morning", "昨天"), and what the write path may
+take as the same words said again (`said_again`: one chat, within the same-chat window).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import datetime, timezone
 from typing import Any, Literal, Mapping
@@ -16,8 +22,16 @@ from ..models import MemoryRecord
 
 PairClass = Literal["merge_candidate", "separate", "none"]
 
-SAME_CHAT_WINDOW_S = 1800
-DIFF_CHAT_WINDOW_S = 604800
+# ---- the time policy ------------------------------------------------------------------
+SAME_CHAT_WINDOW_S = 1800  # Property 18: one chat, at most 30 minutes apart
+DIFF_CHAT_WINDOW_S = 604800  # Property 19: different chats, at most 7 days apart
+# Words that tie an event to the day it was told: two tellings on different days name two
+# days, so two events ("I went running this morning" on Monday and on Wednesday).
+DAY_TIED = re.compile(
+    r"\b(today|tonight|yesterday|tomorrow|this (?:morning|afternoon|evening|week)|last night|just now)\b"
+    r"|今天|今晚|今早|今晨|昨天|昨晚|前天|明天|明晚|后天|刚才|刚刚",
+    re.IGNORECASE,
+)
 
 
 def same_who(who_a: str, who_b: str) -> bool:
@@ -54,6 +68,38 @@ def merge_allowed(
         where = "same chat" if same_chat else "different chats"
         return False, f"{where}: {abs(a.ts - b.ts)} s apart, more than {window} s"
     return True, ""
+
+
+def event_day(value: Any) -> str:
+    """The calendar day of an ISO time (as written, in its own offset); "" when there is none."""
+    if isinstance(value, str) and len(value) >= 10:
+        try:
+            return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date().isoformat()
+        except ValueError:
+            return value.strip()[:10]
+    return ""
+
+
+def times_allow_one_event(text_a: str, time_a: Any, text_b: str, time_b: Any) -> tuple[bool, str]:
+    """Can two tellings be one event by their times? Not when either text ties its event to the
+    day it was told (DAY_TIED) and the days differ; identical words change nothing."""
+    day_a, day_b = event_day(time_a), event_day(time_b)
+    if day_a and day_b and day_a != day_b and (DAY_TIED.search(text_a or "") or DAY_TIED.search(text_b or "")):
+        return False, f"relative time words on different days ({day_a} vs {day_b}): two events"
+    return True, ""
+
+
+def said_again(existing: MemoryRecord, text: str, chat_id: str, who: str, ts: int, time_iso: str) -> bool:
+    """The write path's "already remembered": the same words count as one telling said again only
+    in the same chat, by the same person, within the same-chat window, on a day the words allow.
+    Anything else is stored and goes to consolidation's same-event judgement like any other pair."""
+    return (
+        normalise(existing.text) == normalise(text)
+        and existing.chat_id == chat_id
+        and existing.who == who
+        and within_time_window(existing.ts, ts, same_chat=True)
+        and times_allow_one_event(existing.text, existing.time_iso, text, time_iso)[0]
+    )
 
 
 def classify(similarity: float, thresholds: tuple[float, float]) -> PairClass:

@@ -6,10 +6,10 @@ only where they are near certain; everything else is an experience (episodes) or
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import tzinfo
 
 from ..models import Category, Lifecycle, MemoryType
-from .policy import DAY, LEVELS
+from . import when
 
 _TODO = re.compile(
     r"\b(remind me|i need to|i have to|i must|i should|todo|to-do|don'?t forget to|i'?ll need to)\b"
@@ -24,10 +24,6 @@ _PREFERENCE = re.compile(
 )
 _DECISION = re.compile(r"\bi (have )?decided\b|\bwe (have )?decided\b|\bi'?m going with\b|决定", re.IGNORECASE)
 _WORKFLOW = re.compile(r"\b(always|usually) (run|deploy|use|do)\b|\bmy workflow\b|流程|每次都先", re.IGNORECASE)
-_REMEMBER = re.compile(r"\bremember (that|this)\b|\bdon'?t forget\b|记住|别忘", re.IGNORECASE)
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_TOMORROW = re.compile(r"\btomorrow\b|明天", re.IGNORECASE)
-_TODAY = re.compile(r"\btoday\b|\btonight\b|今天|今晚", re.IGNORECASE)
 
 
 def guess_category(text: str, memory_type: MemoryType) -> Category:
@@ -42,32 +38,30 @@ def guess_category(text: str, memory_type: MemoryType) -> Category:
 
 
 def guess_importance(text: str) -> float:
-    """An explicit "remember" is high (0.8), anything else medium (0.6): the importance levels."""
-    return LEVELS["high"] if _REMEMBER.search(text) else LEVELS["medium"]
+    """An explicit "remember" is high (0.8), anything else medium (0.6): the importance levels (when.importance)."""
+    return when.importance(text)
 
 
-def todo_expiry(text: str, event_ts: int) -> int | None:
-    """The end (UTC) of the day a todo names: an ISO date, or tomorrow / today relative to the
-    turn's time; None when it names none."""
-    m = _ISO_DATE.search(text)
-    if m:
-        try:
-            day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc)
-        except ValueError:
-            return None
-        return int(day.timestamp()) + DAY - 1
-    start = (event_ts // DAY) * DAY
-    if _TOMORROW.search(text):
-        return start + 2 * DAY - 1
-    if _TODAY.search(text):
-        return start + DAY - 1
-    return None
+def todo_expiry(text: str, said_ts: int, tz: tzinfo | None = None) -> int | None:
+    """The end of the day a todo names (an ISO date, today / tomorrow / next Friday / 明天 / 下周二 ...), resolved
+    from when it was said, in the user's zone (the machine's when None); None when it names none (when.py)."""
+    return when.expiry(text, said_ts, tz or when.zone())
 
 
 def new_life(text: str, memory_type: MemoryType, now: int, event_ts: int, category: Category | None = None,
-             importance: float | None = None) -> Lifecycle:
-    """The lifecycle fields of a memory written now; a given category or importance wins over the guess."""
+             importance: float | None = None, *, said: str | None = None, tz: tzinfo | None = None) -> Lifecycle:
+    """The lifecycle fields of a memory written now; a given category wins over the guess. `event_ts` is when
+    the turn was said; `said`, the turn as the user said it (a fresh write): the one importance rule reads it
+    (an explicit "remember" is at least 0.8, whatever the memory's text kept), and a todo's day is looked for
+    in the memory's text, then in it. Without `said` (an import, a restore) a given importance is kept as is."""
     category = category or guess_category(text, memory_type)
-    expires = todo_expiry(text, event_ts) if category is Category.TODO else None
-    return Lifecycle(importance=guess_importance(text) if importance is None else importance, category=category,
-                     last_activated=now, expires_at=expires)
+    expires = None
+    if category is Category.TODO:
+        expires = todo_expiry(text, event_ts, tz)
+        if expires is None and said:
+            expires = todo_expiry(said, event_ts, tz)
+    if said is not None:
+        score = when.importance(said or text, importance, memory=text)
+    else:
+        score = guess_importance(text) if importance is None else importance
+    return Lifecycle(importance=score, category=category, last_activated=now, expires_at=expires)

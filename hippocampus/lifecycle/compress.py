@@ -31,7 +31,7 @@ from ..processors.compressor import FactCompressor
 from ..processors.fact_extract import IS_CJK
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..writes import new_row
+from ..store.writes import new_row
 from .policy import DAY, PERMANENT
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from ..errors import LLMError
 from ..models import LIFE_KEY, Category, DecayStats, Lifecycle, HistoryAction, HistoryEvent, MemoryRecord, Progress, State
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..removal import remove_with_history
+from ..store.removal import remove_with_history
 from .policy import PERMANENT, THRESHOLDS, DecayRule, Thresholds, next_state, score_of
 
 log = logging.getLogger(__name__)

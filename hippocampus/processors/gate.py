@@ -76,14 +76,7 @@ _LETS_TALK = re.compile(r"^(?:我们)?(?:来)?(?:聊聊|聊一聊|说说|谈谈)
 # "I wonder how tall Everest is", "我想知道光速是多少": a question put as a statement of curiosity.
 _WONDER = re.compile(r"^(?:i\s+wonder|i'?m\s+curious|i\s+was\s+wondering|do\s+you\s+know|我想知道|我很好奇|我好奇|你知道)\s*", re.IGNORECASE)
 # Forget (or do-not-keep) requests, at the start of a clause; "don't forget" and "别忘了" are remember requests.
-_FORGET = re.compile(
-    r"^(?:ok(?:ay)?\s+|and\s+|also\s+)?(?:please\s+)?(?:(?:can|could|would|will) you\s+)?(?:please\s+)?"
-    r"(?:forget\s+(?:that|what|about|everything|it|this|my|i|the|all|those|these)\b|(?:don'?t|do not)\s+(?:remember|save|store|record|keep)\s+(?:that|this|it)\b)"
-    r"|^(?:请你?|麻烦你?|帮我|你(?:可以|能)?)?(?:忘掉|忘记)(?!告诉|跟你|和你|说|提|带|拿|关|锁|吃|买|做|写|交|给|还|问|了)"
-    r"|^(?:请你?|麻烦你?|帮我|你)?把.{1,30}(?:忘掉|忘记|忘了)(?:吧|吗|好吗)?$"
-    r"|^(?:这个|这件事|这些|这条|刚才的?)?(?:请)?(?:不要|别|不用|不必)(?:记住|记下来|记下|记录|记着|记)",
-    re.IGNORECASE,
-)
+_FORGET = T.FORGET  # one forget-request rule for the gate, the write rules and the monitor (text.py)
 # Requests for content (a poem, a translation, a joke), with the words that say who it is for.
 _REQUEST_PREFIX = re.compile(
     r"^(?:(?:can|could|would|will) you\s+)?(?:please\s+)?(?:help me\s+(?:to\s+)?)?(?:请你?|麻烦你?|能不能|可以)?(?:帮我|给我|为我|替我)?",

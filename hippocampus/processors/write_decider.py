@@ -15,7 +15,6 @@ from .results import WriteDecision
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
-    from ..llm import ChatModel
 
 
 def user_text(turns: Sequence[dict[str, str]]) -> str:
@@ -46,18 +45,19 @@ def gate_enabled(config: "MemoryConfig") -> bool:
     return config.llm_gate == "on" and (config.llm_provider != "offline" or config.write_decision == "deferred")
 
 
-def decide_turn(get_llm: Callable[[], "ChatModel"], config: "MemoryConfig", chat_id: str,
+def decide_turn(make_decider: Callable[[], "EpisodicWriteDecider"], config: "MemoryConfig", chat_id: str,
                 turns: Sequence[dict[str, str]], now_iso: str = "") -> WriteDecision | None:
     """add(infer=True)'s write decision: the gate's when it is certain (reason "gate: ..."; no model
     call), else None under `write_decision: deferred` (keep the turn raw, pending), else the model's
-    (one call; LLMError when it fails). `get_llm` is called only when the model is asked."""
+    (one call; LLMError when it fails). `make_decider` (MemoryContext.processor) is called only when
+    the model is asked, so a turn the gate decides never makes the chat model."""
     if gate_enabled(config):
         decided = gate(turns, now_iso)
         if decided is not None:
             return decided
     if config.write_decision == "deferred":
         return None
-    return EpisodicWriteDecider(get_llm(), config.prompts_dir).decide(chat_id, turns, now_iso=now_iso)
+    return make_decider().decide(chat_id, turns, now_iso=now_iso)
 
 
 def episodic_metadata(

@@ -30,6 +30,7 @@ from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple
 from .graph import apply as apply_graph
 from .hubness import PROBES, corrections, hub_scores
 from .ranking import RankParams, diversify, rank
+from .subject import apply as apply_subject
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class RetrievalParams:
     candidates: int = 20
     script_aware: bool = True
     hubness_weight: float = 0.5
+    subject_weight: float = 0.1  # the subject stage (retrieval/subject.py)
     graph_on: bool = False  # config `graph: on`; a search may ask for it or not (`graph=`)
     graph: GraphParams = GraphParams()
     rank: RankParams = RankParams()
@@ -67,6 +69,7 @@ class RetrievalParams:
             bm25_weight=float(config.hybrid_bm25_weight),
             candidates=int(config.search_candidates),
             hubness_weight=float(config.rank_hubness_weight),
+            subject_weight=float(config.rank_subject_weight),
             graph_on=config.graph == "on",
             graph=GraphParams(weight=float(config.rank_graph_weight)),
             rank=RankParams.from_config(config),
@@ -98,19 +101,8 @@ class Retriever:
         return F.and_(*parts)
 
     def caller_filter(self, user_id: str, filters: dict[str, Any] | None) -> F.CallerFilter:
-        """The caller's filters compiled once per search, a bare key proven to be a metadata key of
-        some memory of this user (one row read per such key) or refused: a misspelt field is an
-        InvalidInput naming the fields, never an empty answer. A server without JSON `exists`
-        (Milvus before 2.4) cannot be asked; there a bare key is taken as a metadata key."""
-        caller = F.caller_filter(filters)
-        if caller.bare and self.store.capabilities.json_exists:
-            part = self.store.partition_for(user_id)
-            for key in caller.bare:
-                found = part is not None and self.store.query(
-                    F.and_(F.eq("user_id", user_id), F.json_exists("metadata", key)), fields=["id"], limit=1, partition=part)
-                if not found:
-                    raise F.unknown_field(key)
-        return caller
+        """The caller's filters compiled once per search, bare keys checked (store/filters.py `checked_filter`)."""
+        return F.checked_filter(self.store, user_id, filters)
 
     def encode_query(self, query: str, mode: SearchMode | None = None) -> Sequence[float] | None:
         """The query's vector, or None when BM25 alone will serve (bm25 mode, or the embedder failed)."""
@@ -153,7 +145,8 @@ class Retriever:
             return []  # no bucket yet: this user has no memories
         use_context = self.params.context.active and query_vector is not None and mode != "bm25"
         use_graph = (self.params.graph_on if graph is None else bool(graph)) and self.params.graph.active and query_vector is not None
-        reorder = mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0 or use_graph
+        reorder = (mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0 or use_graph
+                   or self.params.subject_weight > 0)
         q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
                   include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph)
@@ -367,6 +360,12 @@ def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return fuse(cands, q.text, method, r.params.bm25_weight, script_aware=r.params.script_aware)
 
 
+def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """A question about the user passes over memories only about someone else, and the reverse
+    (retrieval/subject.py). Not for BM25 alone, whose scores are on another scale."""
+    return cands if q.mode == "bm25" else apply_subject(cands, q.text, q.user_id, r.params.subject_weight)
+
+
 def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Memories linked to the query through the user's graph join or rise (retrieval/graph.py; with `graph: on`)."""
     g, p = r.store.graph, r.params.graph
@@ -410,4 +409,4 @@ def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 
 
 Stage = Callable[[Retriever, Query, list[Candidate]], list[Candidate]]
-STAGES: tuple[Stage, ...] = (gather, hubness, fusion, graph, context, current, ranking)  # the order a query walks, once
+STAGES: tuple[Stage, ...] = (gather, hubness, fusion, subject, graph, context, current, ranking)  # the order a query walks, once

@@ -9,7 +9,8 @@ In this order, on every route (REST, the Web UI, MCP, the docs, /metrics, /healt
    (the scheme and the very Host of the request), is "null", or that says `Sec-Fetch-Site:
    cross-site` (or same-site: another port of the same machine) is 403. No Origin passes: curl,
    the Python Client and MCP clients send none, and a browser always sends one with such requests.
-3. The key, before the body is read (/v1, /mcp, /metrics, and the docs unless they are public):
+3. The key, before the body is read (/v1, /mcp, /metrics, and the docs unless they are public; a
+   UI form other than the login needs a live session or a key header, else 401 to /ui/login):
    none or a wrong one is 401; wrong ones are counted per client address (AuthThrottle), and after
    a handful a minute they are answered 429 with Retry-After. A right key is never delayed, from
    that address too: the throttle makes guessing loud (and slows a guesser that stops at 429); the
@@ -28,16 +29,12 @@ user ids and search text (`--debug-access-log` adds the raw path, for debugging 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import math
-import re
-import threading
 import time
-from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
@@ -52,6 +49,9 @@ from ..validation import METADATA_MAX_BYTES
 from ..wire import error_body
 from .auth import KeyRing
 from .deps import presented_key
+from .hosts import HostList, is_loopback_host, split_host
+from .throttle import AuthThrottle
+from .sessions import COOKIE, SECURE_COOKIE
 
 access_log = logging.getLogger("hippocampus.access")
 
@@ -69,11 +69,9 @@ assert DEFAULT_MAX_BODY_BYTES > 7 * _WORST_ONE_MEMORY
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
 COMMON_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY"}
-_NAME = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?)$")
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -90,114 +88,6 @@ def security_headers(path: str) -> dict[str, str]:
     elif _under(path, "/v1"):
         out["Cache-Control"] = "no-store"
     return out
-
-
-def split_host(value: str) -> tuple[str, Optional[int]]:
-    """("name", port or None) from a Host header or an operator's name; ValueError when it is neither."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        name, rest = (value[: end + 1], value[end + 1 :]) if end > 0 else ("", "")
-    else:
-        name, sep, port = value.partition(":")
-        rest = sep + port
-    if not name or not _NAME.match(name) or (rest and not (rest[:1] == ":" and rest[1:].isdigit() and len(rest) <= 6)):
-        raise ValueError(f"not a host name: {value!r}")
-    return name, int(rest[1:]) if rest else None
-
-
-def is_loopback_host(host: str) -> bool:
-    """localhost or a loopback address (127.0.0.0/8, ::1), with or without brackets."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-class HostList:
-    """The Host names the service answers to: loopback names (any port) and the operator's, each
-    either a bare name (any port) or name:port."""
-
-    def __init__(self, names: Iterable[str] = ()):
-        self.names: list[tuple[str, Optional[int]]] = []
-        for name in names:
-            try:
-                self.names.append(split_host(name))
-            except ValueError:
-                raise ConfigError(f"--allowed-host {name!r}: give a host name or address, optionally with :port "
-                                  "(no scheme, path or wildcard)") from None
-
-    def allows(self, host: Optional[str]) -> bool:
-        if not host:
-            return False
-        try:
-            name, port = split_host(host)
-        except ValueError:
-            return False
-        return is_loopback_host(name) or (name, None) in self.names or (name, port) in self.names
-
-    def mcp_hosts(self) -> list[str]:
-        """The same list in the MCP SDK's TransportSecuritySettings form ("name", "name:*")."""
-        out = [f"{n}{suffix}" for n in LOOPBACK_NAMES for suffix in ("", ":*")]
-        for name, port in self.names:
-            out += [f"{name}:{port}"] if port else [name, f"{name}:*"]
-        return out
-
-    def mcp_origins(self) -> list[str]:
-        return [f"{scheme}://{host}" for host in self.mcp_hosts() for scheme in ("http", "https")]
-
-
-class AuthThrottle:
-    """Failed authentications per client address: after `limit` in `window_s`, `retry_after` says how
-    long until the oldest of them leaves the window. Bounded: the last `limit` failures of at most
-    `max_clients` addresses (the least recently failing are forgotten first); an IPv6 client counts by
-    its /64, which one machine usually holds whole. Thread-safe (the UI's login runs in a worker thread).
-
-    The throttle never checks or delays a right key: a caller checks the key first, then asks
-    `retry_after` only for a wrong one (429 instead of 401) and records it with `failure`."""
-
-    def __init__(self, limit: int = 10, window_s: float = 60.0, max_clients: int = 4096,
-                 clock: Callable[[], float] = time.monotonic):
-        self.limit, self.window_s, self.max_clients, self.clock = limit, window_s, max_clients, clock
-        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(client: str) -> str:
-        try:
-            address = ipaddress.ip_address(client)
-        except ValueError:
-            return client
-        if isinstance(address, ipaddress.IPv6Address):
-            if address.ipv4_mapped is not None:
-                return str(address.ipv4_mapped)
-            if not address.is_loopback:
-                return str(ipaddress.ip_network(f"{address}/64", strict=False))
-        return str(address)
-
-    def retry_after(self, client: str) -> Optional[float]:
-        """Seconds until `client` may be told 401 again; None while it is under the limit."""
-        with self._lock:
-            times = self._failures.get(self._key(client))
-            if times is None or len(times) < self.limit:
-                return None
-            wait = times[0] + self.window_s - self.clock()
-            return wait if wait > 0 else None
-
-    def failure(self, client: str) -> None:
-        """Count one failed authentication of `client`."""
-        key = self._key(client)
-        with self._lock:
-            times = self._failures.pop(key, None) or deque(maxlen=self.limit)
-            times.append(self.clock())
-            self._failures[key] = times
-            while len(self._failures) > self.max_clients:
-                self._failures.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._failures)
 
 
 @dataclass(frozen=True)
@@ -237,8 +127,10 @@ class Guard:
     """The ASGI middleware itself; GuardedApp puts it outside every other layer, the 500 answer included."""
 
     def __init__(self, app: ASGIApp, settings: GuardSettings, keys: KeyRing, throttle: AuthThrottle,
-                 observe: Optional[Callable[[str, str, int, float, Optional[str]], None]] = None):
+                 observe: Optional[Callable[[str, str, int, float, Optional[str]], None]] = None,
+                 ui_sessions: Callable[[], Any] = lambda: None):
         self.app, self.settings, self.keys, self.throttle, self.observe = app, settings, keys, throttle, observe
+        self.ui_sessions = ui_sessions  # the UI's session table (sessions.Sessions), once the UI is mounted
 
     def _needs_key(self, path: str) -> bool:
         if self.keys.is_open:
@@ -265,6 +157,9 @@ class Guard:
             refusal = self._authenticate(scope, closing)
             if refusal:
                 return refusal
+        if (has_body and method not in SAFE_METHODS and _under(path, "/ui") and path != "/ui/login"
+                and not self.keys.is_open and not self._ui_caller(scope)):
+            return _refusal(401, "AuthError", "log in first: /ui/login", {"Location": "/ui/login", **closing})
         if has_body and method not in SAFE_METHODS and (_under(path, "/v1") or _under(path, "/mcp")):
             media = headers.get("content-type", "").split(";")[0].strip().lower()
             if media != "application/json":
@@ -274,6 +169,19 @@ class Guard:
         if length and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
             return _refusal(413, "InvalidInput", _too_large(self.settings.max_body_bytes), closing)
         return None
+
+    def _ui_caller(self, scope: Scope) -> bool:
+        """A UI form's sender is known before its body is read: a live session, or a valid key header."""
+        request = Request(scope)
+        sessions = self.ui_sessions()
+        for name in (COOKIE, SECURE_COOKIE):
+            if sessions is not None and sessions.get(request.cookies.get(name)) is not None:
+                return True
+        try:
+            self.keys.resolve(presented_key(request))
+            return True
+        except AuthError:
+            return False
 
     def _authenticate(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
         key = presented_key(Request(scope))
@@ -395,7 +303,8 @@ class GuardedApp(FastAPI):
         inner = super().build_middleware_stack()
         metrics = getattr(self.state, "metrics", None)
         return Guard(inner, self.state.guard, self.state.keys, self.state.auth_throttle,
-                     observe=metrics.observe if metrics is not None else None)
+                     observe=metrics.observe if metrics is not None else None,
+                     ui_sessions=lambda: getattr(self.state, "ui_sessions", None))
 
 
 def install(app: GuardedApp, hosts: HostList, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from ..graph_verbs import GraphView
+from ..graph.service import GraphView
 from ..memory import Memory
 from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                       SearchResult, UndoResult)

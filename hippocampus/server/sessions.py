@@ -17,6 +17,8 @@ from typing import Callable, Optional
 
 from .auth import Tenant
 
+COOKIE = "hippocampus_ui_session"
+SECURE_COOKIE = "__Host-hippocampus_ui_session"  # the prefix makes browsers require Secure, no Domain, path /
 DEFAULT_LIFETIME_S = 12 * 3600
 MAX_SESSIONS = 10_000
 

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends
 from ..errors import InvalidInput
 from ..graph.build import GraphStats
 from ..memory import Memory
-from ..transfer_verbs import ImportReport
+from ..transfer.service import ImportReport
 from ..wire import BuildGraphRequest, ExportReply, ImportRequest
 from .auth import Tenant
 from .deps import authenticate, memory_of

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Red
 from fastapi.staticfiles import StaticFiles
 
 from .. import validation as V
-from ..browse_verbs import SORT_KEYS
+from ..memory.browse import SORT_KEYS
 from ..errors import AuthError, InvalidInput, NotFound
 from ..memory import Memory
 from ..models import Category, MemoryType, State, now_ts

@@ -25,11 +25,9 @@ from markupsafe import Markup, escape
 from ..errors import AuthError
 from .auth import Tenant
 from .deps import presented_key
-from .sessions import Session, Sessions
+from .sessions import COOKIE, SECURE_COOKIE, Session, Sessions
 
 UI_PREFIX = "/ui"
-COOKIE = "hippocampus_ui_session"
-SECURE_COOKIE = "__Host-hippocampus_ui_session"  # the prefix makes browsers require Secure, no Domain, path /
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from ..errors import InvalidInput
 from ..models import Category
 from ..validation import OWNED_KEYS
+
+if TYPE_CHECKING:
+    from .milvus import MilvusStore
 
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # Milvus string literals know \n \r \t but no \uXXXX escape: other control characters are refused.
@@ -120,10 +123,9 @@ def _join(op: str, parts: tuple[str | None, ...]) -> str:
 # otherwise InvalidInput naming the fields, never a silent empty answer.
 FILTER_COLUMNS: tuple[str, ...] = ("chat_id", "who", "memory_type")
 FILTER_ALIASES: dict[str, str] = {"chatid": "chat_id"}
-FILTER_LIFE: tuple[str, ...] = ("category", "state")
 FILTER_STATES: tuple[str, ...] = ("active", "archived", "superseded")
 METADATA_PREFIX = "metadata."
-# Metadata keys the library writes (README "Metadata"): known by name, so taken bare without a look.
+# Metadata keys the library writes (README "Limits"; validation.OWNED_KEYS): known by name, taken bare without a look.
 LIBRARY_KEYS: frozenset[str] = frozenset({*OWNED_KEYS, "context", "thing", "time", "fact", "source_chatid",
                                           "first_seen", "updates", "importance", "last_used_at"})
 FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state, or metadata.<key> for a key of the memory's "
@@ -174,6 +176,22 @@ def caller_filter(filters: dict[str, object] | None) -> CallerFilter:
                 bare.append(key)
             parts.append(json_eq("metadata", key, value))
     return CallerFilter(and_(*parts), bare, superseded)
+
+
+def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object] | None) -> CallerFilter:
+    """`caller_filter`, each bare key proven to be a metadata key of some memory of this user (one
+    row read per such key) or refused: a misspelt field is an InvalidInput naming the fields, never
+    an empty answer. A server without JSON `exists` (Milvus before 2.4) cannot be asked; there a
+    bare key is taken as a metadata key."""
+    caller = caller_filter(filters)
+    if caller.bare and store.capabilities.json_exists:
+        part = store.partition_for(user_id)
+        for key in caller.bare:
+            found = part is not None and store.query(and_(eq("user_id", user_id), json_exists("metadata", key)),
+                                                     fields=["id"], limit=1, partition=part)
+            if not found:
+                raise unknown_field(key)
+    return caller
 
 
 def unknown_field(key: str) -> InvalidInput:

@@ -21,15 +21,27 @@ from __future__ import annotations
 import hashlib
 import threading
 import unicodedata
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 from pymilvus import DataType, MilvusClient
 
 from . import filters as F
 from .schema import ID_MAX_LEN
 
-if TYPE_CHECKING:
-    from .milvus import MilvusStore
+
+
+class GraphHost(Protocol):
+    """What the graph collection uses of its MilvusStore (store/milvus.py), named here so that this
+    module need not import the store that imports it."""
+
+    client: MilvusClient
+    collection: str
+    dim: int
+    _lock: threading.RLock
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    def _create_collection(self, name: str, **kwargs: Any) -> None: ...
+    def add_history(self, events: Sequence[dict[str, Any]]) -> list[int]: ...
 
 KINDS = ("entity", "triple", "memory")
 MAX_SUPPORTS = 4096  # Milvus's largest ARRAY capacity: an entity named in more memories keeps the newest ids
@@ -90,7 +102,7 @@ def blank_row(user_id: str, kind: str, key: str, dim: int) -> dict[str, Any]:
 class GraphCollection:
     """Typed access to `<name>_graph`, through its MilvusStore's client and lock."""
 
-    def __init__(self, store: "MilvusStore"):
+    def __init__(self, store: GraphHost):
         self.store = store
         self.name = f"{store.collection}_graph"
         self._exists = False

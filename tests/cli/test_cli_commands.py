@@ -102,5 +102,5 @@ def test_version():
 
 def test_search_filter_errors_name_the_filter_option(tmp_path: Path):
     """Before: `search -f nokeyvalue` said '--meta takes key=value'."""
-    result = cli(str(tmp_path / "m.db"), "search", "q", "-u", "ann", "-f", "nokeyvalue", code=2)
+    result = cli(str(tmp_path / "m.db"), "--create", "search", "q", "-u", "ann", "-f", "nokeyvalue", code=2)
     assert result.stderr.strip() == "error: InvalidInput: --filter takes key=value, got 'nokeyvalue'"

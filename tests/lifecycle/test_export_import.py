@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from hippocampus import Memory
 from hippocampus.cli.app import app
 from hippocampus.errors import InvalidInput
-from hippocampus.lifecycle.jsonl import dump_line, load_line
-from hippocampus.lifecycle.memory_md import SKIPPED, MdEntry, load, parse, render, save
+from hippocampus.transfer.jsonl import dump_line, load_line, record_hash
+from hippocampus.transfer.memory_md import SKIPPED, MdEntry, load, parse, render, save
 from hippocampus.models import Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State
 
 NOW = 1_771_583_400  # 2026-02-20T10:30:00Z
@@ -315,6 +315,7 @@ def test_jsonl_moves_every_field_and_the_history_to_another_store(memory: Memory
         assert len(report.created) == 2
         for old, new_id in zip(memory.get_all("u"), report.created):
             new = other.get(new_id, "w")
+            assert new.metadata.pop("source_hash") == record_hash(old)  # what a second import finds (issue 31)
             assert new.model_dump(exclude={"id", "user_id"}) == old.model_dump(exclude={"id", "user_id"})
             events = other.history(new_id, "w")
             moved = {"event_id", "memory_id", "user_id"}  # each store numbers its own events

@@ -284,7 +284,7 @@ def test_a_body_over_the_cap_is_413_whether_announced_or_streamed(name: str, ser
     before = s.state()
     key = {"Authorization": f"Bearer {s.key}"} if s.key else {}
     for path, headers in (("/v1/memories", {**JSON, **key}), ("/ui/users/alice/memories",
-                          {"Content-Type": "application/x-www-form-urlencoded"}), ("/mcp", {**JSON, **MCP_ACCEPT, **key})):
+                          {"Content-Type": "application/x-www-form-urlencoded", **key}), ("/mcp", {**JSON, **MCP_ACCEPT, **key})):
         status, answer = announce(s, path, headers)  # 100 MB announced, 64 KB sent: refused at once
         assert status == 413, (path, answer[:300])
         assert b"connection: close" in answer.lower()
@@ -305,6 +305,10 @@ def test_without_a_key_nothing_is_read_first(servers) -> None:
             assert status == 401 and b"www-authenticate" in answer.lower(), (path, answer[:300])
         status, _ = announce(s, path, {**JSON, **MCP_ACCEPT}, chunked=True, send_bytes=16_384)
         assert status == 401
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for cookie in ({}, {"Cookie": f"hippocampus_ui_session={secrets.token_urlsafe(32)}"}):  # none, or a made-up session
+        status, answer = announce(s, "/ui/users/alice/memories", {**form, **cookie}, length=1_000_000, send_bytes=16_384)
+        assert status == 401 and b"/ui/login" in answer, answer[:300]
     assert s.state() == before
 
 

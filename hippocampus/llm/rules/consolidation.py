@@ -4,7 +4,8 @@ Similarity cannot tell two dentist visits apart (e5 scores them 0.91-0.98, like 
 duplicates), so these rules only call a pair the same event when one text says
 nothing the other does not: equal after normalisation, or one's content words are
 (almost) a subset of the other's, with no conflicting numbers and no relative-time
-words ("today", "昨天") on different days. Anything else is two events, and the
+words ("today", "昨天") on different days (the time policy of consolidation/rules.py, checked
+before any word comparison, so identical words never decide alone). Anything else is two events, and the
 Separator adds each record's distinguishing context (date, chat, differing words).
 """
 
@@ -14,9 +15,9 @@ import difflib
 import re
 import unicodedata
 from collections import Counter
-from datetime import datetime
 from typing import Any
 
+from ...consolidation.rules import event_day, times_allow_one_event
 from ...text import CJK
 from . import rule
 
@@ -30,10 +31,6 @@ _STOP_EN = set(
     "about as but also too then than into up out over again some any all not no yes".split()
 )
 _STOP_ZH = set("的了呢吗啊吧呀哦嘛着过是也都就很在和与及并又还我你他她它们这那个一些")
-_RELATIVE = re.compile(
-    r"\b(today|tonight|yesterday|tomorrow|this (?:morning|afternoon|evening|week)|last night|just now)\b|今天|今晚|昨天|昨晚|明天|刚才|刚刚|今早|今天早上",
-    re.IGNORECASE,
-)
 # Words a paraphrase may swap without changing the event ("搬到" / "搬去", "got" / "had").
 _LIGHT = set("到去做在从往向把被给让跟和与同对为于以其要会能想得地着过个位名次将已经把来") | set(
     "went go goes going got get gets getting had have did do does made make makes took take".split()
@@ -77,12 +74,7 @@ def substitutions(ta: str, tb: str) -> list[tuple[str, str]]:
 
 
 def _day(value: Any) -> str:
-    if isinstance(value, str) and len(value) >= 10:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).date().isoformat()
-        except ValueError:
-            return value[:10]
-    return ""
+    return event_day(value)
 
 
 def same_event(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, str]:
@@ -91,11 +83,11 @@ def same_event(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, str]:
     na, nb = normalise(ta), normalise(tb)
     if not na or not nb:
         return False, "an empty text cannot be judged"
-    day_a, day_b = _day(a.get("time")), _day(b.get("time"))
-    if day_a and day_b and day_a != day_b and (_RELATIVE.search(ta) or _RELATIVE.search(tb)):
-        return False, f"relative time words on different days ({day_a} vs {day_b})"
+    one, why = times_allow_one_event(ta, a.get("time"), tb, b.get("time"))
+    if not one:  # checked before any word comparison: the same words on two days are two events
+        return False, why
     if na == nb:
-        return True, "the same text after normalisation"
+        return True, "the same text after normalisation (the times allow one event)"
     nums_a, nums_b = numbers(ta), numbers(tb)
     if (nums_a - nums_b) and (nums_b - nums_a):
         return False, f"conflicting numbers or dates ({_show(set(nums_a - nums_b))} / {_show(set(nums_b - nums_a))})"

@@ -12,16 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...text import clauses, key_terms, user_lines
+from ...text import forget_clauses, key_terms, user_lines
 from . import rule
 from .writing import decide
 
-_FORGET = re.compile(
-    r"^(?:ok(?:ay)?\s+|and\s+|also\s+)?(?:please\s+)?(?:(?:can|could|would) you\s+)?(?:please\s+)?"
-    r"(?:forget\s+(?:that|what|about|everything|it|this|my|i)\b|(?:don'?t|do not)\s+(?:remember|keep)\s+(?:that|this|it)\b)"
-    r"|^(?:请你?|麻烦你?|帮我)?(?:忘掉|忘记)(?!告诉|跟你|说|带|拿|了)|^(?:这个|这件事)?(?:请)?(?:不要|别)(?:记住|记下|记)",
-    re.IGNORECASE,
-)
 _FORGET_WORDS = {"forget", "said", "told", "mentioned", "about", "what", "please", "忘掉", "忘记", "说的", "刚才"}
 _DISTINCT = re.compile(r"\b[A-Z][a-z]{2,}\b|\d+")
 
@@ -40,10 +34,8 @@ def used(memory: str, reply: str) -> bool:
 
 
 def forget_targets(user: str) -> tuple[list[str], list[str]]:
-    """(the forget clauses, the other clauses) of the user's words."""
-    parts = clauses(user)
-    asks = [c for c in parts if _FORGET.search(c.strip())]
-    return asks, [c for c in parts if c not in asks]
+    """(the forget clauses, the other clauses) of the user's words: the one forget rule (text.FORGET)."""
+    return forget_clauses(user)
 
 
 def named_by(memory: str, asks: list[str]) -> bool:

@@ -20,10 +20,11 @@ today?" is not a memory while "我下周要面试，怎么准备？" is.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timezone
 from typing import Any
 
-from ...text import (TIME_WORD, clauses, has_cjk, is_chitchat, is_experience, is_personal_event, is_personal_fact, is_question,
+from ...lifecycle.when import event_time_iso
+from ...text import (TIME_WORD, clauses, forget_clauses, has_cjk, is_chitchat, is_experience, is_personal_event, is_personal_fact, is_question,
                      key_terms, normalise_fact, substantial, user_lines)
 from . import rule
 from .lifecycle import slots
@@ -43,23 +44,18 @@ _TRANSIENT = re.compile(
     r"今天|昨天|前天|明天|后天|今晚|昨晚|刚才|刚刚|此刻|这会儿|正在|\b(?:today|tonight|yesterday|tomorrow|right now|now|just|at the moment|this morning|this afternoon)\b",
     re.IGNORECASE,
 )
-_DAY_OFFSET = [
-    (re.compile(r"前天|\bday before yesterday\b", re.I), -2),
-    (re.compile(r"昨天|昨晚|\byesterday\b|\blast night\b", re.I), -1),
-    (re.compile(r"后天|\bday after tomorrow\b", re.I), 2),
-    (re.compile(r"明天|明晚|\btomorrow\b", re.I), 1),
-]
 
 
 def _event_time(now: str, text: str) -> str:
+    """The day the text names ("tomorrow", "下周二"), resolved from `now` (when the turn was said, in the
+    user's zone as its offset says): the one rule of lifecycle/when.py."""
     try:
         base = datetime.fromisoformat(now.replace("Z", "+00:00"))
     except ValueError:
         return ""
-    for pattern, days in _DAY_OFFSET:
-        if pattern.search(text):
-            return (base + timedelta(days=days)).isoformat()
-    return base.isoformat()
+    if base.tzinfo is None:
+        base = base.replace(tzinfo=timezone.utc)
+    return event_time_iso(text, int(base.timestamp()), base.tzinfo)  # type: ignore[arg-type]
 
 
 # --- write decider ----------------------------------------------------------------------------
@@ -70,6 +66,12 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     parts = clauses(text)
     if not parts or all(is_chitchat(c) for c in parts):
         return {**no, "reason": "rules: greeting or small talk"}
+    asks, rest = forget_clauses(text)
+    if asks:  # a forget request is never a memory; what else the turn says is decided on its own
+        if not any(c.strip() and not is_chitchat(c) for c in rest):
+            return {**no, "reason": "rules: forget request (not stored)"}
+        text = " ".join(rest)
+        parts = clauses(text)
     zh = has_cjk(text)
     remembered = remember_request(text, now)
     if remembered is not None:

@@ -1,5 +1,5 @@
-"""The facade's graph verbs: build a user's graph now, and read it (the CLI's `hippocampus graph`, the
-UI later). A part of `Memory` (it inherits them); the work is in graph/build.py and store/graph.py."""
+"""The graph service: build a user's graph now, and read it (the CLI's `hippocampus graph`, the UI).
+The facade delegates its graph verbs here; the work is in graph/build.py and store/graph.py."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from . import validation as V
-from .graph.build import GraphStats
+from .. import validation as V
+from ..context import MemoryContext
+from .build import GraphStats, build
 
 ORDER = "mentions"  # entities most supported first: what the user's memories are mostly about
 
@@ -42,31 +43,26 @@ class GraphView(BaseModel):
     triples: list[GraphTripleView] = Field(default_factory=list)
 
 
-class GraphVerbs:
-    store: Any
-    embedder: Any
-    config: Any
-    llm: Any
+class GraphService:
+    """The graph verbs over a MemoryContext."""
+
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
 
     def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> GraphStats:
-        """Read the memories the extractor has not read yet (of `user_id`, else of every user) into the
-        graph: one TripleExtractor call per 8 memories; the offline rules are its degraded mode. A model
-        failure leaves that batch for the next build (counted in `errors`).
-
-        Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the embedder fails."""
-        from .graph.build import build
-        from .processors.triple_extractor import TripleExtractor
+        """Read the memories the extractor has not read yet (of `user_id`, else of every user) into the graph.
+        Memory.build_graph documents the arguments and errors."""
+        from ..processors.triple_extractor import TripleExtractor
 
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
-        return build(self.store, self.embedder, TripleExtractor(self.llm, self.config.prompts_dir), user_id, progress)
+        return build(self.ctx.store, self.ctx.embedder, self.ctx.processor(TripleExtractor), user_id, progress)
 
     def graph(self, user_id: str, limit: Optional[int] = None) -> GraphView:
         """`user_id`'s entities and triples as built so far, at most `limit` of each (all when None).
-
-        Raises InvalidInput for a bad user_id or limit; StoreError on failure."""
+        Memory.graph documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         limit = V.check_limit(limit) if limit is not None else None
-        rows = self.store.graph.rows(user_id)
+        rows = self.ctx.store.graph.rows(user_id)
         entities = sorted((r for r in rows if r["kind"] == "entity"), key=lambda r: (-len(r["supports"]), r["name"].casefold()))
         triples = sorted((r for r in rows if r["kind"] == "triple"), key=lambda r: (-len(r["supports"]), r["name"].casefold()))
         return GraphView(

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Sequence
 
-from .store import MilvusStore
-from .store import filters as F
+from .milvus import MilvusStore
+from . import filters as F
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ chat hook from in-process to a service is one line::
     memory = Memory()                     # in-process, owns the store
     memory = hippocampus.connect()        # the local service (started in the background if needed)
 
-Each verb is written once, as a request builder in `_Verbs` (client_calls.py); `Client` sends it with httpx's sync
+Each verb is written once, as a request builder in `_Verbs` (remote/calls.py); `Client` sends it with httpx's sync
 client and `AsyncClient` with its async one. Arguments go to the service as given, so the service's
 Memory validates them exactly as in-process and a bad one comes back as the same InvalidInput.
 """
@@ -19,11 +19,11 @@ from typing import Any, AsyncIterator, Callable, Iterator, Optional
 
 import httpx
 
-from .client_calls import Call, R, _json, _Verbs
-from .errors import HippocampusError, ServiceUnavailable, from_wire
-from .models import MemoryRecord, MemoryType
-from .defaults import DEFAULT_URL, ENV_SERVER
-from .wire import API_PREFIX
+from .calls import Call, R, _json, _Verbs
+from ..errors import HippocampusError, ServiceUnavailable, from_wire
+from ..models import MemoryRecord, MemoryType
+from ..defaults import DEFAULT_URL, ENV_SERVER
+from ..wire import API_PREFIX
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 DEFAULT_TIMEOUT_S = 120.0  # add with infer=True waits for the LLM

@@ -1,27 +1,28 @@
-"""The facade's curation verbs, what a person inspecting an agent's memory needs (the Web UI, and
-any admin script): a filtered, sorted page of one user's memories, an overview with the counts a
-dashboard draws, and a batch delete that never removes a core memory.
-A part of `Memory` (it inherits them); one user's memories are read a page at a time from the store
-and only the asked page is returned."""
+"""The browse service, what a person inspecting an agent's memory needs (the Web UI, and any admin
+script): a filtered, sorted page of one user's memories, an overview with the counts a dashboard
+draws, and a batch delete that never removes a core memory. The facade delegates these verbs here;
+one user's memories are read a page at a time from the store and only the asked page is returned."""
 
 from __future__ import annotations
 
 import re
-import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from typing import Any, Iterable, Literal, Optional, Sequence
 
 from pydantic import BaseModel, Field
 
-from . import validation as V
-from .config import MemoryConfig
-from .errors import InvalidInput
-from .lifecycle.policy import PERMANENT, decay_table, score_of
-from .models import Category, HistoryAction, MemoryPage, MemoryRecord, now_ts
-from .store import MEMORY_FIELDS, MilvusStore
-from .store import filters as F
-from .writes import Writer
+from .. import validation as V
+from ..context import MemoryContext
+from ..errors import InvalidInput
+from ..lifecycle.decay import forgotten_row
+from ..lifecycle.policy import PERMANENT, decay_table, score_of
+from ..models import Category, HistoryAction, HistoryEvent, MemoryPage, MemoryRecord, now_ts
+from ..store import MEMORY_FIELDS
+from ..store import filters as F
+from ..store.removal import remove_with_history
+from ..transfer import memory_md
+from ..transfer.jsonl import dump_line
 
 SortKey = Literal["time", "score", "hits", "id", "category"]
 SORT_KEYS: tuple[str, ...] = ("time", "score", "hits", "id", "category")
@@ -63,38 +64,32 @@ def score_now(record: MemoryRecord, now: int, table: dict[Category, Any]) -> flo
     return round(score_of(record.life, now, table), 4)
 
 
-class BrowseVerbs:
-    """Mixed into Memory; uses its store, config, write lock and writer."""
+class BrowseService:
+    """The browse verbs over a MemoryContext (its retriever's `caller_filter` compiles and checks `filters`)."""
 
-    config: MemoryConfig
-    store: MilvusStore
-    _write_lock: threading.Lock
-    _writes: Writer
-    retriever: Any  # retrieval/search.py Retriever: `caller_filter` compiles and checks `filters`
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
 
     def _scan(self, user_id: str, memory_type: Any = None, chat_id: Optional[str] = None, where: str = "") -> Iterable[MemoryRecord]:
         mtype = V.check_memory_type(memory_type)
         scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None,
                        F.eq("chat_id", chat_id) if chat_id else None, where)
-        for page in self.store.iterate(scope, MEMORY_FIELDS):
+        for page in self.ctx.store.iterate(scope, MEMORY_FIELDS):
             for row in page:
                 yield MemoryRecord.from_row(row)
 
     def score_now(self, record: MemoryRecord, now: Optional[int] = None) -> float:
-        """A memory's score at `now` (default: the clock), under this store's decay preset: what
-        decay compares with its thresholds. Raises nothing (it reads no store)."""
-        return score_now(record, now_ts() if now is None else now, decay_table(self.config.decay_preset))
+        """A memory's score at `now` (default: the clock). Memory.score_now documents the arguments."""
+        return score_now(record, now_ts() if now is None else now, decay_table(self.ctx.config.decay_preset))
 
     def browse(self, user_id: str, *, memory_type: Any = None, category: Optional[str] = None,
                state: Optional[str] = None, chat_id: Optional[str] = None, text: Optional[str] = None,
                sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
                filters: Optional[dict[str, Any]] = None) -> MemoryPage:
-        """A page of one user's memories matching every filter given (`text`: a case-insensitive
-        substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
-        and rule, store/filters.py), sorted by time, score (now), hits, id or
-        category. Raises InvalidInput for a bad argument; StoreError on failure."""
+        """A page of one user's memories matching every filter given (`text`. Memory.browse documents the
+        arguments and errors."""
         user_id = V.check_id("user_id", user_id)
-        where = self.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
+        where = self.ctx.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
         offset, limit = V.check_offset(offset), V.check_limit(limit)
         chat_id = V.check_id("chat_id", chat_id) if chat_id else None
         if category and category not in {c.value for c in Category}:
@@ -104,7 +99,7 @@ class BrowseVerbs:
         if sort not in SORT_KEYS:
             raise InvalidInput(f"unknown sort {sort!r}; use one of {list(SORT_KEYS)}")
         needle = str(text).casefold().strip() if text else ""
-        now, table = now_ts(), decay_table(self.config.decay_preset)
+        now, table = now_ts(), decay_table(self.ctx.config.decay_preset)
         rows: list[tuple[Any, MemoryRecord]] = []
         for rec in self._scan(user_id, memory_type, chat_id, where):
             life = rec.life
@@ -126,9 +121,9 @@ class BrowseVerbs:
 
     def overview(self, user_id: str) -> Overview:
         """Counts by type, category and state, the score histogram and memories written per day.
-        Raises InvalidInput for a bad user_id; StoreError on failure."""
+        Memory.overview documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
-        now, table = now_ts(), decay_table(self.config.decay_preset)
+        now, table = now_ts(), decay_table(self.ctx.config.decay_preset)
         out = Overview()
         types: Counter[str] = Counter()
         cats: Counter[str] = Counter()
@@ -151,13 +146,8 @@ class BrowseVerbs:
         return out
 
     def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> BatchDeleteResult:
-        """Delete these memories of this user (history kept, as `delete`); core and system memories
-        are skipped and listed, unknown or other users' ids listed as not found.
-        Raises InvalidInput for a bad id or user_id, before anything is deleted; StoreError on failure."""
-        from .lifecycle.decay import forgotten_row
-        from .models import HistoryEvent
-        from .removal import remove_with_history
-
+        """Delete these memories of this user (history kept, as `delete`). Memory.delete_many documents the
+        arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         if isinstance(memory_ids, (str, bytes)):
             memory_ids = parse_ids(memory_ids if isinstance(memory_ids, str) else memory_ids.decode())
@@ -165,8 +155,8 @@ class BrowseVerbs:
         out = BatchDeleteResult()
         if not ids:
             return out
-        with self._write_lock:
-            rows = self.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=len(ids))
+        with self.ctx.write_lock:
+            rows = self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=len(ids))
             found = {int(r["id"]): MemoryRecord.from_row(r) for r in rows}
             out.not_found = [i for i in ids if i not in found]
             out.skipped_core = [i for i in ids if i in found and found[i].life.category in PERMANENT]
@@ -174,21 +164,14 @@ class BrowseVerbs:
             if gone:  # the history events first, then the rows (removal.py): never a row gone without its event
                 events = [HistoryEvent(memory_id=i, user_id=user_id, action=HistoryAction.DELETED, old_text=found[i].text, actor="api",
                                        details={"batch": True, "row": forgotten_row(found[i])}).model_dump(mode="json") for i in gone]
-                remove_with_history(self.store, events, F.and_(F.in_("id", gone), F.eq("user_id", user_id)), gone)
+                remove_with_history(self.ctx.store, events, F.and_(F.in_("id", gone), F.eq("user_id", user_id)), gone)
             out.deleted = gone
         return out
 
     def export_view(self, user_id: str, fmt: Literal["jsonl", "md"] = "jsonl", **filters: Any) -> str:
-        """What `browse` lists with these filters (every page, in its order) as JSONL, each memory
-        with its history, or as MEMORY.md (Active and Archived by score, as `export_md`).
-        Raises InvalidInput for a bad argument or format; StoreError on failure."""
-        from collections import defaultdict
-
-        from .lifecycle import memory_md
-        from .lifecycle.jsonl import dump_line
-        from .models import HistoryEvent
-        from .transfer_verbs import _md_entry
-
+        """What `browse` lists with these filters (every page, in its order) as JSONL, each memory with its
+        history, or as MEMORY.md (Active and Archived by score, as `export_md`). Memory.export_view
+        documents the arguments and errors."""
         if fmt not in ("jsonl", "md"):
             raise InvalidInput(f"unknown export format {fmt!r}; use jsonl or md")
         records: list[MemoryRecord] = []
@@ -199,10 +182,10 @@ class BrowseVerbs:
             offset = page.next_offset
         if fmt == "md":
             now = now_ts()
-            table = decay_table(self.config.decay_preset)
-            return memory_md.render([_md_entry(r, now, table) for r in records], now)
+            table = decay_table(self.ctx.config.decay_preset)
+            return memory_md.render([memory_md.md_entry(r, now, table) for r in records], now)
         events: dict[int, list[HistoryEvent]] = defaultdict(list)
-        for raw in self.store.history(F.eq("user_id", V.check_id("user_id", user_id))):
+        for raw in self.ctx.store.history(F.eq("user_id", V.check_id("user_id", user_id))):
             event = HistoryEvent.model_validate(raw)
             events[event.memory_id].append(event)
         return "".join(dump_line(r, events[r.id]) + "\n" for r in records)

@@ -1,5 +1,5 @@
-"""The facade's undo (README "How memories age"): `Memory.undo(event_id, user_id)` puts back the
-state from before one history event. A part of `Memory` (it inherits it), kept in its own file.
+"""The undo service (README "How memories age"): `Memory.undo(event_id, user_id)` delegates here to
+put back the state from before one history event.
 
 What each action's undo does:
 
@@ -16,26 +16,28 @@ What each action's undo does:
 
 Hits, reviews, distillations, restores, reactivations, decay runs, the creation of a compressed fact
 (undo its sources' "compressed" events) and undos themselves are refused, as is an event whose memory
-changed after it (undo the later event first), one undone already, or one that kept no copy of a
-row it removed (written before undo existed).
+changed after it (any later event but a use: the refusal names it, undo it first; memory/undo_later.py),
+one undone already, or one that kept no copy of a row it removed (written before undo existed).
+Facts distilled from a memory after the event follow it when the undo changes what the memory says
+(deleted, their rows kept in history; the memory is distilled again), or the refusal says why not.
 Every undo writes its own history events: actor "undo", details {"undo_of": event_id}.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
-from . import validation as V
-from .embeddings import Embedder
-from .errors import InvalidInput, NotFound
-from .lifecycle.compress import FROM, INTO
-from .lifecycle.decay import forgotten_row
-from .lifecycle_verbs import bring_back, revived
-from .removal import remove_with_history
-from .models import LIFE_KEY, Category, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, State, UndoResult, now_ts
-from .store import MEMORY_FIELDS, MilvusStore
-from .store import filters as F
+from .. import validation as V
+from ..context import MemoryContext
+from ..errors import InvalidInput, NotFound
+from ..lifecycle.compress import FROM, INTO
+from ..lifecycle.decay import forgotten_row
+from ..lifecycle.restore import bring_back, revived
+from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, State, UndoResult, now_ts
+from ..store import MEMORY_FIELDS
+from ..store import filters as F
+from ..store.removal import remove_with_history
+from .undo_later import Later, check_later, unmarked
 
 ACTOR = "undo"
 A = HistoryAction
@@ -72,31 +74,19 @@ def _value(v: Any) -> Any:
     return getattr(v, "value", v)
 
 
-class UndoVerbs:
-    """Mixed into Memory; uses its store, embedder and write lock."""
+class UndoService:
+    """The undo verb over a MemoryContext (its store, embedder and write lock)."""
 
-    store: MilvusStore
-    embedder: Embedder
-    _write_lock: threading.Lock
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
 
     def undo(self, event_id: int, user_id: str) -> UndoResult:
-        """Put back the state from before one history event of this user (`event_id`, as `history`
-        lists it): a creation undone deletes the memory; an update (a curate, a reconsolidation, a
-        separation) undone puts the old text and fields back, same id; a delete or a forget undone
-        brings the row back under a new id (recorded both ways in history); a merge undone removes the
-        merged record and brings both sources back (new ids); an archive, a promotion, a supersession
-        or a compression undone makes the memory active, of its old category or valid again. The undo
-        is recorded in history (actor "undo", details `undo_of`). The result names the memories that
-        now hold the state (`memory_ids`) and those removed (`removed_ids`).
-
-        Raises InvalidInput for a bad id or user_id, for an event that cannot be undone (a hit, a
-        review, a distillation, a restore, an undo, one whose memory changed after it: undo the later
-        event first, one undone already, one that kept no copy of what it removed); NotFound when the
-        event is unknown or another user's (the same answer for both); EmbeddingError / StoreError."""
+        """Put back the state from before one history event of this user (`event_id`, as `history` lists it).
+        Memory.undo documents the arguments and errors."""
         event_id = check_event_id(event_id)
         user_id = V.check_id("user_id", user_id)
-        with self._write_lock:  # read, check and write together: two undos of one event cannot both succeed
-            raw = self.store.history_event(event_id)
+        with self.ctx.write_lock:  # read, check and write together: two undos of one event cannot both succeed
+            raw = self.ctx.store.history_event(event_id)
             if raw is None or raw.get("user_id") != user_id:
                 raise NotFound(f"no history event {event_id} for this user")
             event = HistoryEvent.model_validate(raw)
@@ -107,18 +97,35 @@ class UndoVerbs:
             if event.action is A.MERGED:
                 return self._undo_merge(event)
             self._not_undone([event_id], [event.memory_id], user_id)
-            return _HANDLERS[event.action](self, event)
+            if event.action in (A.DELETED, A.FORGOTTEN):  # the row is gone: nothing later can touch it
+                return _HANDLERS[event.action](self, event)
+            later = check_later(self.ctx.store, event, event.memory_id, follow=event.action in _SAYS)
+            if event.action in _TEXT:
+                result = self._undo_text(event, later)
+            else:
+                result = _HANDLERS[event.action](self, event)
+            return self._follow(event, result, later)
+
+    def _follow(self, event: HistoryEvent, result: UndoResult, later: Later) -> UndoResult:
+        """Remove the facts distilled from what the memory said before its undo (check_later found them untouched)."""
+        if not later.facts:
+            return result
+        for fact in later.facts:
+            self._remove(event, fact)
+        removed = [f.id for f in later.facts]
+        return result.model_copy(update={"removed_ids": [*result.removed_ids, *removed],
+                                         "message": f"{result.message}; the facts distilled from it since, {removed}, follow it (deleted)"})
 
     # ------------------------------------------------------------------ checks (the write lock is held)
     def _not_undone(self, event_ids: list[int], memory_ids: list[int], user_id: str) -> None:
-        for e in self.store.history(F.and_(F.in_("memory_id", memory_ids), F.eq("user_id", user_id))):
+        for e in self.ctx.store.history(F.and_(F.in_("memory_id", memory_ids), F.eq("user_id", user_id))):
             if e.get("details", {}).get("undo_of") in event_ids:
                 raise InvalidInput(f"event {event_ids[0]} was undone already (event {e['event_id']})")
 
     def _alive(self, event: HistoryEvent, memory_id: int | None = None) -> dict[str, Any]:
         """The memory's row (with its vector) as it is now; InvalidInput when it is gone."""
         mid = event.memory_id if memory_id is None else memory_id
-        rows = self.store.query(F.and_(F.eq("id", mid), F.eq("user_id", event.user_id)), [*MEMORY_FIELDS, "vector"], limit=1)
+        rows = self.ctx.store.query(F.and_(F.eq("id", mid), F.eq("user_id", event.user_id)), [*MEMORY_FIELDS, "vector"], limit=1)
         if not rows:
             raise InvalidInput(f"memory {mid} no longer exists; undo the later event first")
         return rows[0]
@@ -130,19 +137,19 @@ class UndoVerbs:
 
     # ------------------------------------------------------------------ writes (the write lock is held)
     def _put(self, row: dict[str, Any], text: str, metadata: dict[str, Any]) -> None:
-        vector = row["vector"] if text == row["text"] else self.embedder.encode([text], role="passage")[0].tolist()
-        self.store.upsert([{**{k: v for k, v in row.items() if k != "sparse"}, "text": text, "metadata": metadata, "vector": vector}])
+        vector = row["vector"] if text == row["text"] else self.ctx.embedder.encode([text], role="passage")[0].tolist()
+        self.ctx.store.upsert([{**{k: v for k, v in row.items() if k != "sparse"}, "text": text, "metadata": metadata, "vector": vector}])
 
     def _log(self, event: HistoryEvent, memory_id: int, action: HistoryAction, **kw: Any) -> None:
         details = {"undo_of": event.event_id, **kw.pop("details", {})}
-        self.store.add_history([HistoryEvent(memory_id=memory_id, user_id=event.user_id, action=action, actor=ACTOR,
+        self.ctx.store.add_history([HistoryEvent(memory_id=memory_id, user_id=event.user_id, action=action, actor=ACTOR,
                                              details=details, **kw).model_dump(mode="json")])
 
     def _remove(self, event: HistoryEvent, rec: MemoryRecord) -> None:
         """Delete `rec`, its "deleted" event (the row kept) written first (removal.py)."""
         done = HistoryEvent(memory_id=rec.id, user_id=rec.user_id, action=A.DELETED, actor=ACTOR, old_text=rec.text,
                             details={"undo_of": event.event_id, "row": forgotten_row(rec)})
-        remove_with_history(self.store, [done.model_dump(mode="json")], F.and_(F.eq("id", rec.id), F.eq("user_id", rec.user_id)), [rec.id])
+        remove_with_history(self.ctx.store, [done.model_dump(mode="json")], F.and_(F.eq("id", rec.id), F.eq("user_id", rec.user_id)), [rec.id])
 
     def _with_life(self, event: HistoryEvent, row: dict[str, Any], update: dict[str, Any], message: str,
                    meta_extra: Callable[[dict[str, Any]], None] | None = None) -> UndoResult:
@@ -171,7 +178,7 @@ class UndoVerbs:
         return UndoResult(event_id=_eid(event), action=event.action, removed_ids=[rec.id],
                           message=f"memory {rec.id} deleted: its creation was undone")
 
-    def _undo_text(self, event: HistoryEvent) -> UndoResult:
+    def _undo_text(self, event: HistoryEvent, later: Later | None = None) -> UndoResult:
         row = self._alive(event)
         rec = MemoryRecord.from_row(row)
         if event.new_text is None or rec.text != event.new_text:
@@ -179,6 +186,9 @@ class UndoVerbs:
                 f"event {event.event_id} kept no text to go back to")
         text = event.old_text if event.old_text is not None else rec.text
         meta = {**rec.metadata, "updated_at": now_ts()}
+        meta = _metadata_back(meta, event.details.get("metadata"))
+        if later is not None and later.distilled and text != rec.text:
+            meta = unmarked(meta)  # distilled from the text undone: distil again from the text put back
         if text != rec.text and meta.get("thing") == rec.text:
             meta["thing"] = text
         if event.action is A.SEPARATED and "old_context" in event.details:
@@ -211,24 +221,24 @@ class UndoVerbs:
         if saved is None:
             raise InvalidInput(f"event {event.event_id} kept no copy of memory {event.memory_id} (written before undo existed); "
                                "nothing to bring back")
-        for e in self.store.history(F.and_(F.eq("memory_id", event.memory_id), F.eq("user_id", event.user_id))):
+        for e in self.ctx.store.history(F.and_(F.eq("memory_id", event.memory_id), F.eq("user_id", event.user_id))):
             if e["action"] == A.RESTORED.value and "restored_as" in e.get("details", {}):
                 raise InvalidInput(f"memory {event.memory_id} was restored already as {e['details']['restored_as']}")
         meta = revived(saved) if event.action is A.FORGOTTEN else dict(saved.get("metadata") or {})
-        new_id = bring_back(self.store, self.embedder, saved, event.memory_id, event.user_id, meta, ACTOR, {"undo_of": event.event_id})
+        new_id = bring_back(self.ctx.store, self.ctx.embedder, saved, event.memory_id, event.user_id, meta, ACTOR, {"undo_of": event.event_id})
         return UndoResult(event_id=_eid(event), action=event.action, memory_ids=[new_id],
                           message=f"memory {event.memory_id} is back as memory {new_id}")
 
     def _undo_merge(self, event: HistoryEvent) -> UndoResult:
         user = event.user_id
         merged_id = int(event.details.get("merged_into", event.memory_id))
-        mine = [e for e in self.store.history(F.and_(F.eq("memory_id", merged_id), F.eq("user_id", user)))
+        mine = [e for e in self.ctx.store.history(F.and_(F.eq("memory_id", merged_id), F.eq("user_id", user)))
                 if e["action"] == A.MERGED.value and "merged_from_ids" in e.get("details", {})]
         if not mine:
             raise InvalidInput(f"event {event.event_id} names no merge that can be undone")
         merge = HistoryEvent.model_validate(mine[-1])
         source_ids = [int(i) for i in merge.details["merged_from_ids"]]
-        sources = [HistoryEvent.model_validate(e) for e in self.store.history(F.and_(F.in_("memory_id", source_ids), F.eq("user_id", user)))
+        sources = [HistoryEvent.model_validate(e) for e in self.ctx.store.history(F.and_(F.in_("memory_id", source_ids), F.eq("user_id", user)))
                    if e["action"] == A.MERGED.value and e.get("details", {}).get("merged_into") == merged_id]
         related = [_eid(event)] + [_eid(e) for e in [merge, *sources] if e.event_id != event.event_id]
         self._not_undone(related, [merged_id, *source_ids], user)
@@ -238,17 +248,18 @@ class UndoVerbs:
             raise InvalidInput(f"the merge into memory {merged_id} is still in progress; try again after consolidation")
         if rec.text != merge.new_text:
             raise self._changed(event, merged_id)
+        later = check_later(self.ctx.store, event, merged_id, follow=True, after=_eid(merge))
         rows = {e.memory_id: _saved(e) for e in sources}
         if set(rows) != set(source_ids) or any(r is None for r in rows.values()):
             raise InvalidInput(f"the merge into memory {merged_id} kept no copy of its sources (merged before undo existed); "
                                "nothing to bring back")
         saved = [(i, rows[i] or {}) for i in source_ids]
-        vectors = self.embedder.encode([r["text"] for _, r in saved], role="passage")  # before any write
-        back = [bring_back(self.store, self.embedder, r, i, user, dict(r.get("metadata") or {}), ACTOR, {"undo_of": event.event_id},
+        vectors = self.ctx.embedder.encode([r["text"] for _, r in saved], role="passage")  # before any write
+        back = [bring_back(self.ctx.store, self.ctx.embedder, r, i, user, dict(r.get("metadata") or {}), ACTOR, {"undo_of": event.event_id},
                            vector=v.tolist()) for (i, r), v in zip(saved, vectors)]
         self._remove(event, rec)  # the sources are back first: nothing is lost
-        return UndoResult(event_id=_eid(event), action=event.action, memory_ids=back, removed_ids=[merged_id],
-                          message=f"merge undone: memory {merged_id} removed, its sources {source_ids} back as {back}")
+        return self._follow(event, UndoResult(event_id=_eid(event), action=event.action, memory_ids=back, removed_ids=[merged_id],
+                            message=f"merge undone: memory {merged_id} removed, its sources {source_ids} back as {back}"), later)
 
     def _undo_archived(self, event: HistoryEvent) -> UndoResult:
         row = self._alive(event)
@@ -283,15 +294,27 @@ class UndoVerbs:
                                meta_extra=lambda meta: meta.pop(INTO, None))
 
 
-_HANDLERS: dict[HistoryAction, Callable[[UndoVerbs, HistoryEvent], UndoResult]] = {
-    A.CREATED: UndoVerbs._undo_created,
-    A.UPDATED: UndoVerbs._undo_text,
-    A.RECONSOLIDATED: UndoVerbs._undo_text,
-    A.SEPARATED: UndoVerbs._undo_text,
-    A.DELETED: UndoVerbs._undo_removal,
-    A.FORGOTTEN: UndoVerbs._undo_removal,
-    A.ARCHIVED: UndoVerbs._undo_archived,
-    A.PROMOTED: UndoVerbs._undo_promoted,
-    A.SUPERSEDED: UndoVerbs._undo_superseded,
-    A.COMPRESSED: UndoVerbs._undo_compressed,
+def _metadata_back(meta: dict[str, Any], recorded: Any) -> dict[str, Any]:
+    """The caller's metadata keys an update set, as they were before it (records.py keeps them)."""
+    if not isinstance(recorded, dict):
+        return meta
+    before = recorded.get("before") if isinstance(recorded.get("before"), dict) else {}
+    absent = [k for k in recorded.get("absent") or [] if isinstance(k, str)]
+    return {**{k: v for k, v in meta.items() if k not in absent}, **before}
+
+
+_HANDLERS: dict[HistoryAction, Callable[[UndoService, HistoryEvent], UndoResult]] = {
+    A.CREATED: UndoService._undo_created,
+    A.UPDATED: UndoService._undo_text,
+    A.RECONSOLIDATED: UndoService._undo_text,
+    A.SEPARATED: UndoService._undo_text,
+    A.DELETED: UndoService._undo_removal,
+    A.FORGOTTEN: UndoService._undo_removal,
+    A.ARCHIVED: UndoService._undo_archived,
+    A.PROMOTED: UndoService._undo_promoted,
+    A.SUPERSEDED: UndoService._undo_superseded,
+    A.COMPRESSED: UndoService._undo_compressed,
 }
+
+_TEXT = (A.UPDATED, A.RECONSOLIDATED, A.SEPARATED)
+_SAYS = frozenset({A.CREATED, *_TEXT})  # the undo changes what the memory says: facts distilled since follow it

@@ -13,11 +13,11 @@ from typing import Any, Generic, Optional, Sequence, TypeVar
 
 from pydantic import TypeAdapter
 
-from .errors import InvalidInput
-from .models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
+from ..errors import InvalidInput
+from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                      SearchResult, UndoResult)
-from . import validation as V
-from .wire import IdsResult
+from .. import validation as V
+from ..wire import IdsResult
 
 R = TypeVar("R")
 
@@ -174,7 +174,7 @@ class _Verbs:
 
     def graph(self, user_id: str, limit: Optional[int] = None) -> Call[Any]:
         """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
-        from .graph_verbs import GraphView
+        from ..graph.service import GraphView
 
         params = {"user_id": _uid(user_id), **({"limit": V.check_limit(limit)} if limit is not None else {})}
         return Call("GET", "/graph", GraphView, params=params)
@@ -219,7 +219,7 @@ class _Verbs:
     def export_md(self, user_id: str, path: Any = None, now: Any = None) -> Call[str]:
         """This user's memories as a MEMORY.md (see Memory.export_md); with `path` the file is written
         here (the old one kept as .bak). Raises InvalidInput for a bad user_id or now; OSError."""
-        from .lifecycle import memory_md
+        from ..transfer import memory_md
 
         params = {"user_id": _uid(user_id), **({"now": now} if now is not None else {})}
         call: Call[Any] = Call("GET", "/export/md", None, params=params)
@@ -236,7 +236,7 @@ class _Verbs:
     def export_jsonl(self, user_id: str, path: Any) -> Call[int]:
         """Back up this user's memories and history as JSONL into `path`, written here (see
         Memory.export_jsonl); how many memories. Raises InvalidInput for a bad user_id; OSError."""
-        from .lifecycle import memory_md
+        from ..transfer import memory_md
 
         call: Call[Any] = Call("GET", "/export/jsonl", None, params={"user_id": _uid(user_id)})
 
@@ -250,7 +250,7 @@ class _Verbs:
     def import_md(self, user_id: str, text_or_path: Any) -> Call[Any]:
         """Bring an edited MEMORY.md back (see Memory.import_md): text, or a path read here. Raises
         InvalidInput for a bad user_id or an unreadable file."""
-        from .transfer_verbs import ImportReport
+        from ..transfer.service import ImportReport
 
         text, missing = _local_text(text_or_path, "import_md", lines=True)
         call: Call[Any] = Call("POST", "/import/md", ImportReport, body={"user_id": user_id, "text": text})
@@ -262,7 +262,7 @@ class _Verbs:
     def import_jsonl(self, user_id: str, path: Any) -> Call[Any]:
         """Restore a JSONL backup, read here, as this user's memories (see Memory.import_jsonl).
         Raises InvalidInput naming a bad line (nothing changes) or for an unreadable file."""
-        from .transfer_verbs import ImportReport
+        from ..transfer.service import ImportReport
 
         text, missing = _local_text(path, "import_jsonl", lines=False)
         if missing:
@@ -272,7 +272,7 @@ class _Verbs:
     def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> Call[Any]:
         """Read new memories into the graph now (see Memory.build_graph); `progress` is not streamed.
         Raises InvalidInput for a bad user_id."""
-        from .graph.build import GraphStats
+        from ..graph.build import GraphStats
 
         return Call("POST", "/graph/build", GraphStats, body={"user_id": user_id}, timeout=None)
 

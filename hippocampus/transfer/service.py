@@ -1,32 +1,28 @@
-"""The facade's export and import verbs (issue 14, item 9): MEMORY.md, a view that a person
-reads and edits, and JSONL, a backup that moves every field and the history between stores.
-A part of `Memory` (it inherits them), like lifecycle_verbs.py; the formats live in
-lifecycle/memory_md.py and lifecycle/jsonl.py, pure, below the facade."""
+"""The transfer service (issue 14, item 9): MEMORY.md, a view that a person reads and edits, and
+JSONL, a backup that moves every field and the history between stores. The facade delegates its
+export and import verbs here; the formats live beside it, pure, in transfer/memory_md.py and
+transfer/jsonl.py."""
 
 from __future__ import annotations
 
 import os
-import threading
 from collections import defaultdict
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, Protocol
 
 from pydantic import BaseModel, Field
 
-from . import validation as V
-from .config import MemoryConfig
-from .embeddings import Embedder
-from .errors import InvalidInput, NotFound
-from .lifecycle import memory_md
-from .lifecycle.categories import new_life
-from .lifecycle.jsonl import dump_line, load_line
-from .lifecycle.memory_md import MdEntry
-from .lifecycle.policy import DecayRule, decay_table, score_of
-from .models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State, now_ts
-from .store import MilvusStore
-from .store import filters as F
-from .writes import Writer, plain_row
+from .. import validation as V
+from ..context import MemoryContext
+from ..errors import InvalidInput, NotFound
+from ..lifecycle.categories import new_life
+from ..lifecycle.policy import DecayRule, decay_table, score_of
+from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State, now_ts
+from ..store import filters as F
+from ..store.writes import plain_row
+from . import memory_md
+from .jsonl import HASH_KEY, dump_line, load_line, record_hash, row_hash, text_hash
+from .memory_md import MdEntry
 
 ACTOR = "import"
 _BATCH = 256
@@ -42,56 +38,45 @@ class ImportReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-class TransferVerbs:
-    """Mixed into Memory; uses its store, config, write lock and writer."""
+class Lister(Protocol):
+    """What the transfer service reads through the facade's record service (memory/records.py)."""
 
-    config: MemoryConfig
-    store: MilvusStore
-    embedder: Embedder
-    _write_lock: threading.Lock
-    _writes: Writer
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]: ...
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]: ...
 
-    if TYPE_CHECKING:  # Memory's
-        def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]: ...
-        def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]: ...
+
+class TransferService:
+    """Export and import verbs over a MemoryContext; lists memories through `lister`."""
+
+    def __init__(self, ctx: MemoryContext, lister: Lister):
+        self.ctx = ctx
+        self.lister = lister
 
     # ------------------------------------------------------------------ MEMORY.md
     def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
-        """This user's memories as a MEMORY.md (lifecycle/memory_md.py): Active and Archived
-        by state, each by score now, highest first. With `path` the file is rewritten whole, the old
-        one kept as `<name>.bak`, through a temporary file and a rename. `now` (epoch seconds) stands
-        in for the clock. Raises InvalidInput for a bad user_id or now; StoreError; OSError."""
+        """This user's memories as a MEMORY.md (lifecycle/memory_md.py). Memory.export_md documents the
+        arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         now = V.check_ts(now) if now is not None else now_ts()
-        table = decay_table(self.config.decay_preset)
-        records = sorted(self.iter_all(user_id), key=lambda r: r.id)
-        text = memory_md.render([_md_entry(r, now, table) for r in records], now)
+        table = decay_table(self.ctx.config.decay_preset)
+        records = sorted(self.lister.iter_all(user_id), key=lambda r: r.id)
+        text = memory_md.render([memory_md.md_entry(r, now, table) for r in records], now)
         if path is not None:
             memory_md.save(path, text)
         return text
 
     def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
-        """Bring an edited MEMORY.md back: an entry whose id is one of this user's memories updates
-        its text, category, score (as importance, counted from now) and state (its section) where
-        they differ (history "updated", actor "import"); an entry written `[new]` or `[]` becomes a
-        new memory with that category, score and section (type from its `<!-- type: ... -->` line,
-        semantic without one). The id, date, hits and an existing memory's type are read-only.
-
-        Deleting an entry from the file does NOT delete the memory (use `delete`). An id that is not
-        one of this user's memories (deleted, from another store, or another user's: the same answer
-        for all, as `get` gives) is skipped with a warning; nothing of another user is touched.
-        Damaged entries are skipped with a warning naming their line; everything is checked before
-        anything is written. A path is an os.PathLike or a one-line str; a missing file imports
-        nothing (a warning says so). Raises InvalidInput for a bad user_id or an unreadable file;
-        EmbeddingError / StoreError on failure; never NotFound (a memory deleted meanwhile is skipped)."""
+        """Bring an edited MEMORY.md back. Memory.import_md documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         text, missing = _md_source(text_or_path)
         entries, warnings = memory_md.parse(text)
         report = ImportReport(warnings=[*missing, *warnings], skipped=sum(w.endswith(memory_md.SKIPPED) for w in warnings))
         now = now_ts()
-        table = decay_table(self.config.decay_preset)
+        table = decay_table(self.ctx.config.decay_preset)
         shown_at = [t for t in {now, memory_md.stamp(text)} if t is not None]
         known = self._own(user_id, [e.id for e in entries if e.id is not None])
+        stored = self._hashes(user_id, computed=False)  # the [new] entries an earlier import stored
+        again: list[str] = []  # a [new] entry twice in this file: stored once
         updates: list[tuple[MemoryRecord, str, dict[str, Any], dict[str, Any]]] = []
         creates: list[dict[str, Any]] = []
         seen: set[int] = set()
@@ -107,7 +92,13 @@ class TransferVerbs:
                 report.warnings.append(f"line {entry.line}: {problem}; {memory_md.SKIPPED}")
                 report.skipped += 1
             elif entry.id is None:
-                creates.append(_new_row(user_id, entry, now))
+                digest = text_hash(entry.text)
+                if digest in stored:
+                    report.unchanged.append(stored[digest])
+                elif any(row["metadata"][HASH_KEY] == digest for row in creates):
+                    again.append(digest)
+                else:
+                    creates.append(_new_row(user_id, entry, now, digest))
             else:
                 change = _change(known[entry.id], entry, now, shown_at, table)
                 if change is None:
@@ -116,14 +107,28 @@ class TransferVerbs:
                     updates.append(change)
         for old, new_text, meta, details in updates:
             try:
-                self._writes.rewrite(old, new_text, meta, HistoryAction.UPDATED, actor=ACTOR, details=details)
+                self.ctx.writer.rewrite(old, new_text, meta, HistoryAction.UPDATED, actor=ACTOR, details=details)
                 report.updated.append(old.id)
             except NotFound:  # deleted since the check
                 report.warnings.append(f"memory {old.id} was deleted during the import; {memory_md.SKIPPED}")
                 report.skipped += 1
         for start in range(0, len(creates), _BATCH):
-            report.created += self._writes.insert(creates[start:start + _BATCH], actor=ACTOR, details={"source": "MEMORY.md"})
+            report.created += self.ctx.writer.insert(creates[start:start + _BATCH], actor=ACTOR, details={"source": "MEMORY.md"})
+        made = {row["metadata"][HASH_KEY]: i for row, i in zip(creates, report.created)}
+        report.unchanged += [made[d] for d in again]
         return report
+
+    def _hashes(self, user_id: str, computed: bool) -> dict[str, int]:
+        """Source hash -> id over this user's memories: the hash an import stored in the metadata and,
+        with `computed`, the hash of what each memory says now (a memory of this store exported and
+        imported back is the same memory)."""
+        out: dict[str, int] = {}
+        for rec in self.lister.iter_all(user_id):
+            if isinstance(rec.metadata.get(HASH_KEY), str):
+                out.setdefault(rec.metadata[HASH_KEY], rec.id)
+            if computed:
+                out.setdefault(record_hash(rec), rec.id)
+        return out
 
     def _own(self, user_id: str, ids: list[int]) -> dict[int, MemoryRecord]:
         """Those of `ids` that are this user's memories (never another user's)."""
@@ -131,49 +136,71 @@ class TransferVerbs:
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), _BATCH):
             chunk = unique[start:start + _BATCH]
-            for row in self.store.query(F.and_(F.in_("id", chunk), F.eq("user_id", user_id)), limit=len(chunk)):
+            for row in self.ctx.store.query(F.and_(F.in_("id", chunk), F.eq("user_id", user_id)), limit=len(chunk)):
                 out[int(row["id"])] = MemoryRecord.from_row(row)
         return out
 
     # ------------------------------------------------------------------ JSONL
     def export_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> int:
-        """Back up this user's memories: one JSON line each, every field (metadata and lifecycle
-        included) and its history (lifecycle/jsonl.py), oldest event first; written through a
-        temporary file and a rename. Returns how many memories. The history of memories already
-        deleted or forgotten is not exported. Raises InvalidInput for a bad user_id; StoreError; OSError."""
+        """Back up this user's memories. Memory.export_jsonl documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
-        records = self.get_all(user_id)
+        records = self.lister.get_all(user_id)
         events: dict[int, list[HistoryEvent]] = defaultdict(list)
-        for raw in self.store.history(F.eq("user_id", user_id)):
+        for raw in self.ctx.store.history(F.eq("user_id", user_id)):
             event = HistoryEvent.model_validate(raw)
             events[event.memory_id].append(event)
         memory_md.write_atomically(path, (dump_line(r, events[r.id]) + "\n" for r in records))
         return len(records)
 
     def import_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> ImportReport:
-        """Restore a backup (from this store or another) as this user's memories: each line becomes
-        a new memory (new id) with every field of the old one (text, type, ts, chat_id, who,
-        hit_count, metadata with its lifecycle), its history re-recorded under the new id with the
-        original times, then a "created" event (actor "import", details `imported_from`: the old id).
-        The `user_id` argument wins over the file's (the data become this user's). Ids inside
-        metadata or history details (merged_from_ids, superseded_by, ...) still name the old ids.
-
-        Every line is checked before anything is written. Raises InvalidInput naming a bad line (and
-        nothing changes), or for a bad user_id or an unreadable file; EmbeddingError / StoreError on
-        failure (batches already written stay)."""
+        """Restore a backup (from this store or another) as this user's memories. Memory.import_jsonl documents
+        the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
-        for _ in self._jsonl_rows(user_id, path):  # check every line first
-            pass
+        old_ids = [old_id for _, old_id, _ in self._jsonl_rows(user_id, path)]  # check every line first
         report = ImportReport()
+        known = self._hashes(user_id, computed=True)
+        same_id = self._own(user_id, old_ids)
         batch: list[tuple[dict[str, Any], int, list[HistoryEvent]]] = []
-        for item in self._jsonl_rows(user_id, path):
-            batch.append(item)
-            if len(batch) == _BATCH:
-                report.created += self._insert_imported(user_id, batch)
-                batch = []
+        again: list[str] = []  # the same entry twice in this file: stored once
+
+        def flush() -> None:
+            ids = self._insert_imported(user_id, batch)
+            report.created.extend(ids)
+            known.update((row["metadata"][HASH_KEY], i) for (row, _, _), i in zip(batch, ids))
+            batch.clear()
+
+        for row, old_id, events in self._jsonl_rows(user_id, path):
+            digest = row_hash(row)
+            present = same_id.get(old_id)
+            if digest in known:
+                report.unchanged.append(known[digest])
+            elif any(r["metadata"][HASH_KEY] == digest for r, _, _ in batch) or digest in again:
+                again.append(digest)
+            elif present is not None and present.memory_type.value == row["memory_type"]:
+                self._restore_over(present, row, digest, old_id, report)  # the same memory, changed since
+                known[digest] = present.id
+            else:
+                row["metadata"][HASH_KEY] = digest
+                batch.append((row, old_id, events))
+                if len(batch) == _BATCH:
+                    flush()
         if batch:
-            report.created += self._insert_imported(user_id, batch)
+            flush()
+        report.unchanged += [known[d] for d in again]
         return report
+
+    def _restore_over(self, present: MemoryRecord, row: dict[str, Any], digest: str, old_id: int, report: ImportReport) -> None:
+        """A line whose id is this user's memory but whose content differs (the file was edited, or the
+        memory changed since the backup): the memory takes the line's text and metadata, in history."""
+        meta = {**row["metadata"], HASH_KEY: digest}
+        try:
+            self.ctx.writer.rewrite(present, row["text"], meta, HistoryAction.UPDATED, actor=ACTOR,
+                                    details={"source": "jsonl", "imported_from": old_id},
+                                    ts=row["ts"], chat_id=row["chat_id"], who=row["who"])
+            report.updated.append(present.id)
+        except NotFound:  # deleted since the check
+            report.warnings.append(f"memory {present.id} was deleted during the import; {memory_md.SKIPPED}")
+            report.skipped += 1
 
     def _jsonl_rows(self, user_id: str, path: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], int, list[HistoryEvent]]]:
         """(row to insert, old id, its history) per line of the file; InvalidInput naming a bad line."""
@@ -195,28 +222,20 @@ class TransferVerbs:
     def _insert_imported(self, user_id: str, batch: list[tuple[dict[str, Any], int, list[HistoryEvent]]]) -> list[int]:
         """Embed and insert one batch, with each memory's old history and the import event, under the lock."""
         rows = [row for row, _, _ in batch]
-        for row, vec in zip(rows, self.embedder.encode([r["text"] for r in rows], role="passage")):
+        for row, vec in zip(rows, self.ctx.embedder.encode([r["text"] for r in rows], role="passage")):
             row["vector"] = vec.tolist()
-        with self._write_lock:
-            ids = self.store.insert(rows)
+        with self.ctx.write_lock:
+            ids = self.ctx.store.insert(rows)
             history: list[dict[str, Any]] = []
             for new_id, (row, old_id, events) in zip(ids, batch):
                 history += [e.model_copy(update={"memory_id": new_id, "user_id": user_id}).model_dump(mode="json") for e in events]
                 history.append(HistoryEvent(memory_id=new_id, user_id=user_id, action=HistoryAction.CREATED, new_text=row["text"],
                                             actor=ACTOR, details={"imported_from": old_id, "source": "jsonl"}).model_dump(mode="json"))
-            self.store.add_history(history)
+            self.ctx.store.add_history(history)
         return ids
 
 
 # ---------------------------------------------------------------------- helpers
-def _md_entry(record: MemoryRecord, now: int, table: dict[Category, DecayRule]) -> MdEntry:
-    life = record.life
-    return MdEntry(id=record.id, category=life.category, score=score_of(life, now, table),
-                   last_activated=datetime.fromtimestamp(life.last_activated, tz=timezone.utc).date(),
-                   hits=life.activation_count, text=record.text,
-                   section="archived" if life.state is State.ARCHIVED else "active", memory_type=record.memory_type)
-
-
 def _md_source(text_or_path: str | os.PathLike[str]) -> tuple[str, list[str]]:
     """The file's text (and a warning when it is missing) or the text itself."""
     if isinstance(text_or_path, str) and "\n" in text_or_path:
@@ -241,12 +260,12 @@ def _text_problem(text: str) -> str | None:
     return None
 
 
-def _new_row(user_id: str, entry: MdEntry, now: int) -> dict[str, Any]:
+def _new_row(user_id: str, entry: MdEntry, now: int, digest: str) -> dict[str, Any]:
     mtype = entry.memory_type or MemoryType.SEMANTIC
     life = new_life(entry.text, mtype, now, now, category=entry.category, importance=entry.score)
     if entry.section == "archived":
         life = life.model_copy(update={"state": State.ARCHIVED})
-    return plain_row(user_id, mtype, now, "default", user_id, entry.text, {LIFE_KEY: life.stored()})
+    return plain_row(user_id, mtype, now, "default", user_id, entry.text, {LIFE_KEY: life.stored(), HASH_KEY: digest})
 
 
 def _change(old: MemoryRecord, entry: MdEntry, now: int, shown_at: list[int],

@@ -7,21 +7,37 @@ that the facade shares with the consolidation job, so a row and its history even
 from __future__ import annotations
 
 import threading
+from datetime import tzinfo
 from typing import Any, Sequence
 
-from .embeddings import Embedder
-from .lifecycle.categories import new_life
-from .models import LIFE_KEY, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from ..embeddings import Embedder
+from ..lifecycle import when
+from ..lifecycle.categories import new_life
+from ..models import LIFE_KEY, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
 from .removal import take_back
-from .store import MilvusStore
-from .store import filters as F
+from .milvus import MilvusStore
+from . import filters as F
 
 
-def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any]) -> dict[str, Any]:
+def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any],
+            *, said_ts: int | None = None, tz: tzinfo | None = None) -> dict[str, Any]:
     """A memory row before embedding; `created_at` / `updated_at` and the lifecycle fields
-    (category and importance guessed where no model gave them: lifecycle/categories.py) are the library's."""
+    (category and importance guessed where no model gave them: lifecycle/categories.py) are the library's.
+
+    `said_ts` marks a turn written now (every write path passes it; a restore or compression does not):
+    the row then keeps when it was said (`said_at`) and the day it names (`named_date`, in the user's
+    zone `tz`), and its importance and todo expiry follow the one rule of lifecycle/when.py, read from
+    the turn as said (`source_text`) whatever text the memory keeps."""
     now = now_ts()
-    life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(ts)).stored()
+    extra: dict[str, Any] = {}
+    if said_ts is not None:
+        zone = tz or when.zone()
+        said_text = str(meta.get("source_text") or text)
+        day = when.named_day(text, int(said_ts), zone) or when.named_day(said_text, int(said_ts), zone)
+        extra = {"said_at": ts_to_iso(int(said_ts))} | ({"named_date": day.isoformat()} if day else {})
+        life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(said_ts), said=said_text, tz=zone).stored()
+    else:
+        life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(ts)).stored()
     return {
         "user_id": user_id,
         "memory_type": mtype.value,
@@ -30,21 +46,22 @@ def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, te
         "who": who,
         "text": text,
         "hit_count": 0,
-        "metadata": {**meta, "created_at": meta.get("created_at", now), "updated_at": now, LIFE_KEY: life},
+        "metadata": {**meta, **extra, "created_at": meta.get("created_at", now), "updated_at": now, LIFE_KEY: life},
     }
 
 
-def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, extra: dict[str, Any]) -> dict[str, Any]:
+def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, extra: dict[str, Any],
+              tz: tzinfo | None = None) -> dict[str, Any]:
     """A turn stored as it is (infer=False): an episode's context/thing/time/chatid/who, a fact's
     fact/source_chatid/first_seen, or a procedure's procedure/source_chatid/first_seen, with the
-    caller's metadata on top."""
+    caller's metadata on top; said at `ts`, its named day resolved in `tz` (new_row)."""
     if mtype is MemoryType.EPISODIC:
         meta = {"context": "", "thing": text, "time": ts_to_iso(ts), "chatid": chat_id, "who": who, **extra}
     elif mtype is MemoryType.PROCEDURAL:
         meta = {"procedure": text, "source_chatid": chat_id, "first_seen": ts_to_iso(ts), **extra}
     else:
         meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(ts), **extra}
-    return new_row(user_id, mtype, ts, chat_id, who, text, meta)
+    return new_row(user_id, mtype, ts, chat_id, who, text, meta, said_ts=ts, tz=tz)
 
 
 class Writer:

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime
 from typing import Any, Callable
 
-from .embeddings import Embedder
-from .errors import LLMError, NotFound
-from .lifecycle.policy import PRESETS, DecayRule, decay_table, use
-from .models import LIFE_KEY, AddResult, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
-from .processors.reconsolidator import EpisodicReconsolidator, apply_reconsolidation
-from .processors.results import ReconsolidationResult
-from .store import MEMORY_FIELDS, MilvusStore
-from .store import filters as F
-from .writes import Writer, new_row
+from ..embeddings import Embedder
+from ..errors import LLMError, NotFound
+from ..lifecycle.policy import PRESETS, DecayRule, decay_table, use
+from ..lifecycle.when import zone
+from ..models import LIFE_KEY, AddResult, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from ..processors.reconsolidator import EpisodicReconsolidator, apply_reconsolidation
+from ..processors.results import ReconsolidationResult
+from ..store import MEMORY_FIELDS, MilvusStore
+from ..store import filters as F
+from ..store.writes import Writer, new_row
+from ..text import forget_clauses, is_chitchat, user_lines
 
 log = logging.getLogger(__name__)
 
@@ -83,31 +86,60 @@ def record_use(
     return MemoryRecord.from_row(row)
 
 
-def add_inferred(writes: Writer, get_llm: Callable[[], Any], config: Any, user_id: str, chat_id: str, who: str,
-                 metadata: dict[str, Any], ts: int, text: str, turns: list[dict[str, str]]) -> AddResult:
+def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, user_id: str, chat_id: str, who: str,
+                 metadata: dict[str, Any], ts: int, text: str, turns: list[dict[str, str]],
+                 forget: Callable[[list[str]], list[int]] | None = None,
+                 correct: Callable[[str, list[int]], list[int]] | None = None) -> AddResult:
     """add(infer=True)'s write step (write_decider.decide_turn): the rules gate, then one WriteDecider
     call; the turn is kept raw, pending, when the decision is deferred or the LLM fails. A memory this
     user already holds word for word (a "remember ..." said twice) is not stored again: its use is
-    counted instead (hit + reinforcement) and its id returned with stored False."""
-    from .processors.write_decider import decide_turn, episodic_metadata, pending_metadata
+    counted instead (hit + reinforcement) and its id returned with stored False.
 
+    A forget request in the turn ("Please forget that I like jazz") is honoured as observe honours it:
+    `forget` (memory/forget.py) soft-deletes the memories it names, and the request itself is never
+    stored; what else the turn says is decided as usual. A correction ("I don't live in Paris anymore, I
+    moved to Rome") supersedes what it corrects at once (`correct`). The turn's time is read in the user's zone
+    (config.timezone) and resolved once (lifecycle/when.py)."""
+    from ..processors.gate import gate
+    from ..processors.write_decider import decide_turn, episodic_metadata, gate_enabled, pending_metadata
+    from ..consolidation.rules import SAME_CHAT_WINDOW_S as W, said_again  # the same words said again: one chat, 30 minutes
+    from .forget import forget_asks
+
+    tz = zone(getattr(config, "timezone", None))
+    said = user_lines(turns) if turns else text
+    asks = forget_asks(said)
+    forgotten = forget(asks) if asks and forget is not None else []
+    note = f"; forgot memories {forgotten} (restorable from history)" if forgotten else ""
+    now_iso = datetime.fromtimestamp(int(ts), tz).isoformat()
+    if asks:
+        rest = " ".join(c for c in forget_clauses(said)[1] if not is_chitchat(c)).strip()
+        if not rest:  # the rules are certain: no model call, the gate's reason where the gate is on
+            gated = gate(turns, now_iso) if gate_enabled(config) else None
+            why = gated.reason if gated is not None else "rules: forget request (not stored)"
+            return AddResult(stored=False, reason=why + (note or "; no memory it names was found"))
+        turns, text = [{"role": "user", "content": rest}], rest
     try:
-        decision = decide_turn(get_llm, config, chat_id, turns, ts_to_iso(ts))
+        decision = decide_turn(make_decider, config, chat_id, turns, now_iso)
         why = "deferred: kept raw; decide_pending or consolidation decides it later"
     except LLMError as exc:
         log.warning("write decision failed, keeping the turn raw for consolidation: %s", exc)
         decision, why = None, f"LLM failed, kept raw for a later decision: {exc}"
+
+    def corrections(ids: list[int]) -> str:
+        done = correct(said, ids) if correct is not None else []
+        return f"; superseded memories {done} (the user corrected them)" if done else ""
+
     if decision is None:
         meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
-        ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta)], actor="api")
-        return AddResult(ids=ids, stored=True, pending_decision=True, reason=why)
+        ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta, said_ts=ts, tz=tz)], actor="api")
+        return AddResult(ids=ids, stored=True, pending_decision=True, reason=why + note + corrections(ids))
     if not decision.write_episodic:
-        return AddResult(stored=False, reason=decision.reason or "not worth remembering")
+        return AddResult(stored=False, reason=(decision.reason or "not worth remembering") + note + corrections([]))
     event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
     thing = meta["thing"] or text
     meta["thing"] = thing
     same = F.and_(F.eq("user_id", user_id), F.eq("memory_type", MemoryType.EPISODIC.value), F.eq("text", thing))
-    twin = writes.store.query(same, MEMORY_FIELDS, limit=1)
+    twin = [r for r in writes.store.query(F.and_(same, F.eq("chat_id", chat_id), F.cmp("ts", ">=", event_ts - W), F.cmp("ts", "<=", event_ts + W)), MEMORY_FIELDS, limit=16) if said_again(MemoryRecord.from_row(r), thing, chat_id, who, event_ts, meta["time"])]
     if twin:
         record = MemoryRecord.from_row(twin[0])
         try:
@@ -115,5 +147,6 @@ def add_inferred(writes: Writer, get_llm: Callable[[], Any], config: Any, user_i
             return AddResult(ids=[record.id], stored=False, reason=f"already remembered as memory {record.id}; its use was counted")
         except NotFound:
             pass  # deleted meanwhile: store it anew
-    ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta)], actor="write_decider")
-    return AddResult(ids=ids, stored=True, reason=decision.reason)
+    ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta, said_ts=ts, tz=tz)],
+                        actor="write_decider")
+    return AddResult(ids=ids, stored=True, reason=decision.reason + note + corrections(ids))

@@ -50,7 +50,8 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from ..models import Category, MemoryType
+from ..lifecycle.policy import DecayRule, score_of
+from ..models import Category, MemoryRecord, MemoryType, State
 
 Section = Literal["active", "archived"]
 TITLE = "# Agent Memory"
@@ -251,3 +252,12 @@ def write_atomically(path: str | os.PathLike[str], chunks: Iterable[str], backup
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def md_entry(record: MemoryRecord, now: int, table: dict[Category, DecayRule]) -> MdEntry:
+    """A memory as the MEMORY.md entry that shows it at `now` (its score under `table`)."""
+    life = record.life
+    return MdEntry(id=record.id, category=life.category, score=score_of(life, now, table),
+                   last_activated=datetime.fromtimestamp(life.last_activated, tz=timezone.utc).date(),
+                   hits=life.activation_count, text=record.text,
+                   section="archived" if life.state is State.ARCHIVED else "active", memory_type=record.memory_type)

@@ -19,8 +19,8 @@ from typing import Optional
 from urllib.parse import urlparse
 
 from .client import DEFAULT_URL, ENV_SERVER, Client
-from .config import DEFAULT_HOME
-from .errors import ConfigError, ServiceUnavailable
+from ..config import DEFAULT_HOME
+from ..errors import ConfigError, ServiceUnavailable
 
 START_TIMEOUT_S = 90.0  # opening the store and loading the embedder on a slow machine
 

@@ -1,0 +1,210 @@
+"""What every command of the `hippocampus` command line shares: the typer `app` with its global
+options (`--uri`, `--collection`, `--server`, `--version`), the one-line error report and exit codes,
+opening a store (or a Client with --server), `--json` output, and the common options.
+
+Command modules (app.py's core verbs, demo, consolidate, serve, ...) import from here and decorate
+`@app.command()`; app.py imports each of them once, so that nothing imports app.py back.
+"""
+
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar
+
+import typer
+
+from ..defaults import ENV_SERVER
+from ..errors import ConfigError, HippocampusError, InvalidInput
+from . import render
+
+if TYPE_CHECKING:  # imported by the commands that open a store: `--help` starts without them
+    from ..remote import Client
+    from ..memory import Memory
+
+F = TypeVar("F", bound=Callable[..., Any])
+USER_EXIT = 2  # the caller's mistake: bad input or settings
+FAIL_EXIT = 1  # the operation failed: not found, store, embedder, LLM
+
+
+def exit_code(exc: HippocampusError) -> int:
+    return USER_EXIT if isinstance(exc, (InvalidInput, ConfigError)) else FAIL_EXIT
+
+
+def report(exc: HippocampusError) -> None:
+    """The error as one line on stderr; a store held by a recorded service names the service."""
+    from .service import locked_hint
+
+    render.err_console().print(render.error(exc, locked_hint(exc)))
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn the library's errors into one line on stderr and an exit code, for every command."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except HippocampusError as exc:
+            report(exc)
+            raise typer.Exit(code=exit_code(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_RUNNING: dict[str, Optional[str]] = {"command": None}  # the command being run (store_path.py's rule reads it)
+
+
+def running_as(name: str, fn: F) -> F:
+    """`fn`, recording `name` as the running command while it runs."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        before, _RUNNING["command"] = _RUNNING["command"], name
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _RUNNING["command"] = before
+
+    return wrapper  # type: ignore[return-value]
+
+
+class _App(typer.Typer):
+    """A Typer whose commands all report library errors as one line (see `friendly_errors`)."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(fn: F) -> F:
+            register(friendly_errors(running_as(args[0] if args and isinstance(args[0], str) else kwargs.get("name") or fn.__name__, fn)))
+            return fn
+
+        return decorator
+
+
+app = _App(
+    name="hippocampus",
+    help="Long-term memory for LLM agents over one Milvus collection. Try `hippocampus demo`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+_STORE: dict[str, Any] = {"milvus_uri": None, "collection_name": None, "create_store_dir": None}
+_SERVER: dict[str, Optional[str]] = {"url": None}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"hippocampus {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    uri: Optional[str] = typer.Option(
+        None, "--uri", help="store: a milvus-lite path ending in .db or http://host:19530 (default: settings)"
+    ),
+    collection: Optional[str] = typer.Option(None, "--collection", help="collection name (default: settings, 'memories')"),
+    create: bool = typer.Option(
+        False, "--create", help="make a new store at --uri, its directory too (otherwise a new store is made only in the "
+        "default home, or by add/import in a directory holding no store yet)"
+    ),
+    server: Optional[str] = typer.Option(
+        None, "--server", envvar=ENV_SERVER, help="go through a running service, e.g. http://127.0.0.1:8765 (key: HIPPOCAMPUS_API_KEY)"
+    ),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="print the version and exit"),
+) -> None:
+    """Global options, applied to every command's store."""
+    _STORE["milvus_uri"] = uri
+    _STORE["collection_name"] = collection
+    _STORE["create_store_dir"] = True if create else None
+    _SERVER["url"] = server
+
+
+def store_overrides() -> dict[str, Any]:
+    return {k: v for k, v in _STORE.items() if v is not None}
+
+
+def open_memory(**overrides: Any) -> Memory | Client:
+    """The Memory the global options ask for, or a Client to the service named by --server;
+    other command modules use this too."""
+    if _SERVER["url"]:
+        if store_overrides():
+            raise ConfigError("--uri/--collection/--create choose a store to open here; with --server the service's store is used")
+        from ..remote import Client
+
+        return Client(_SERVER["url"])
+    from ..memory import Memory
+    from .store_path import check_store_path
+
+    settings = {**store_overrides(), **overrides}
+    command = _RUNNING["command"]
+    if command is not None:  # a typo'd --uri is one line, never a new, empty store (store_path.py)
+        check_store_path(settings, command)
+    return Memory(**settings)
+
+
+def parse_meta(pairs: Optional[List[str]], option: str = "--meta") -> dict[str, Any]:
+    """`key=value` pairs; a value that parses as JSON (numbers, true, lists) keeps its type. `option`
+    names the option in the error, as the user typed it (`--meta`, `--filter`)."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"{option} takes key=value, got {pair!r}")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
+def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = None) -> None:
+    """JSON on stdout for scripts, or a table / message for people."""
+    if as_json:
+        typer.echo(render.dumps(payload))
+        return
+    console = render.console()
+    if table is not None:
+        console.print(table)
+    if message:
+        console.print(render.literal(message))
+
+
+def read_text(text: Optional[str], file: Optional[Path]) -> str:
+    """The text of `add`: the argument, stdin for `-`, or a file; InvalidInput when none, both, or empty.
+    One trailing line break (what `echo` and editors add) is dropped."""
+    if (text is None) == (file is None):
+        raise InvalidInput("give the text to remember: as an argument, - to read stdin, or --file PATH (one of them)")
+    if file is not None:
+        try:
+            raw, source = file.read_bytes().decode("utf-8"), f"--file {str(file)!r}"
+        except FileNotFoundError:
+            raise InvalidInput(f"no such file: {str(file)!r}") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"--file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except OSError as exc:
+            raise InvalidInput(f"cannot read --file {str(file)!r}: {exc.strerror}") from None
+    elif text == "-":
+        raw, source = sys.stdin.read(), "stdin"
+    else:
+        return text
+    if raw.endswith("\n"):
+        raw = raw[:-2] if raw.endswith("\r\n") else raw[:-1]
+    if not raw.strip():
+        raise InvalidInput(f"{source} gave no text to remember (empty or only whitespace)")
+    return raw
+
+
+UserOpt = typer.Option(..., "--user", "-u", help="the user whose memories these are")
+JsonOpt = typer.Option(False, "--json", help="print JSON (for scripts) instead of a table")
+
+

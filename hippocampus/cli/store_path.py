@@ -1,0 +1,89 @@
+"""Which store a command may open, decided before anything is opened, so that a mistyped `--uri`
+never becomes a new, empty store (`hippocampus --uri ./aa.db list` beside `a.db`).
+
+The rule, for a local (milvus-lite) store path that does not exist yet:
+- the default store (`memories.db` in the home, `HIPPOCAMPUS_HOME`) is made on first use by any
+  command: no typo can name it;
+- `--create` (setting `create_store_dir: true`) makes a new store anywhere: the user said so;
+- a command that only reads (list, get, search, history, stats, export, graph, context, ...)
+  never makes one: `no store at ./aa.db (did you mean ./a.db?)`, naming the nearest store beside it;
+- a command that writes new memories (`CREATES`: add, import, mcp) makes one only in a directory
+  that holds no store yet; beside an existing store a new name is refused the same way, and the
+  line says that `--create` makes it.
+The library's `Memory(milvus_uri=...)` keeps its own rule (only a missing directory is refused).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+CREATES = frozenset({"add", "import", "mcp"})  # the commands that may make a first store in an empty directory
+STORE_SUFFIX = ".db"
+
+
+def default_stores() -> set[Path]:
+    """The default store paths: the home's memories.db (as imported, and as HIPPOCAMPUS_HOME says now)."""
+    from ..config import DEFAULT_HOME
+
+    homes = {DEFAULT_HOME, Path(os.environ.get("HIPPOCAMPUS_HOME") or DEFAULT_HOME)}
+    return {(home / "memories.db").expanduser().absolute() for home in homes}
+
+
+def stores_beside(path: Path) -> list[str]:
+    """Names of the existing stores (*.db) in the directory of `path`, itself excluded."""
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return []
+    return sorted(e.name for e in entries if e.name.endswith(STORE_SUFFIX) and e.name != path.name)
+
+
+def nearest(name: str, candidates: list[str]) -> str | None:
+    """The candidate closest to `name` (a typo's likely target); None when there is none."""
+    best = difflib.get_close_matches(name, candidates, n=1, cutoff=0.0)
+    return best[0] if best else None
+
+
+def _as_typed(uri: str, name: str) -> str:
+    """`name` in the directory `uri` names, spelled the way the user spelled `uri` ("./a.db")."""
+    own = Path(uri).name
+    return uri[: len(uri) - len(own)] + name if own and uri.endswith(own) else str(Path(uri).with_name(name))
+
+
+def refusal(uri: str, command: str | None, create_store_dir: bool, defaults: set[Path] | None = None) -> str | None:
+    """Why `command` may not open the store at `uri` (one line), or None when it may. Pure but for
+    looking at the file system."""
+    if "://" in uri or create_store_dir:
+        return None
+    path = Path(uri).expanduser().absolute()
+    if path.exists() or path in (default_stores() if defaults is None else defaults):
+        return None
+    others = stores_beside(path)
+    if command in CREATES and not others:
+        return None  # the first store of a directory: nothing there to mistype
+    near = nearest(path.name, others)
+    line = f"no store at {uri}" + (f" (did you mean {_as_typed(uri, near)}?)" if near else "")
+    if command in CREATES:
+        line += "; pass --create to make a new store there"
+    return line
+
+
+def check_store_path(settings: dict[str, Any], command: str | None) -> None:
+    """Raise ConfigError (one line) when `command` may not open the store these settings name."""
+    from pydantic import ValidationError
+
+    from ..config import MemoryConfig
+
+    try:
+        config = MemoryConfig(**settings)
+    except ValidationError:
+        return  # a bad setting: opening the store reports it (the library's ConfigError)
+    why = refusal(config.milvus_uri, command, config.create_store_dir)
+    if why:
+        raise ConfigError(why)
+

@@ -1,0 +1,107 @@
+"""The consolidation service: one run is the phases of `PHASES`, in order, as retrieval's `STAGES` are.
+
+The episodic phases (recover interrupted merges, pending decisions, distillation, merge and
+separate) are the ConsolidationJob's (job.py); then the lifecycle's (supersede, compress, decay:
+lifecycle/) and the graph's (graph/). The facade delegates `consolidate` and `decide_pending` here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Protocol
+
+from .. import validation as V
+from ..context import MemoryContext
+from ..graph.build import GraphStats
+from ..lifecycle.compress import run_compress
+from ..lifecycle.policy import decay_table
+from ..lifecycle.supersede import run_supersede
+from ..models import ConsolidationStats, DecayStats, now_ts
+from ..processors.compressor import FactCompressor
+from ..processors.contradiction import ContradictionJudge
+from .job import ConsolidationJob
+
+
+class Decayer(Protocol):
+    def decay(self, user_id: str | None = None, now: int | None = None, progress: Any = None) -> DecayStats: ...
+
+
+class GraphBuilder(Protocol):
+    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> GraphStats: ...
+
+
+@dataclass
+class Run:
+    """One consolidation run as its phases see it: what it works on and the stats it fills."""
+
+    ctx: MemoryContext
+    decayer: Decayer
+    graph: GraphBuilder
+    user_id: str | None
+    progress: Any
+    stats: ConsolidationStats
+
+
+def episodes(run: Run) -> None:
+    """The job's phases: finish interrupted merges, decide pending turns, distil, merge and separate."""
+    run.stats = ConsolidationJob.from_context(run.ctx).run(run.user_id, run.progress)
+
+
+def supersede(run: Run) -> None:
+    """Older facts that newer ones contradict marked superseded (newest wins)."""
+    ctx, stats = run.ctx, run.stats
+    sup = run_supersede(ctx.store, ctx.write_lock, lambda: ctx.processor(ContradictionJudge), run.user_id, now_ts(),
+                        decay_table(ctx.config.decay_preset))
+    stats.superseded, stats.llm_calls, stats.errors = sup.superseded, stats.llm_calls + sup.llm_calls, stats.errors + sup.errors
+
+
+def compress(run: Run) -> None:
+    """Facts over 30 / 90 days old compressed (not with decay_preset off)."""
+    ctx, stats = run.ctx, run.stats
+    if ctx.config.decay_preset == "off":
+        return
+    comp = run_compress(ctx.store, ctx.embedder, ctx.write_lock, lambda: ctx.processor(FactCompressor), run.user_id, now_ts())
+    stats.compressed, stats.llm_calls, stats.errors = comp.compressed, stats.llm_calls + comp.llm_calls, stats.errors + comp.errors
+
+
+def decay(run: Run) -> None:
+    """Archive, forget and promote by score (not with decay_preset off)."""
+    if run.ctx.config.decay_preset == "off":
+        return
+    aged = run.decayer.decay(run.user_id, progress=run.progress)
+    run.stats.archived, run.stats.forgotten, run.stats.promoted = aged.archived, aged.forgotten, aged.promoted
+
+
+def graph(run: Run) -> None:
+    """With `graph: on`, new memories read into the graph: last, it reads what the others left."""
+    if run.ctx.config.graph != "on":
+        return
+    built = run.graph.build_graph(run.user_id, progress=run.progress)
+    stats = run.stats
+    stats.graph_read, stats.llm_calls, stats.errors = built.memories_read, stats.llm_calls + built.llm_calls, stats.errors + built.errors
+
+
+PHASES: tuple[Callable[[Run], None], ...] = (episodes, supersede, compress, decay, graph)
+
+
+class ConsolidationService:
+    """consolidate and decide_pending over a MemoryContext; the lifecycle service decays and the
+    graph service builds, each handed in by name."""
+
+    def __init__(self, ctx: MemoryContext, decayer: Decayer, graph: GraphBuilder):
+        self.ctx = ctx
+        self.decayer = decayer
+        self.graph = graph
+
+    def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
+        """Every phase of PHASES, in order, for one user or (None) all."""
+        user_id = V.check_id("user_id", user_id) if user_id is not None else None
+        run = Run(self.ctx, self.decayer, self.graph, user_id, progress, ConsolidationStats())
+        for phase in PHASES:
+            phase(run)
+        return run.stats
+
+    def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
+        """The pending phase alone, at most `limit` turns; how many were decided."""
+        user_id = V.check_id("user_id", user_id) if user_id is not None else None
+        limit = V.check_limit(limit) if limit is not None else None
+        return ConsolidationJob.from_context(self.ctx).decide_pending(user_id, limit).pending_decided

@@ -1,0 +1,66 @@
+"""MemoryContext: what every service of the facade shares, handed to each by name.
+
+The facade (memory/facade.py) opens one per `Memory`; a service's constructor takes it (and any
+other service it calls), so what a service depends on is written in its signature, never reached
+through `self` of a shared class."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+from .config import MemoryConfig
+from .embeddings import Embedder
+from .llm import ChatModel
+from .retrieval import RetrievalParams, Retriever
+from .store import MilvusStore
+from .store.writes import Writer
+
+P = TypeVar("P")
+
+
+class MemoryContext:
+    """The configuration, the store, the embedder, the lazily made chat model, the write lock shared
+    with the consolidation job, the one writer and the retriever of one `Memory`."""
+
+    def __init__(self, config: MemoryConfig, store: MilvusStore, embedder: Embedder, llm: ChatModel | None = None):
+        self.config = config
+        self.store = store
+        self.embedder = embedder
+        self._llm = llm
+        self.write_lock = threading.Lock()
+        self.writer = Writer(store, embedder, self.write_lock)
+        self.retriever = Retriever(store, embedder, RetrievalParams.from_config(config))
+
+    @classmethod
+    def open(cls, config: MemoryConfig, embedder: Embedder, llm: ChatModel | None = None) -> "MemoryContext":
+        """Open (or create) the store that `config` names, for `embedder`.
+
+        Raises StoreLockedError / SchemaMismatchError / StoreCorruptedError / StoreError as MilvusStore does."""
+        store = MilvusStore(
+            uri=config.milvus_uri,
+            dim=embedder.dim,
+            embedding_model=embedder.model_name,
+            collection=config.collection_name,
+            token=config.milvus_token.get_secret_value() if config.milvus_token else None,
+        )
+        return cls(config, store, embedder, llm)
+
+    @property
+    def llm(self) -> ChatModel:
+        """The configured ChatModel, made on first use (the rules provider when offline).
+
+        Raises ConfigError when the configured provider cannot be made (e.g. a missing API key)."""
+        if self._llm is None:
+            from .llm.factory import make_llm
+
+            self._llm = make_llm(self.config)
+        return self._llm
+
+    @llm.setter
+    def llm(self, model: ChatModel | None) -> None:
+        self._llm = model
+
+    def processor(self, cls: type[P], *args: Any, **kwargs: Any) -> P:
+        """A processor of class `cls` over this context's chat model, with the configured prompts."""
+        return cls(self.llm, self.config.prompts_dir, *args, **kwargs)  # type: ignore[call-arg]

@@ -1,0 +1,478 @@
+"""Memory: the public facade. Every public verb is a one-line delegate to the service of its concern
+(memory/records.py, memory/observe.py, memory/browse.py, memory/undo.py, lifecycle/, transfer/, graph/,
+consolidation/), each built here over one MemoryContext (context.py) and handed what it calls by name.
+The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parity.py read them)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Iterator, Literal, Optional, Sequence
+
+from pydantic import ValidationError
+
+from ..config import MemoryConfig
+from ..consolidation.service import ConsolidationService
+from ..context import MemoryContext
+from ..embeddings import Embedder, make_embedder
+from ..errors import ConfigError
+from ..graph.build import GraphStats
+from ..graph.service import GraphService, GraphView
+from ..lifecycle.decay import Progress
+from ..lifecycle.policy import THRESHOLDS
+from ..lifecycle.service import LifecycleService
+from ..llm import ChatModel
+from ..models import (AddResult, Category, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType,
+                      ObserveResult, SearchResult, UndoResult)
+from ..store.writes import Writer
+from ..transfer.service import ImportReport, TransferService
+from .browse import BatchDeleteResult, BrowseService, Overview, SortKey
+from .observe import ChatHookService
+from .records import RecordService
+from .undo import UndoService
+
+
+def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryConfig:
+    """Settings with keyword overrides on top; any invalid value becomes a ConfigError."""
+    try:
+        if config is None:
+            return MemoryConfig(**overrides)
+        return MemoryConfig(**{**config.model_dump(exclude_unset=True), **overrides}) if overrides else config
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+class Memory:
+    """Long-term memory for one agent deployment, many users.
+
+    >>> with Memory(milvus_uri="./demo.db") as memory:
+    ...     memory.add("I moved to Berlin in May", user_id="alice", infer=False)
+    ...     memory.search("where does alice live?", user_id="alice")
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        llm: ChatModel | None = None,
+        **overrides: Any,
+    ):
+        """Open (or create) the store that `config` names.
+
+        `config` is a MemoryConfig (default: read from HIPPOCAMPUS_* environment variables and
+        config.yaml); keyword `overrides` are MemoryConfig fields set on top of it for this instance,
+        e.g. `Memory(milvus_uri="./demo.db", k_episodic=5)`. `embedder` and `llm` replace the
+        configured embedding model and chat model (tests, custom providers).
+
+        Raises ConfigError for an unknown or invalid setting; StoreLockedError when another process
+        holds a milvus-lite path; SchemaMismatchError when the store was made with another embedder
+        or dimension; StoreCorruptedError / StoreError when the store cannot be opened.
+        """
+        config = load_config(config, **overrides)
+        self.ctx = ctx = MemoryContext.open(config, embedder or make_embedder(config), llm)
+        self.store, self.embedder, self.retriever = ctx.store, ctx.embedder, ctx.retriever
+        self._records = RecordService(ctx)
+        self._hook = ChatHookService(ctx)
+        self._lifecycle = LifecycleService(ctx, reader=self._records)
+        self._transfer = TransferService(ctx, lister=self._records)
+        self._browse = BrowseService(ctx)
+        self._undo = UndoService(ctx)
+        self._graph = GraphService(ctx)
+        self._consolidation = ConsolidationService(ctx, decayer=self._lifecycle, graph=self._graph)
+
+    # ------------------------------------------------------------------ the shared state, for tests and services
+    @property
+    def config(self) -> MemoryConfig:
+        """The settings every service reads (one object: the context's). Raises nothing."""
+        return self.ctx.config
+
+    @config.setter
+    def config(self, config: MemoryConfig) -> None:
+        """Replace the settings for every service at once (e.g. k_episodic for one search)."""
+        self.ctx.config = config
+
+    @property
+    def llm(self) -> ChatModel:
+        """The configured ChatModel, created on first use (the rules provider when offline).
+
+        Raises ConfigError when the configured provider cannot be made (e.g. a missing API key)."""
+        return self.ctx.llm
+
+    @llm.setter
+    def llm(self, model: ChatModel) -> None:
+        """Swap the ChatModel (a service wraps it to count calls; tests script it)."""
+        self.ctx.llm = model
+
+    @property
+    def _llm(self) -> ChatModel | None:
+        return self.ctx._llm
+
+    @_llm.setter
+    def _llm(self, model: ChatModel | None) -> None:
+        self.ctx.llm = model
+
+    @property
+    def _write_lock(self) -> threading.Lock:
+        return self.ctx.write_lock
+
+    @property
+    def _writes(self) -> Writer:
+        return self.ctx.writer
+
+    # ------------------------------------------------------------------ lifecycle of the object
+    def close(self) -> None:
+        """Release the store (and milvus-lite's directory lock). Raises nothing; closing twice is harmless."""
+        self.store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writing
+    def add(
+        self,
+        messages: str | list[dict[str, str]],
+        user_id: str,
+        chat_id: str = "default",
+        who: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        infer: bool = False,
+        ts: Any = None,
+        memory_type: MemoryType | str = MemoryType.EPISODIC,
+    ) -> AddResult:
+        """Remember a turn. With `infer=False` the text is stored as-is as one memory; with `infer=True`
+        the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
+        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
+
+        Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
+        a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
+        validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
+        failure is not raised: the turn is kept raw."""
+        return self._records.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts, memory_type=memory_type)
+
+    def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
+        """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.
+
+        Each item holds `messages` (or `text`), `user_id` and optionally `chat_id`, `who`, `metadata`,
+        `ts`, `memory_type`, as for `add`. Every item is validated before anything is written; the
+        ids come back in input order.
+
+        Raises InvalidInput (naming the bad item's field) before anything is written, as `add` does;
+        EmbeddingError / StoreError when embedding or writing fails."""
+        return self._records.add_many(items, batch_size)
+
+    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
+        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the
+        old text goes to history.
+
+        Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound
+        when the memory is missing or another user's; EmbeddingError / StoreError on failure."""
+        return self._records.update(memory_id, text, user_id, metadata)
+
+    def delete(self, memory_id: int, user_id: str) -> None:
+        """Delete one memory of this user; its history stays and keeps the row (`undo` brings it back).
+
+        Raises InvalidInput for a bad id; NotFound when the memory is missing or another user's
+        (also when a concurrent delete won); StoreError on failure."""
+        return self._records.delete(memory_id, user_id)
+
+    def reset(self, user_id: str) -> int:
+        """Erase every memory of this user and its history, for good; returns how many memories went.
+
+        Raises InvalidInput for a bad user_id; StoreError on failure."""
+        return self._records.reset(user_id)
+
+    # ------------------------------------------------------------------ reading
+    def search(
+        self,
+        query: str,
+        user_id: str,
+        limit: int | None = None,
+        memory_type: MemoryType | str | None = None,
+        filters: dict[str, Any] | None = None,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        graph: bool | None = None,
+    ) -> SearchResult:
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
+        procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
+
+        `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
+        `filters` match exactly: chat_id, who, memory_type, category, state, or metadata.<key> (a bare
+        key that some memory of the user has in its metadata also works; README "Filters"); `mode` (hybrid, dense, bm25) overrides
+        config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
+        a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
+        stage (memories linked through the user's entities and triples) or not; None: config `graph`.
+
+        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
+        memory_type and memory_types, limit outside 0..1000, filters that are not a JSON object or name an unknown field);
+        StoreError on failure. An embedder
+        failure is not raised: BM25 answers instead.
+        """
+        return self._records.search(query, user_id, limit, memory_type, filters, mode, include_superseded, memory_types, graph)
+
+    def get(self, memory_id: int, user_id: str) -> MemoryRecord:
+        """One memory of this user.
+
+        Raises InvalidInput for a bad id; NotFound when it is missing or another user's (the same
+        answer for both); StoreError on failure."""
+        return self._records.get(memory_id, user_id)
+
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
+        """Every memory of this user, oldest event first; paged internally, never capped.
+
+        Raises InvalidInput for a bad user_id or memory_type; StoreError on failure."""
+        return self._records.get_all(user_id, memory_type)
+
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> MemoryPage:
+        """A page of `get_all`: what a service or a UI lists without sending every memory at once.
+
+        Raises InvalidInput for a bad user_id, memory_type, offset (< 0) or limit (outside 0..1000);
+        StoreError on failure."""
+        return self._records.page(user_id, memory_type, offset, limit)
+
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
+        """Every memory of this user, a page at a time from the store, in no particular order
+        (`get_all` sorts them); for exports too large to hold at once.
+
+        Raises InvalidInput for a bad user_id or memory_type (on the first `next`, as a generator
+        does); StoreError on failure."""
+        return self._records.iter_all(user_id, memory_type)
+
+    def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
+        """Every change to this memory, oldest first; kept after the memory is deleted or merged.
+
+        Raises InvalidInput for a bad id; NotFound when there is no history for this user (never
+        existed, or another user's); StoreError on failure."""
+        return self._records.history(memory_id, user_id)
+
+    def stats(self, user_id: str | None = None) -> dict[str, Any]:
+        """How many memories there are ("total", "episodic", "semantic"), for one user or, with
+        user_id None, the whole store; plus the store's URI and the embedder's name.
+
+        Raises InvalidInput for a bad user_id; StoreError on failure."""
+        return self._records.stats(user_id)
+
+    # ------------------------------------------------------------------ consolidation
+    def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
+        """Offline consolidation: retry pending decisions, distil facts, merge or separate similar
+        episodes, mark older facts that new ones contradict as superseded (newest wins; the old
+        stays in history and `search(include_superseded=True)`), compress facts over 30 / 90 days old
+        (lifecycle/compress.py) and decay (`decay`; neither with decay_preset off), then with `graph: on`
+        read new memories into the graph (`build_graph`), for all users when
+        user_id is None. The job lives in consolidation/job.py; `progress(phase, done, total)` is called as it goes.
+
+        Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the
+        embedder fails. An LLM failure is not raised: it is counted in the returned stats' `errors`
+        and the memory is left for the next run."""
+        return self._consolidation.consolidate(user_id, progress)
+
+    def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
+        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
+        model), at most `limit` of them: consolidation's pending phase alone, for a background worker.
+        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending.
+
+        Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not
+        raised: the turn stays pending."""
+        return self._consolidation.decide_pending(user_id, limit)
+
+    # ------------------------------------------------------------------ the chat hook
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+        """The chat hook reports which recalled memories the answer actually used (a memory that was
+        only retrieved does not count as used). Each one's hit_count rises by exactly one (history
+        "hit") and its score is reinforced, s + (1 - s) * 0.2, when the use counts (once per 2 hours,
+        at most 3 times a day: lifecycle/policy.py); with `context` (the current conversation) each
+        episodic one also goes to the Reconsolidator (one LLM call each; history "reconsolidated"; an LLM failure leaves it as it was).
+        The offline rules only append the user's clauses that share a word with the memory and add one,
+        as "(update: ...)"; they never correct or rewrite it.
+
+        Raises InvalidInput for a bad id, user_id or context; NotFound, before anything changes,
+        when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
+        return self._hook.mark_used(memory_ids, user_id, context)
+
+    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
+                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None) -> ObserveResult:
+        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of
+        add(infer=True), mark_used and reconsolidation: given the turn (with the answer) and the
+        memories `shown` for it (ids or search hits, best first; at most 50 reach the model), the
+        model adds what is new, and per shown memory updates (the old text to history), boosts,
+        deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement).
+        Ids outside the shown set, and updates or deletes of core memories, are refused and listed.
+        With nothing shown, a turn the rules gate is certain of costs no call. A model failure keeps
+        the turn raw, pending, as add(infer=True) does; nothing else changes.
+
+        Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A
+        shown id that is missing or another user's is not shown to the model (listed in `refused`)."""
+        return self._hook.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts)
+
+    # ------------------------------------------------------------------ lifecycle
+    def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
+        """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those
+        below 0.05 (deleted, the row kept in a "forgotten" history event: see `restore`), for one user
+        or all; core and system memories never. The MemoryReviewer looks at what reached 0.9 (promote
+        to core or keep) and, with a real model, at what is about to be archived (keep at 0.5, delete,
+        promote); offline, names, birthdays and standing preferences are promoted. `now` (epoch seconds) stands in for the clock in
+        simulations. Consolidation runs it too, unless `decay_preset` is off.
+
+        Raises InvalidInput for a bad user_id or now; StoreError on failure."""
+        return self._lifecycle.decay(user_id, now, progress)
+
+    def last_decay(self) -> int | None:
+        """When decay last ran over every user (epoch seconds; kept in the store, so it survives a
+        restart), or None when it never has: a service decays at start when this is over a day ago.
+
+        Raises StoreError on failure."""
+        return self._lifecycle.last_decay()
+
+    def restore(self, memory_id: int, user_id: str) -> MemoryRecord:
+        """Bring back a memory that decay forgot, from its history: the same text, type, times and
+        metadata under a new id (recorded both ways in history), active again at score 0.5.
+
+        Raises InvalidInput for a bad id, for a memory that was not forgotten or was restored
+        already; NotFound when there is no history for this user; EmbeddingError / StoreError."""
+        return self._lifecycle.restore(memory_id, user_id)
+
+    def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
+               importance: float | None = None) -> MemoryRecord:
+        """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it:
+        never decays, never removed by a job) and/or its importance in [0, 1], which counts from now.
+        The text and id stay; history records the change ("updated", details old and new).
+
+        Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given;
+        NotFound when the memory is missing or another user's; StoreError on failure."""
+        return self._lifecycle.curate(memory_id, user_id, category=category, importance=importance)
+
+    def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
+                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None) -> str:
+        """The block an agent puts in its system prompt: active memories scoring at least `min_score`,
+        at most `max_items`, core first, then (with `query`) what the search finds, then the rest by
+        score, grouped by category; each line dated with `dates`. The texts sit inside <data>
+        delimiters that no stored text can close. "" when nothing qualifies.
+
+        Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now;
+        StoreError on failure."""
+        return self._lifecycle.context(user_id, query, max_items, min_score, dates, now)
+
+    # ------------------------------------------------------------------ transfer
+    def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
+        """This user's memories as a MEMORY.md (lifecycle/memory_md.py): Active and Archived
+        by state, each by score now, highest first. With `path` the file is rewritten whole, the old
+        one kept as `<name>.bak`, through a temporary file and a rename. `now` (epoch seconds) stands
+        in for the clock. Raises InvalidInput for a bad user_id or now; StoreError; OSError."""
+        return self._transfer.export_md(user_id, path, now)
+
+    def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
+        """Bring an edited MEMORY.md back: an entry whose id is one of this user's memories updates
+        its text, category, score (as importance, counted from now) and state (its section) where
+        they differ (history "updated", actor "import"); an entry written `[new]` or `[]` becomes a
+        new memory with that category, score and section (type from its `<!-- type: ... -->` line,
+        semantic without one), its text's hash kept in its metadata (`source_hash`) so that importing
+        the same file again finds it (`unchanged`) instead of storing it twice. The id, date, hits and
+        an existing memory's type are read-only.
+
+        Deleting an entry from the file does NOT delete the memory (use `delete`). An id that is not
+        one of this user's memories (deleted, from another store, or another user's: the same answer
+        for all, as `get` gives) is skipped with a warning; nothing of another user is touched.
+        Damaged entries are skipped with a warning naming their line; everything is checked before
+        anything is written. A path is an os.PathLike or a one-line str; a missing file imports
+        nothing (a warning says so). Raises InvalidInput for a bad user_id or an unreadable file;
+        EmbeddingError / StoreError on failure; never NotFound (a memory deleted meanwhile is skipped)."""
+        return self._transfer.import_md(user_id, text_or_path)
+
+    def export_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> int:
+        """Back up this user's memories: one JSON line each, every field (metadata and lifecycle
+        included) and its history (lifecycle/jsonl.py), oldest event first; written through a
+        temporary file and a rename. Returns how many memories. The history of memories already
+        deleted or forgotten is not exported. Raises InvalidInput for a bad user_id; StoreError; OSError."""
+        return self._transfer.export_jsonl(user_id, path)
+
+    def import_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> ImportReport:
+        """Restore a backup (from this store or another) as this user's memories: each line becomes
+        a new memory (new id) with every field of the old one (text, type, ts, chat_id, who,
+        hit_count, metadata with its lifecycle), its history re-recorded under the new id with the
+        original times, then a "created" event (actor "import", details `imported_from`: the old id).
+        The `user_id` argument wins over the file's (the data become this user's). Ids inside
+        metadata or history details (merged_from_ids, superseded_by, ...) still name the old ids.
+        Importing a file again changes nothing: a line whose memory is already here (the same
+        content hash, `source_hash`, kept in the new memory's metadata; or the same id with the same
+        content) is reported `unchanged`; a line whose id is this user's memory of the same type but
+        whose content differs updates that memory (in history, actor "import").
+
+        Every line is checked before anything is written. Raises InvalidInput naming a bad line (and
+        nothing changes), or for a bad user_id or an unreadable file; EmbeddingError / StoreError on
+        failure (batches already written stay)."""
+        return self._transfer.import_jsonl(user_id, path)
+
+    # ------------------------------------------------------------------ browse
+    def score_now(self, record: MemoryRecord, now: Optional[int] = None) -> float:
+        """A memory's score at `now` (default: the clock), under this store's decay preset: what
+        decay compares with its thresholds. Raises nothing (it reads no store)."""
+        return self._browse.score_now(record, now)
+
+    def browse(self, user_id: str, *, memory_type: Any = None, category: Optional[str] = None,
+               state: Optional[str] = None, chat_id: Optional[str] = None, text: Optional[str] = None,
+               sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
+               filters: Optional[dict[str, Any]] = None) -> MemoryPage:
+        """A page of one user's memories matching every filter given (`text`: a case-insensitive
+        substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
+        and rule, store/filters.py), sorted by time, score (now), hits, id or
+        category. Raises InvalidInput for a bad argument; StoreError on failure."""
+        return self._browse.browse(user_id, memory_type=memory_type, category=category, state=state, chat_id=chat_id, text=text,
+                                   sort=sort, descending=descending, offset=offset, limit=limit, filters=filters)
+
+    def overview(self, user_id: str) -> Overview:
+        """Counts by type, category and state, the score histogram and memories written per day.
+        Raises InvalidInput for a bad user_id; StoreError on failure."""
+        return self._browse.overview(user_id)
+
+    def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> BatchDeleteResult:
+        """Delete these memories of this user (history kept, as `delete`); core and system memories
+        are skipped and listed, unknown or other users' ids listed as not found.
+        Raises InvalidInput for a bad id or user_id, before anything is deleted; StoreError on failure."""
+        return self._browse.delete_many(memory_ids, user_id)
+
+    def export_view(self, user_id: str, fmt: Literal["jsonl", "md"] = "jsonl", **filters: Any) -> str:
+        """What `browse` lists with these filters (every page, in its order) as JSONL, each memory
+        with its history, or as MEMORY.md (Active and Archived by score, as `export_md`).
+        Raises InvalidInput for a bad argument or format; StoreError on failure."""
+        return self._browse.export_view(user_id, fmt, **filters)
+
+    # ------------------------------------------------------------------ undo
+    def undo(self, event_id: int, user_id: str) -> UndoResult:
+        """Put back the state from before one history event of this user (`event_id`, as `history`
+        lists it): a creation undone deletes the memory; an update (a curate, a reconsolidation, a
+        separation) undone puts the old text and fields back, same id; a delete or a forget undone
+        brings the row back under a new id (recorded both ways in history); a merge undone removes the
+        merged record and brings both sources back (new ids); an archive, a promotion, a supersession
+        or a compression undone makes the memory active, of its old category or valid again. The undo
+        is recorded in history (actor "undo", details `undo_of`). The result names the memories that
+        now hold the state (`memory_ids`) and those removed (`removed_ids`). Facts distilled from the
+        memory after the event follow it when the undo changes what the memory says (deleted, rows
+        kept in history; the memory is distilled again), unless they changed since, have other
+        sources or superseded an older memory: then the undo is refused, saying which event to undo.
+
+        Raises InvalidInput for a bad id or user_id, for an event that cannot be undone (a hit, a
+        review, a distillation, a restore, an undo, one whose memory changed after it in anything but
+        a use: the message names the later event (id, action, time) to undo first, one undone already, one that kept no copy of what it removed); NotFound when the
+        event is unknown or another user's (the same answer for both); EmbeddingError / StoreError."""
+        return self._undo.undo(event_id, user_id)
+
+    # ------------------------------------------------------------------ graph
+    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> GraphStats:
+        """Read the memories the extractor has not read yet (of `user_id`, else of every user) into the
+        graph: one TripleExtractor call per 8 memories; the offline rules are its degraded mode. A model
+        failure leaves that batch for the next build (counted in `errors`).
+
+        Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the embedder fails."""
+        return self._graph.build_graph(user_id, progress)
+
+    def graph(self, user_id: str, limit: Optional[int] = None) -> GraphView:
+        """`user_id`'s entities and triples as built so far, at most `limit` of each (all when None).
+
+        Raises InvalidInput for a bad user_id or limit; StoreError on failure."""
+        return self._graph.graph(user_id, limit)

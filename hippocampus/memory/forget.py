@@ -1,0 +1,118 @@
+"""What the user says about their memory is honoured on every path (issue 31 item 13): a forget request
+said in a turn ("Please forget that I like jazz", "忘掉我喜欢爵士乐") is never stored, and the memories it
+names leave search and the prompt block at once, kept whole in a "forgotten" history event (restorable,
+like observe's deletions). add(infer=True) and observe both call `forget_named`, so the two agree.
+
+The offline rule is deliberately narrow (text.names_memory): a memory is named when it holds most of the
+words the request names, so "forget that I like jazz" takes "I like jazz" and "The user likes jazz" but
+not "I like cats".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ..models import MemoryRecord, MemoryType, ObserveResult
+from ..store import MEMORY_FIELDS
+from ..store import filters as F
+from ..text import clauses, forget_clauses, forget_terms, names_memory, names_taken_back, taken_back
+
+if TYPE_CHECKING:
+    from ..context import MemoryContext
+
+CANDIDATES = 20  # memories searched per forget request; the rule then keeps only those it names
+
+
+def forget_asks(text: str) -> list[str]:
+    """The clauses of `text` that ask to forget something (none: not a forget request)."""
+    return forget_clauses(text)[0]
+
+
+def forget_named(ctx: "MemoryContext", search: Callable[..., object], user_id: str, asks: list[str], actor: str,
+                 skip: set[int] | frozenset[int] = frozenset()) -> ObserveResult:
+    """Soft-delete this user's episodic and semantic memories that the forget request names (never a core
+    or system one); `search` is RecordService.search. The result lists the deleted ids and any refusal."""
+    from .observe import _soft_delete  # the one soft delete: the row kept in a FORGOTTEN event
+
+    out = ObserveResult()
+    terms = forget_terms(asks)
+    if not terms:
+        return out
+    found = search(" ".join(sorted(terms)) + " " + " ".join(asks), user_id, limit=CANDIDATES,
+                   memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])
+    records = [h.memory for h in [*getattr(found, "episodic", []), *getattr(found, "semantic", [])]]
+    reason = "the user asked to forget it: " + " / ".join(a.strip() for a in asks)
+    for record in records:
+        mid = record.id
+        if mid in skip or mid in out.deleted or not names_memory(record.text, asks):
+            continue
+        rows = ctx.store.query(F.and_(F.eq("id", mid), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=1)
+        if rows and _soft_delete(ctx.store, ctx.write_lock, MemoryRecord.from_row(rows[0]), reason, out, actor=actor):
+            out.deleted.append(mid)
+    return out
+
+
+def corrected(memory: MemoryRecord, takes_back: list[str], new_slots: dict[str, str]) -> str:
+    """Why this memory of the user himself is no longer true, or "": a clause takes it back ("I don't live
+    in Paris anymore" / "其实我不吃辣了"), or a new statement gives one of its single-valued slots (home, work,
+    age, name) another value ("I moved to Rome"); the offline contradiction rules, applied at once."""
+    from ..llm.rules.lifecycle import _SUBJECT_EN, _SUBJECT_ZH, slots
+
+    text = memory.text
+    if not (_SUBJECT_EN.search(text) or _SUBJECT_ZH.search(text)):
+        return ""  # "My sister lives in Paris" is not the user's home
+    back = next((c for c in takes_back if names_taken_back(text, c)), "")
+    if back:
+        return f"the user took it back: {back.strip()}"
+    old = slots(text)
+    changed = [s for s in new_slots if s in old and old[s] != new_slots[s]]
+    return f"{changed[0]}: {old[changed[0]]} -> {new_slots[changed[0]]}" if changed else ""
+
+
+def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], user_id: str, said: str, new_ids: list[int],
+                        at: int, actor: str) -> list[int]:
+    """A correction said in a turn supersedes what it corrects at once (not only at the next consolidation):
+    the old memory gets valid_to and superseded_by (the memory this turn stored; without one it is forgotten,
+    restorable), its score halved, a "superseded" history event, and it leaves the prompt block and default
+    search. The ids superseded or forgotten."""
+    from ..lifecycle.policy import decay_table, superseded
+    from ..lifecycle.supersede import _row
+    from ..llm.rules.lifecycle import slots
+    from ..models import LIFE_KEY, HistoryAction, HistoryEvent, now_ts
+    from .observe import _soft_delete
+
+    takes_back = taken_back(said)
+    new_slots: dict[str, str] = {}
+    for clause in clauses(said):
+        if clause not in takes_back:
+            new_slots.update({k: v for k, v in slots(clause).items() if k not in new_slots})
+    if not takes_back and not new_slots:
+        return []
+    found = search(said, user_id, limit=CANDIDATES, memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])
+    records = [h.memory for h in [*getattr(found, "episodic", []), *getattr(found, "semantic", [])] if h.memory.id not in new_ids]
+    table, now, done = decay_table(ctx.config.decay_preset), now_ts(), []
+    by = new_ids[0] if new_ids else None
+    for record in records:
+        why = corrected(record, takes_back, new_slots)
+        if not why or record.life.superseded_by is not None:
+            continue
+        if by is None:
+            out = ObserveResult()
+            if _soft_delete(ctx.store, ctx.write_lock, record, f"corrected ({why})", out, actor=actor):
+                done.append(record.id)
+            continue
+        scope = F.and_(F.eq("id", record.id), F.eq("user_id", user_id))
+        with ctx.write_lock:
+            rows = ctx.store.query(scope, [*MEMORY_FIELDS, "vector"], limit=1)
+            if not rows:
+                continue
+            old = MemoryRecord.from_row(rows[0])
+            if old.life.category.value in ("core", "system"):
+                continue
+            meta = {**old.metadata, LIFE_KEY: superseded(old.life, by, at, now, table).stored()}
+            event = HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.SUPERSEDED, old_text=old.text, actor=actor,
+                                 at=now, details={"superseded_by": by, "reason": f"corrected in a turn ({why})"})
+            ctx.store.add_history([event.model_dump(mode="json")])
+            ctx.store.upsert([_row(rows[0], meta)])
+        done.append(record.id)
+    return done

@@ -1,0 +1,211 @@
+"""The online flow in one call (issue 14 item 5, the KnowledgeMonitor): after a turn, the
+monitor's checked plan is applied here: new memories added, corrections written in place (the old
+text in history), used or boosted memories counted and reinforced, deletions made soft (the row
+kept in a "forgotten" history event, so `Memory.restore` brings it back). A helper of the facade,
+like online.py; the monitor itself stays pure (processors/monitor.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, tzinfo
+from typing import Any, Sequence
+
+from .. import validation as V
+from ..context import MemoryContext
+from ..embeddings import Embedder
+from ..errors import InvalidInput, NotFound
+from ..lifecycle.categories import new_life
+from ..lifecycle.decay import forgotten_row
+from ..lifecycle.policy import PERMANENT, DecayRule
+from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
+from .. import text as T
+from ..lifecycle.when import zone
+from .forget import forget_asks, forget_named, supersede_corrected
+from .online import record_use
+from ..processors.monitor import MonitorPlan
+from ..store.removal import remove_with_history
+from ..store import MEMORY_FIELDS, MilvusStore
+from ..store import filters as F
+from ..store.writes import Writer, new_row
+
+log = logging.getLogger(__name__)
+IMPORTANCE = {"high": 0.8, "medium": 0.6, "low": 0.4}  # the LLM's importance levels as scores
+ACTOR = "knowledge_monitor"
+
+
+def _category(name: str) -> Category | None:
+    """The monitor's category, or None (guessed from the text) for an unknown one; never core or system."""
+    try:
+        category = Category(name)
+    except ValueError:
+        return None
+    return None if category in PERMANENT else category
+
+
+class TurnParts:
+    """What the turn itself fixes of every memory it adds: who, where, when, and its source text."""
+
+    def __init__(self, user_id: str, chat_id: str, who: str, ts: int, text: str, metadata: dict[str, Any],
+                 tz: tzinfo | None = None):
+        self.user_id, self.chat_id, self.who, self.ts, self.text, self.metadata = user_id, chat_id, who, ts, text, metadata
+        self.tz = tz
+
+    def row(self, text: str, category: Category | None, importance: float | None) -> dict[str, Any]:
+        """The one rule (lifecycle/when.py): importance read from the turn as said (a model's level kept, an
+        explicit "remember" at least 0.8), the named day resolved from when it was said."""
+        life = new_life(text, MemoryType.EPISODIC, now_ts(), self.ts, category, importance, said=self.text, tz=self.tz).stored()
+        meta = {"context": "", "thing": text, "time": ts_to_iso(self.ts), "chatid": self.chat_id, "who": self.who,
+                **self.metadata, "source_text": self.text, LIFE_KEY: life}
+        return new_row(self.user_id, MemoryType.EPISODIC, self.ts, self.chat_id, self.who, text, meta, said_ts=self.ts, tz=self.tz)
+
+
+def apply_plan(store: MilvusStore, embedder: Embedder, lock: threading.Lock, writes: Writer, plan: MonitorPlan,
+               turn: TurnParts, table: dict[Category, DecayRule]) -> ObserveResult:
+    """Apply a checked plan; a memory deleted or promoted to core meanwhile is skipped and said so."""
+    out = ObserveResult(refused=list(plan.refused), reason=plan.reason)
+    rows = [turn.row(a.text, _category(a.category), IMPORTANCE.get(a.importance)) for a in plan.adds]
+    if rows:
+        out.added = writes.insert(rows, actor=ACTOR)
+    current: dict[int, MemoryRecord] = {}
+    for mid in {*plan.updates, *plan.deletes, *plan.used, *plan.boosted}:
+        found = store.query(F.and_(F.eq("id", mid), F.eq("user_id", turn.user_id)), MEMORY_FIELDS, limit=1)
+        if found:
+            current[mid] = MemoryRecord.from_row(found[0])
+        else:
+            out.refused.append(f"memory {mid} was deleted meanwhile; nothing done to it")
+    for mid, text in plan.updates.items():
+        old = current.get(mid)
+        if old is None or old.life.category in PERMANENT:
+            continue
+        meta = {**old.metadata, "updated_at": now_ts()}
+        if old.memory_type is MemoryType.EPISODIC and "thing" in meta:
+            meta["thing"] = text
+        current[mid] = writes.rewrite(old, text, meta, HistoryAction.UPDATED, actor=ACTOR, details={"by": ACTOR})
+        out.updated.append(mid)
+    for mid, reason in plan.deletes.items():
+        if mid in current and _soft_delete(store, lock, current[mid], reason, out):
+            out.deleted.append(mid)
+    for mid in dict.fromkeys([*plan.used, *plan.boosted]):
+        if mid not in current or mid in out.deleted:
+            continue
+        try:
+            record_use(store, embedder, lock, current[mid], None, None, table)
+        except NotFound:
+            out.refused.append(f"memory {mid} was deleted meanwhile; its use was not counted")
+            continue
+        if mid in plan.used:
+            out.used.append(mid)
+        if mid in plan.boosted:
+            out.boosted.append(mid)
+    return out
+
+
+def _soft_delete(store: MilvusStore, lock: threading.Lock, record: MemoryRecord, reason: str, out: ObserveResult,
+                 actor: str = ACTOR) -> bool:
+    """Remove the row, keeping all of it in a "forgotten" event (restorable); never a core memory."""
+    scope = F.and_(F.eq("id", record.id), F.eq("user_id", record.user_id))
+    with lock:
+        rows = store.query(scope, MEMORY_FIELDS, limit=1)
+        if not rows:
+            out.refused.append(f"memory {record.id} was deleted meanwhile")
+            return False
+        rec = MemoryRecord.from_row(rows[0])
+        if rec.life.category in PERMANENT:
+            out.refused.append(f"memory {record.id} is {rec.life.category.value} now; not deleted")
+            return False
+        event = HistoryEvent(memory_id=rec.id, user_id=rec.user_id, action=HistoryAction.FORGOTTEN, old_text=rec.text,
+                             actor=actor, details={"by": actor, "reason": reason, "row": forgotten_row(rec)})
+        remove_with_history(store, [event.model_dump(mode="json")], scope, [rec.id])  # the event first (removal.py)
+    return True
+
+
+class ChatHookService:
+    """The chat hook's after-turn verbs over a MemoryContext: mark_used (a use counted, reinforced,
+    reconsolidated) and observe (the KnowledgeMonitor's plan applied)."""
+
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
+
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+        """The chat hook reports which recalled memories the answer actually used (a memory that was only
+        retrieved does not count as used). Memory.mark_used documents the arguments and errors."""
+        from ..processors.reconsolidator import EpisodicReconsolidator
+        from ..lifecycle.policy import decay_table
+        
+        user_id = V.check_id("user_id", user_id)
+        ids = list(dict.fromkeys(V.check_memory_id(i) for i in ([memory_ids] if isinstance(memory_ids, (int, str)) else memory_ids)))
+        context = V.check_text(context, "context") if context is not None else None
+        if not ids:
+            return []
+        rows = self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids))
+        missing = sorted(set(ids) - {int(r["id"]) for r in rows})
+        if missing:
+            raise NotFound(f"memories {missing} not found for this user; nothing was changed")
+        records = [MemoryRecord.from_row(r) for r in rows]
+        reconsolidator = self.ctx.processor(EpisodicReconsolidator) if context else None
+        table = decay_table(self.ctx.config.decay_preset)
+        return [record_use(self.ctx.store, self.ctx.embedder, self.ctx.write_lock, rec, reconsolidator, context, table) for rec in records]
+
+    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
+                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None) -> ObserveResult:
+        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
+        mark_used and reconsolidation. Memory.observe documents the arguments and errors."""
+        from ..errors import LLMError
+        from ..lifecycle.policy import decay_table
+        from ..processors.gate import gate
+        from ..processors.monitor import KnowledgeMonitor, MonitorPlan
+        from ..processors.results import MonitorAdd
+        from ..processors.write_decider import gate_enabled, pending_metadata
+
+        user_id = V.check_id("user_id", user_id)
+        chat_id = V.check_id("chat_id", chat_id)
+        who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
+        turn_meta = V.check_caller_metadata(metadata)
+        event_ts = V.event_ts(ts)
+        text, turns = V.messages_to_text(messages)
+        turns = V.exchange_turns(text) if isinstance(messages, str) else turns
+        if isinstance(shown, (str, bytes)) or not isinstance(shown, Sequence):
+            raise InvalidInput("shown must be a list of memory ids or search hits")
+        ids = list(dict.fromkeys(V.check_memory_id(getattr(s, "id", s)) for s in shown))
+        found = {int(r["id"]): MemoryRecord.from_row(r)
+                 for r in (self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids)) if ids else [])}
+        records = [found[i] for i in ids if i in found]
+        refused = [f"memory {i} not found for this user; not shown" for i in ids if i not in found]
+        tz = zone(self.ctx.config.timezone)
+        turn = TurnParts(user_id, chat_id, who, event_ts, text, turn_meta, tz)
+        now_iso = datetime.fromtimestamp(event_ts, tz).isoformat()
+        decided = gate(turns, now_iso) if not records and gate_enabled(self.ctx.config) else None
+        calls = 0
+        if decided is not None:
+            adds = [MonitorAdd(text=decided.thing)] if decided.write_episodic and decided.thing.strip() else []
+            plan = MonitorPlan(adds=adds, reason=decided.reason)
+        else:
+            try:
+                calls = 1
+                plan = self.ctx.processor(KnowledgeMonitor).observe(turns, records, now_iso, chat_id)
+            except LLMError as exc:
+                meta = pending_metadata(text, turns, ts_to_iso(event_ts), chat_id, who, turn_meta)
+                kept = self.ctx.writer.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, text, meta,
+                                                       said_ts=event_ts, tz=tz)], actor="api")
+                return ObserveResult(added=kept, refused=refused, llm_calls=1, pending_decision=True,
+                                     reason=f"LLM failed, the turn kept raw for a later decision: {exc}")
+        plan.refused = refused + plan.refused
+        result = apply_plan(self.ctx.store, self.ctx.embedder, self.ctx.write_lock, self.ctx.writer, plan, turn, decay_table(self.ctx.config.decay_preset))
+        result.llm_calls = calls
+        said = T.user_lines(turns) if turns else text
+        asks = forget_asks(said)
+        from .records import RecordService
+
+        search = RecordService(self.ctx).search
+        if asks:  # what the request names among all this user's memories, not only those shown (memory/forget.py)
+            more = forget_named(self.ctx, search, user_id, asks, actor=ACTOR, skip=set(result.deleted))
+            result.deleted += more.deleted
+            result.refused += more.refused
+        # a correction supersedes what it corrects at once (said in the reason; each has a "superseded" event)
+        fixed = [i for i in supersede_corrected(self.ctx, search, user_id, said, list(result.added), event_ts, actor=ACTOR)
+                 if i not in result.deleted]
+        if fixed:
+            result.reason = f"{result.reason}; superseded memories {fixed} (the user corrected them)".lstrip("; ")
+        return result

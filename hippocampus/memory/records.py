@@ -1,0 +1,209 @@
+"""The record service: add, update, delete and read one user's memories, and search them.
+The facade (memory/facade.py) delegates its core verbs here; it validates, orchestrates and records
+history, while storage, embeddings and retrieval each live in their own folder."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from .. import validation as V
+from ..context import MemoryContext
+from ..errors import InvalidInput, NotFound
+from ..lifecycle.decay import forgotten_row
+from ..lifecycle.when import zone
+from ..models import AddResult, HistoryAction, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult, now_ts
+from ..processors.write_decider import EpisodicWriteDecider
+from ..retrieval import check_search_mode
+from ..store import MEMORY_FIELDS
+from ..store import filters as F
+from ..store.removal import remove_with_history
+from ..store.writes import plain_row
+from .forget import forget_named, supersede_corrected
+from .online import add_inferred
+
+
+class RecordService:
+    """The core verbs over a MemoryContext."""
+
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
+
+    def add(
+        self,
+        messages: str | list[dict[str, str]],
+        user_id: str,
+        chat_id: str = "default",
+        who: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        infer: bool = False,
+        ts: Any = None,
+        memory_type: MemoryType | str = MemoryType.EPISODIC,
+    ) -> AddResult:
+        """Remember a turn. Memory.add documents the arguments and errors."""
+        user_id = V.check_id("user_id", user_id)
+        chat_id = V.check_id("chat_id", chat_id)
+        who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
+        metadata = V.check_caller_metadata(metadata)
+        event_ts = V.event_ts(ts)
+        mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
+        text, turns = V.messages_to_text(messages)
+        if infer and mtype is MemoryType.EPISODIC:
+            ctx = self.ctx
+            def forget(asks: list[str]) -> list[int]:  # memory/forget.py: as observe honours a forget request
+                return forget_named(ctx, self.search, user_id, asks, actor="write_decider").deleted
+
+            def correct(said: str, new_ids: list[int]) -> list[int]:  # memory/forget.py: a correction supersedes at once
+                return supersede_corrected(ctx, self.search, user_id, said, new_ids, event_ts, actor="write_decider")
+
+            return add_inferred(ctx.writer, lambda: ctx.processor(EpisodicWriteDecider), ctx.config, user_id, chat_id, who,
+                                metadata, event_ts, text, turns, forget=forget, correct=correct)
+        tz = zone(self.ctx.config.timezone)
+        ids = self.ctx.writer.insert([plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz)], actor="api")
+        return AddResult(ids=ids, stored=True, reason="stored without inference (infer=False)")
+
+    def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
+        """Store many turns as-is (infer=False), embedding them in batches. Memory.add_many documents the
+        arguments and errors."""
+        rows = []
+        tz = zone(self.ctx.config.timezone)
+        for item in items:
+            if not isinstance(item, dict):
+                raise InvalidInput(f"add_many takes dicts, got {type(item).__name__}")
+            user_id = V.check_id("user_id", item.get("user_id"))
+            chat_id = V.check_id("chat_id", item.get("chat_id", "default"))
+            who = V.check_id("who", item.get("who") or user_id, V.WHO_MAX)
+            metadata = V.check_caller_metadata(item.get("metadata"))
+            event_ts = V.event_ts(item.get("ts"))
+            mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
+            text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
+            rows.append(plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz))
+        ids: list[int] = []
+        for start in range(0, len(rows), max(1, batch_size)):
+            ids += self.ctx.writer.insert(rows[start : start + batch_size], actor="api")
+        return ids
+
+    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
+        """Replace a memory's text (re-embedded) and merge `metadata` into it. Memory.update documents the
+        arguments and errors."""
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        text = V.check_text(text)
+        extra = V.check_caller_metadata(metadata)
+        old = self.get(memory_id, user_id=user_id)
+        new_meta = {**old.metadata, **extra, "updated_at": now_ts()}
+        if extra:  # old and new keys together stay within a limit
+            V.check_stored_metadata(new_meta)
+        if old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata and "thing" not in extra:
+            new_meta["thing"] = text
+        details = {"metadata": {"before": {k: old.metadata[k] for k in extra if k in old.metadata},  # what undo puts back
+                                "absent": [k for k in extra if k not in old.metadata]}} if extra else None
+        return self.ctx.writer.rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api", details=details)
+
+    def delete(self, memory_id: int, user_id: str) -> None:
+        """Delete one memory of this user. Memory.delete documents the arguments and errors."""
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        with self.ctx.write_lock:  # the history event first, then the row (removal.py): never a row gone without it
+            old = self.get(memory_id, user_id=user_id)  # under the lock: a racing delete has either won or not started
+            event = HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.DELETED, old_text=old.text,
+                                 actor="api", details={"row": forgotten_row(old)})
+            remove_with_history(self.ctx.store, [event.model_dump(mode="json")],
+                                F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)), [memory_id])
+
+    def reset(self, user_id: str) -> int:
+        """Erase every memory of this user and its history, for good. Memory.reset documents the arguments and
+        errors."""
+        user_id = V.check_id("user_id", user_id)
+        scope = F.eq("user_id", user_id)
+        with self.ctx.write_lock:
+            count = self.ctx.store.count(scope)
+            self.ctx.store.delete(scope)
+            self.ctx.store.delete_history(scope)
+        return count
+
+    def search(
+        self,
+        query: str,
+        user_id: str,
+        limit: int | None = None,
+        memory_type: MemoryType | str | None = None,
+        filters: dict[str, Any] | None = None,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        graph: bool | None = None,
+    ) -> SearchResult:
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first. Memory.search
+        documents the arguments and errors."""
+        query = V.check_text(query, "query")
+        user_id = V.check_id("user_id", user_id)
+        metadata = V.check_metadata(filters, "filters")
+        if memory_type is None and not memory_types and isinstance(metadata.get("memory_type"), str):
+            memory_type = metadata["memory_type"]  # filters={"memory_type": "procedural"} picks the kind searched
+        kinds = V.check_memory_types(memory_type, memory_types)
+        limit = V.check_limit(limit) if limit is not None else None
+        caller = self.ctx.retriever.caller_filter(user_id, metadata)  # store/filters.py: the fields and their rule
+        if graph is not None and not isinstance(graph, bool):
+            raise InvalidInput(f"graph must be true, false or None, got {graph!r}")
+        mode = check_search_mode(mode) if mode is not None else self.ctx.config.search_mode
+        vector = self.ctx.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
+        mode = mode if vector is not None else "bm25"
+        result = SearchResult()
+        for kind in kinds:
+            k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
+            setattr(result, kind.value, self.ctx.retriever.search(query, user_id, k, kind, caller, vector, mode,
+                                                              include_superseded=bool(include_superseded), graph=graph))
+        return result
+
+    def get(self, memory_id: int, user_id: str) -> MemoryRecord:
+        """One memory of this user. Memory.get documents the arguments and errors."""
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        rows = self.ctx.store.query(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)), limit=1)
+        if not rows:
+            raise NotFound(f"memory {memory_id} not found for this user")
+        return MemoryRecord.from_row(rows[0])
+
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
+        """Every memory of this user, oldest event first. Memory.get_all documents the arguments and errors."""
+        return sorted(self.iter_all(user_id, memory_type), key=lambda r: (r.ts, r.id))
+
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> MemoryPage:
+        """A page of `get_all`. Memory.page documents the arguments and errors."""
+        offset = V.check_offset(offset)
+        limit = V.check_limit(limit)
+        records = self.get_all(user_id, memory_type)
+        end = offset + limit
+        return MemoryPage(items=records[offset:end], total=len(records), offset=offset,
+                          next_offset=end if end < len(records) else None)
+
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
+        """Every memory of this user, a page at a time from the store, in no particular order (`get_all` sorts
+        them). Memory.iter_all documents the arguments and errors."""
+        user_id = V.check_id("user_id", user_id)
+        mtype = V.check_memory_type(memory_type)
+        scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None)
+        for page in self.ctx.store.iterate(scope, MEMORY_FIELDS):
+            for row in page:
+                yield MemoryRecord.from_row(row)
+
+    def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
+        """Every change to this memory, oldest first. Memory.history documents the arguments and errors."""
+        memory_id = V.check_memory_id(memory_id)
+        user_id = V.check_id("user_id", user_id)
+        rows = self.ctx.store.history(F.and_(F.eq("memory_id", memory_id), F.eq("user_id", user_id)))
+        if not rows:  # never existed for this user, or another user's id: the same answer as get()
+            raise NotFound(f"no history for memory {memory_id} for this user")
+        return [HistoryEvent.model_validate(r) for r in rows]
+
+    def stats(self, user_id: str | None = None) -> dict[str, Any]:
+        """How many memories there are ("total", "episodic", "semantic"), for one user or, with user_id None,
+        the whole store. Memory.stats documents the arguments and errors."""
+        scope = F.eq("user_id", V.check_id("user_id", user_id)) if user_id is not None else ""
+        out: dict[str, Any] = {"total": self.ctx.store.count(scope)}
+        for mtype in MemoryType:
+            out[mtype.value] = self.ctx.store.count(F.and_(scope, F.eq("memory_type", mtype.value)))
+        out["store"] = self.ctx.config.milvus_uri
+        out["embedder"] = self.ctx.embedder.model_name
+        return out

@@ -1,0 +1,69 @@
+"""MemoryContext (hippocampus/context.py): one per Memory, shared by every service by name; its
+`processor(Cls)` builds any processor with the configured prompts; the LLM swapped on the facade is
+the one every service uses from then on; consolidation runs the phases of one visible list."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hippocampus import Memory
+from hippocampus.consolidation import service as consolidation
+from hippocampus.context import MemoryContext
+from hippocampus.llm.rules import RulesProvider
+from hippocampus.processors.base import load_prompt
+from hippocampus.processors.reviewer import MemoryReviewer
+from hippocampus.processors.triple_extractor import TripleExtractor
+from hippocampus.testing import ScriptedChatModel
+
+
+@pytest.fixture
+def custom(shared_db: Path, embedder, tmp_path: Path):
+    """A Memory whose prompts_dir overrides the reviewer's prompt (a marker in its system text)."""
+    packaged = load_prompt("memory_reviewer")
+    (tmp_path / "memory_reviewer.yaml").write_text(
+        f"system: |\n  OVERRIDDEN-{tmp_path.name}\nuser: |\n  {packaged.user.strip().splitlines()[0]}\n", encoding="utf-8")
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"cx_{uuid.uuid4().hex[:10]}", embedder=embedder,
+               llm=RulesProvider(), prompts_dir=str(tmp_path))
+    yield m, tmp_path
+    m.close()
+
+
+def test_processor_uses_the_context_model_and_the_configured_prompts(custom):
+    memory, prompts = custom
+    reviewer = memory.ctx.processor(MemoryReviewer)
+    assert isinstance(memory.ctx, MemoryContext)
+    assert reviewer.llm is memory.llm
+    assert f"OVERRIDDEN-{prompts.name}" in reviewer.template.system
+    # a prompt the folder does not override comes from the package
+    assert memory.ctx.processor(TripleExtractor).template.system == load_prompt("triple_extractor").system
+
+
+def test_every_service_shares_one_context_and_the_writer_takes_its_lock(memory):
+    services = [memory._records, memory._hook, memory._lifecycle, memory._transfer, memory._browse, memory._undo,
+                memory._graph, memory._consolidation]
+    assert all(s.ctx is memory.ctx for s in services)
+    assert memory._lifecycle.reader is memory._records and memory._transfer.lister is memory._records
+    assert memory._consolidation.decayer is memory._lifecycle and memory._consolidation.graph is memory._graph
+    assert memory.ctx.writer.lock is memory.ctx.write_lock is memory._write_lock
+    assert (memory.store, memory.embedder, memory.config, memory.retriever) == (
+        memory.ctx.store, memory.ctx.embedder, memory.ctx.config, memory.ctx.retriever)
+
+
+def test_a_model_swapped_on_the_facade_is_the_one_the_services_ask(memory):
+    chat = ScriptedChatModel(replies={"ReviewResult": '{"action": "keep", "reason": "scripted"}'})
+    memory.llm = chat
+    assert memory._llm is chat and memory.ctx.llm is chat
+    assert memory.ctx.processor(MemoryReviewer).llm is chat
+    memory._llm = None  # tests reset it so; the next use makes the configured one (offline: the rules)
+    assert isinstance(memory.llm, RulesProvider)
+
+
+def test_consolidation_runs_its_phases_in_the_listed_order(memory):
+    names = [phase.__name__ for phase in consolidation.PHASES]
+    assert names == ["episodes", "supersede", "compress", "decay", "graph"]
+    memory.add("I moved to Berlin in May", user_id="u", infer=False)
+    stats = memory.consolidate("u")
+    assert stats.examined == 1 and stats.errors == 0
