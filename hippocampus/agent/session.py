@@ -8,7 +8,7 @@ m1..m50, the ones a search for the session's words finds first) in; new memories
 shown memories out, checked (processors/session_extractor.py). It is applied through the facade:
 `add` for each new memory (then `curate` for its category and importance), `update` for each
 correction. Every memory it writes carries the session's id and a hash of its text in metadata
-(`source_session`, `source_hash`); a memory whose marker is stored already is never written again,
+(`source_session`, `session_hash`); a memory whose marker is stored already is never written again,
 so ending a session twice, or again after a crash half-way, never duplicates a memory.
 
 Memory never breaks a turn: a failed model or store is a warning in the report (logged) and the
@@ -37,7 +37,8 @@ from ..processors.tool_context import ToolContextCondenser
 from ._common import describe, log, prompts_dir, resolve_model, score
 
 SESSION_KEY = "source_session"  # metadata: the session that wrote the memory
-HASH_KEY = "source_hash"  # metadata: a hash of the text it wrote, the idempotency marker with the session id
+HASH_KEY = "session_hash"  # metadata: a hash of the text it wrote, the idempotency marker with the session id
+OLD_HASH_KEY = "source_hash"  # its name before imports took "source_hash" (transfer/jsonl.py); still read
 MIN_SCORE = 0.2  # memories scoring less are not shown to the extractor
 MAX_QUERY_CHARS = 1000
 MODEL_MODE = "model: one SessionExtractor call per extraction"
@@ -247,7 +248,7 @@ class Session:
 
     def _apply(self, plan: SessionPlan, stored: Sequence[MemoryRecord], report: SessionReport) -> bool:
         """Write the plan through the facade; False (with a warning) when a write fails, the plan kept."""
-        markers = {(r.metadata.get(SESSION_KEY), r.metadata.get(HASH_KEY)) for r in stored}
+        markers = {(r.metadata.get(SESSION_KEY), r.metadata.get(HASH_KEY) or r.metadata.get(OLD_HASH_KEY)) for r in stored}
         for new in plan.new:
             marker = content_hash(new.text)
             if (self.session_id, marker) in markers:

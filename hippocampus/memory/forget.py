@@ -10,17 +10,41 @@ not "I like cats".
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Callable
 
-from ..models import MemoryRecord, MemoryType, ObserveResult
-from ..store import MEMORY_FIELDS
+from ..lifecycle.decay import forgotten_row
+from ..lifecycle.policy import PERMANENT
+from ..models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, ObserveResult
+from ..store import MEMORY_FIELDS, MilvusStore
+from ..store.removal import remove_with_history
 from ..store import filters as F
 from ..text import clauses, forget_clauses, forget_terms, names_memory, names_taken_back, taken_back
 
 if TYPE_CHECKING:
     from ..context import MemoryContext
 
+ACTOR = "knowledge_monitor"  # observe's actor (the monitor); add(infer=True) writes as the write decider
 CANDIDATES = 20  # memories searched per forget request; the rule then keeps only those it names
+
+
+def _soft_delete(store: MilvusStore, lock: threading.Lock, record: MemoryRecord, reason: str, out: ObserveResult,
+                 actor: str = ACTOR) -> bool:
+    """Remove the row, keeping all of it in a "forgotten" event (restorable); never a core memory."""
+    scope = F.and_(F.eq("id", record.id), F.eq("user_id", record.user_id))
+    with lock:
+        rows = store.query(scope, MEMORY_FIELDS, limit=1)
+        if not rows:
+            out.refused.append(f"memory {record.id} was deleted meanwhile")
+            return False
+        rec = MemoryRecord.from_row(rows[0])
+        if rec.life.category in PERMANENT:
+            out.refused.append(f"memory {record.id} is {rec.life.category.value} now; not deleted")
+            return False
+        event = HistoryEvent(memory_id=rec.id, user_id=rec.user_id, action=HistoryAction.FORGOTTEN, old_text=rec.text,
+                             actor=actor, details={"by": actor, "reason": reason, "row": forgotten_row(rec)})
+        remove_with_history(store, [event.model_dump(mode="json")], scope, [rec.id])  # the event first (removal.py)
+    return True
 
 
 def forget_asks(text: str) -> list[str]:
@@ -32,8 +56,6 @@ def forget_named(ctx: "MemoryContext", search: Callable[..., object], user_id: s
                  skip: set[int] | frozenset[int] = frozenset()) -> ObserveResult:
     """Soft-delete this user's episodic and semantic memories that the forget request names (never a core
     or system one); `search` is RecordService.search. The result lists the deleted ids and any refusal."""
-    from .observe import _soft_delete  # the one soft delete: the row kept in a FORGOTTEN event
-
     out = ObserveResult()
     terms = forget_terms(asks)
     if not terms:
@@ -79,7 +101,6 @@ def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], use
     from ..lifecycle.supersede import _row
     from ..llm.rules.lifecycle import slots
     from ..models import LIFE_KEY, HistoryAction, HistoryEvent, now_ts
-    from .observe import _soft_delete
 
     takes_back = taken_back(said)
     new_slots: dict[str, str] = {}

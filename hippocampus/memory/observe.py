@@ -17,22 +17,19 @@ from ..context import MemoryContext
 from ..embeddings import Embedder
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import new_life
-from ..lifecycle.decay import forgotten_row
 from ..lifecycle.policy import PERMANENT, DecayRule
-from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
+from ..models import LIFE_KEY, Category, HistoryAction, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
 from .. import text as T
 from ..lifecycle.when import zone
-from .forget import forget_asks, forget_named, supersede_corrected
+from .forget import ACTOR, _soft_delete, forget_asks, forget_named, supersede_corrected
 from .online import record_use
 from ..processors.monitor import MonitorPlan
-from ..store.removal import remove_with_history
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.writes import Writer, new_row
 
 log = logging.getLogger(__name__)
 IMPORTANCE = {"high": 0.8, "medium": 0.6, "low": 0.4}  # the LLM's importance levels as scores
-ACTOR = "knowledge_monitor"
 
 
 def _category(name: str) -> Category | None:
@@ -100,25 +97,6 @@ def apply_plan(store: MilvusStore, embedder: Embedder, lock: threading.Lock, wri
         if mid in plan.boosted:
             out.boosted.append(mid)
     return out
-
-
-def _soft_delete(store: MilvusStore, lock: threading.Lock, record: MemoryRecord, reason: str, out: ObserveResult,
-                 actor: str = ACTOR) -> bool:
-    """Remove the row, keeping all of it in a "forgotten" event (restorable); never a core memory."""
-    scope = F.and_(F.eq("id", record.id), F.eq("user_id", record.user_id))
-    with lock:
-        rows = store.query(scope, MEMORY_FIELDS, limit=1)
-        if not rows:
-            out.refused.append(f"memory {record.id} was deleted meanwhile")
-            return False
-        rec = MemoryRecord.from_row(rows[0])
-        if rec.life.category in PERMANENT:
-            out.refused.append(f"memory {record.id} is {rec.life.category.value} now; not deleted")
-            return False
-        event = HistoryEvent(memory_id=rec.id, user_id=rec.user_id, action=HistoryAction.FORGOTTEN, old_text=rec.text,
-                             actor=actor, details={"by": actor, "reason": reason, "row": forgotten_row(rec)})
-        remove_with_history(store, [event.model_dump(mode="json")], scope, [rec.id])  # the event first (removal.py)
-    return True
 
 
 class ChatHookService:

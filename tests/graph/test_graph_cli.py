@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_core_cli import cli
+from tests.cli.test_core_cli import cli
 
 
 def test_graph_command_builds_and_prints_a_users_entities_and_triples(fresh_path: str):

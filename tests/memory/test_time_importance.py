@@ -146,3 +146,37 @@ def test_rule_keeps_a_higher_level_and_an_import_as_it_is() -> None:
     assert importance("I like tea", 0.4) == 0.4
     assert importance("do you remember my sister?") == 0.6
     assert importance("Don't forget my dentist on Friday") == 0.8
+    pottery = "I just started a pottery class on Thursdays, and please remember I'm vegetarian"
+    assert importance(pottery, 0.4, memory="The user attends a pottery class on Thursdays") == 0.4  # not what was asked
+    assert importance(pottery, 0.6, memory="The user is vegetarian") == 0.8
+    assert importance("请记住，我对青霉素过敏", memory="我对青霉素过敏") == 0.8
+
+
+def test_cli_add_with_and_without_infer_expires_at_the_same_moment(tmp_path: Path) -> None:
+    """The issue's reproduction through the CLI: `add ... --infer` and plain `add` of "Remind me to book the train
+    tomorrow" said at 23:50 on 26 Nov (Shanghai) both expire at the end of 27 Nov there, both name 27 Nov,
+    and a "remember" is 0.8 either way."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from hippocampus.cli.app import app
+
+    runner = CliRunner(env={"HIPPOCAMPUS_TIMEZONE": "Asia/Shanghai"})
+    uri, said = str(tmp_path / "m.db"), str(at(SHANGHAI, 2026, 11, 26, 23, 50))
+
+    def rows(user: str, *extra: str) -> list[dict]:
+        for text in ("Remind me to book the train tomorrow", "Remember that my passport number ends in 4471"):
+            added = runner.invoke(app, ["--uri", uri, "add", text, "-u", user, "--ts", said, *extra])
+            assert added.exit_code == 0, (added.stdout, added.stderr)
+        listed = runner.invoke(app, ["--uri", uri, "list", "-u", user, "--json"])
+        assert listed.exit_code == 0, listed.stderr
+        return sorted(json.loads(listed.stdout), key=lambda r: r["text"])
+
+    plain, inferred = rows("plain"), rows("inferred", "--infer")
+    end_27 = day_end(date(2026, 11, 27), SHANGHAI)
+    for got in (plain, inferred):
+        train = next(r for r in got if "train" in r["text"])
+        passport = next(r for r in got if "passport" in r["text"])
+        assert (train["metadata"]["life"]["expires_at"], train["metadata"]["named_date"]) == (end_27, "2026-11-27")
+        assert passport["metadata"]["life"]["importance"] == 0.8

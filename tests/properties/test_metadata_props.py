@@ -128,7 +128,7 @@ def test_metadata_is_refused_or_works_with_every_verb(mem: Memory, tmp_path_fact
     other = f"i-{uuid.uuid4().hex[:10]}"
     assert len(mem.import_jsonl(other, path).created) == 1
     (imported,) = mem.get_all(other)
-    assert imported.metadata == mem.get(mid, user).metadata | {k: imported.metadata[k] for k in ("created_at", "updated_at")}
+    assert imported.metadata == mem.get(mid, user).metadata | {k: imported.metadata[k] for k in ("created_at", "updated_at", "source_hash")}
 
     _merge_pair(mem, meta)
 

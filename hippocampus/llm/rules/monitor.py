@@ -3,8 +3,9 @@ memory counts as used (and is boosted) when the assistant's reply repeats a name
 of it, or two of its content words; a forget request deletes the shown memories it names.
 
 Degraded, and honest about it: without a model there is no UPDATE (a correction is added as a new
-memory, and the nightly contradiction step supersedes the old one), and "used" is word overlap,
-not understanding.
+memory; observe then supersedes what it takes back or re-states, memory/forget.py, as add(infer=True)
+does), and "used" is word overlap, not understanding. A forget request also removes what it names
+among memories not shown (memory/forget.py).
 """
 
 from __future__ import annotations

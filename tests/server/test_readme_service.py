@@ -19,7 +19,7 @@ from hippocampus.cli.app import app
 from hippocampus.server import create_app
 from tests.service_support import served
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _section() -> str:

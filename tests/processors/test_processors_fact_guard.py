@@ -20,7 +20,7 @@ from hippocampus.testing import DeterministicEmbedder, ScriptedChatModel
 from tests.consolidation_helpers import episode_row, scripted_chat
 
 T0 = 1_767_258_000  # 2026-01-01T09:00:00Z
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 A = "我订了5月3日的机票，选了靠窗的座位"
 B = "机票花了1200元，是下午三点的航班"
 

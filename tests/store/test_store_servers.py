@@ -31,7 +31,7 @@ from hippocampus.store.ids import IdAllocator
 from hippocampus.testing import DeterministicEmbedder
 from tests.core_support import FailingEmbedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 START_TIMEOUT = 120.0  # Milvus 2.3 took ~9 s here (it unpacks ~250 MB first); milvus-lite ~1.5 s
 WORKER_TIMEOUT = 120.0
@@ -174,7 +174,7 @@ def milvus23_server(tmp_path_factory) -> Iterator[tuple[str, str]]:
 
 # ------------------------------------------------------------------ what must hold on every server
 def _core_properties(m: Memory) -> None:
-    """Tenant isolation, add/get/update/delete and history, as on milvus-lite (tests/test_core_store.py)."""
+    """Tenant isolation, add/get/update/delete and history, as on milvus-lite (tests/store/test_core_store.py)."""
     a = m.add("Alice's locker code is 4711", user_id="alice", chat_id="c1").ids[0]
     b = m.add("Bob's locker code is 1234", user_id="bob", chat_id="c1").ids[0]
     assert m.get(a, user_id="alice").text == "Alice's locker code is 4711"

@@ -18,7 +18,7 @@ from scripts.eval_write import HARD_KINDS
 from tests.openai_stub import OpenAIStub
 from hippocampus.testing import ScriptedChatModel
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 load_plugins()
 
 

@@ -1,4 +1,4 @@
-"""Subprocess side of tests/test_crash_consolidation.py (run as a script, never collected).
+"""Subprocess side of tests/consolidation/test_crash_consolidation.py (run as a script, never collected).
 
     python tests/crash_consolidate.py DB COLLECTION PAUSE_AT N
 
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main() -> int:

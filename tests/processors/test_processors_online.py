@@ -28,7 +28,7 @@ from hippocampus.processors import (
 from hippocampus.testing import ScriptedChatModel
 
 T0 = 1_767_258_000  # 2026-01-01T09:00:00Z
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 TURN = [{"role": "user", "content": "请记住，我对花生过敏"}]
 YES = json.dumps({"write_episodic": True, "context": "健康", "thing": "我对花生过敏", "time": "", "who": "user", "reason": "allergy"})
 NO = json.dumps({"write_episodic": False, "reason": "small talk"})

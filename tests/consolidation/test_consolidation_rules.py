@@ -16,7 +16,7 @@ from hippocampus.errors import InvalidInput
 from hippocampus.llm.rules import consolidation as offline
 from hippocampus.models import ConsolidationStats, MemoryRecord
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def rec(id: int, text: str = "x", ts: int = 1_000_000, chat: str = "c1", who: str = "u", time: str | None = None, **meta) -> MemoryRecord:

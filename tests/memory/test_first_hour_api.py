@@ -177,7 +177,7 @@ def test_every_client_verb_says_what_it_raises():
 
 
 def test_user_facing_text_has_no_design_document_names():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     texts = {"README.md": (root / "README.md").read_text(encoding="utf-8")}
     for name, member in {**_public_methods(Memory), "__init__": Memory.__init__, "Memory": Memory}.items():
         texts[f"Memory.{name}"] = inspect.getdoc(member.fget if isinstance(member, property) else member) or ""

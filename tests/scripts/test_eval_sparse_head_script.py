@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from scripts.eval_sparse_head import COMBOS, bm25_scorer, combine, main, tokens
-from tests.test_eval_locomo_script import SAMPLE
+from tests.scripts.test_eval_locomo_script import SAMPLE
 
 
 def test_tokens_drop_stop_words_and_case():

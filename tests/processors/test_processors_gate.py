@@ -19,7 +19,7 @@ from hippocampus.processors.gate import RULES, gate, gate_rule
 from hippocampus.processors.write_decider import gate_enabled
 from hippocampus.testing import ScriptedChatModel
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 NOW = "2026-03-01T10:00:00+00:00"
 YES = json.dumps({"write_episodic": True, "context": "trip", "thing": "goes to Shanghai next week", "reason": "plan"})
 NO = json.dumps({"write_episodic": False, "reason": "model: nothing personal"})
