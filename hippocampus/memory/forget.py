@@ -10,6 +10,7 @@ not "I like cats".
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import TYPE_CHECKING, Callable
 
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
 
 ACTOR = "knowledge_monitor"  # observe's actor (the monitor); add(infer=True) writes as the write decider
 CANDIDATES = 20  # memories searched per forget request; the rule then keeps only those it names
+# A new value of a single-valued slot supersedes the old one at once only when the clause says it
+# changed ("I moved to Rome", "我搬到了上海", "I started a new job", "I turned 30"): "we stayed near
+# Gion" on a trip names a place too, and is no move (the demo's Kyoto turn). Other slot differences
+# wait for the consolidation's contradiction judge.
+CHANGE = re.compile(r"\b(moved|relocated|now (live|work)|live now|new job|started (a |my )?(new )?(job|position|role)|"
+                    r"changed (my )?(job|name)|renamed|turned \d+|quit)\b|搬到|搬去|搬家|搬回|现在住|如今住|换了工作|换工作|"
+                    r"跳槽|入职|改名|今年\d+岁|已经\d+岁", re.IGNORECASE)
 
 
 def _soft_delete(store: MilvusStore, lock: threading.Lock, record: MemoryRecord, reason: str, out: ObserveResult,
@@ -105,7 +113,7 @@ def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], use
     takes_back = taken_back(said)
     new_slots: dict[str, str] = {}
     for clause in clauses(said):
-        if clause not in takes_back:
+        if clause not in takes_back and CHANGE.search(clause):
             new_slots.update({k: v for k, v in slots(clause).items() if k not in new_slots})
     if not takes_back and not new_slots:
         return []

@@ -117,3 +117,15 @@ def test_a_sisters_city_is_not_the_users_home(memory: Memory) -> None:
     sister = memory.add("My sister Ana lives in Paris", user_id=user).ids[0]
     memory.add("I don't live in Paris anymore, I moved to Rome", user_id=user, infer=True)
     assert memory.get(sister, user).life.superseded_by is None
+
+
+def test_a_stay_on_a_trip_is_not_a_move(memory: Memory) -> None:
+    """Only a clause that says the home changed supersedes it at once: a hotel on a trip names a place
+    too (the demo's Kyoto turn once superseded the user's Shanghai home)."""
+    user = f"trip_{uuid.uuid4().hex[:6]}"
+    home = memory.add("我上个月从成都搬到了上海，现在住在徐汇区", user_id=user).ids[0]
+    memory.add("我们在京都住在祇园附近的民宿，早上去了伏见稻荷", user_id=user, infer=True)
+    memory.add("On the trip we stayed near the old harbour in Lisbon", user_id=user, infer=True)
+    assert memory.get(home, user).life.superseded_by is None
+    memory.add("我搬到了杭州", user_id=user, infer=True)  # a move does supersede it
+    assert memory.get(home, user).life.superseded_by is not None
