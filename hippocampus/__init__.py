@@ -21,7 +21,7 @@ from .errors import (
 # Imported on first use (PEP 562), so that `import hippocampus` and the command line start fast:
 # Memory pulls in the store client and the embedder, Client httpx, MemoryConfig pydantic-settings.
 _LAZY = {
-    "Memory": "memory", "Client": "remote", "AsyncClient": "remote", "connect": "remote", "MemoryConfig": "config",
+    "Memory": "memory", "AsyncMemory": "memory", "Client": "remote", "AsyncClient": "remote", "connect": "remote", "MemoryConfig": "config",
     **{name: "models" for name in ("AddResult", "Category", "ConsolidationStats", "DecayStats", "HistoryAction",
                                    "HistoryEvent", "Lifecycle", "MemoryPage", "MemoryRecord", "MemoryType",
                                    "ObserveResult", "SearchHit", "SearchResult", "State", "UndoResult")},
@@ -30,7 +30,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from .remote import AsyncClient, Client, connect
     from .config import MemoryConfig
-    from .memory import Memory
+    from .memory import AsyncMemory, Memory
     from .models import (AddResult, Category, ConsolidationStats, DecayStats, HistoryAction, HistoryEvent, Lifecycle,
                          MemoryPage, MemoryRecord, MemoryType, ObserveResult, SearchHit, SearchResult, State, UndoResult)
 
@@ -51,6 +51,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 __all__ = [
     "Memory",
+    "AsyncMemory",
     "Client",
     "AsyncClient",
     "connect",

@@ -100,7 +100,7 @@ def _config_path() -> Path | None:
 
 
 class MemoryConfig(BaseSettings):
-    """Every knob of the memory system; see the configuration table in README.md."""
+    """Every knob of the memory system; see the configuration table in docs/configuration.md."""
 
     model_config = SettingsConfigDict(env_prefix="HIPPOCAMPUS_", extra="forbid", validate_default=True)
 
@@ -182,7 +182,7 @@ class MemoryConfig(BaseSettings):
     graph: Literal["on", "off"] = "off"
     thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
-    # --- lifecycle (lifecycle/policy.py; README "How memories age") ---
+    # --- lifecycle (lifecycle/policy.py; docs/aging.md) ---
     # the decay table: default (7 days of grace, then x0.99 a day), fast (per category: fact x0.85 per 5 days,
     # episode x0.6 per 3 days), off; consolidate and `decay` archive below 0.2 and forget below 0.05;
     # core and system never decay
@@ -190,6 +190,9 @@ class MemoryConfig(BaseSettings):
     # the user's time zone (an IANA name, "Europe/Paris"): "tomorrow" and "下周二" are resolved in it from when
     # the turn was said, and a todo expires at the end of the day it names there (lifecycle/when.py); None: the machine's
     timezone: str | None = None
+    # per-user overrides of `timezone` ({"bo": "Asia/Shanghai"}; env HIPPOCAMPUS_USER_TIMEZONES as JSON): dates
+    # said by that user are resolved, and that user's todos expire, in that zone (lifecycle/when.user_zone)
+    user_timezones: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def settings_customise_sources(
@@ -217,6 +220,19 @@ class MemoryConfig(BaseSettings):
             zone(value.strip())  # raises ValueError with the name for an unknown zone
             return value.strip()
         return None
+
+    @field_validator("user_timezones")
+    @classmethod
+    def _check_user_timezones(cls, value: dict[str, str]) -> dict[str, str]:
+        from .lifecycle.when import zone
+
+        out = {}
+        for user, name in value.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"user_timezones[{user!r}] must be an IANA zone name such as 'Asia/Shanghai'")
+            zone(name.strip())  # raises ValueError with the name for an unknown zone
+            out[user] = name.strip()
+        return out
 
     @field_validator("milvus_uri")
     @classmethod

@@ -24,7 +24,7 @@ class HippocampusError(Exception):
 
 
 class ConfigError(HippocampusError):
-    pass
+    """A setting is wrong or missing (HTTP 400; exit code 2 on the command line)."""
 
 
 class AuthError(ConfigError):
@@ -32,15 +32,19 @@ class AuthError(ConfigError):
 
 
 class InvalidInput(HippocampusError, ValueError):
-    pass
+    """A bad argument, refused before anything is written (HTTP 422; exit code 2)."""
 
 
 class NotFound(HippocampusError, KeyError):
+    """No such memory or event for this user; another user's id is answered the same (HTTP 404)."""
+
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else "not found"
 
 
 class StoreError(HippocampusError):
+    """The store failed or cannot be opened (HTTP 503); `uri` names it."""
+
     def __init__(self, message: str, uri: str | None = None, original_error: Exception | None = None):
         self.uri = uri
         self.original_error = original_error
@@ -48,15 +52,15 @@ class StoreError(HippocampusError):
 
 
 class StoreLockedError(StoreError):
-    pass
+    """Another process (often a running service) holds this milvus-lite store: go through the service."""
 
 
 class SchemaMismatchError(StoreError):
-    pass
+    """The collection was written by another schema or embedder (re-embed it, or choose another)."""
 
 
 class StoreCorruptedError(StoreError):
-    pass
+    """The store's files cannot be read as a store."""
 
 
 class ServiceUnavailable(StoreError):
@@ -64,10 +68,12 @@ class ServiceUnavailable(StoreError):
 
 
 class EmbeddingError(HippocampusError):
-    pass
+    """The embedder failed (search falls back to BM25 alone where it can)."""
 
 
 class LLMError(HippocampusError):
+    """The configured model failed after its retries (HTTP 502); `model`, `attempts` and `last_error` say how."""
+
     def __init__(self, model: str, attempts: int, last_error: BaseException | str, message: str | None = None):
         self.model = model
         self.attempts = attempts

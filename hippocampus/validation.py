@@ -112,6 +112,7 @@ OWNED_KEYS: dict[str, str] = {
     "source_text": "the raw turn text kept by the write decider",
     "merge_pending": "marks a merge that consolidation has not finished",
     "merged_from_ids": "the ids consolidation merged into this memory",
+    "merge_key": "a hash of the merged ids: the same merge is never written twice (docs/scale.md)",
     "source_chat_ids": "the chats a merged memory came from, kept by consolidation",
     "separated_from": "the memories consolidation keeps apart from this one",
     "distilled": "marks an episode consolidation already distilled into facts",
@@ -125,6 +126,7 @@ OWNED_KEYS: dict[str, str] = {
     "formed_at": "when a compressed fact's newest source formed, for its age",
     "compression_failed_at": "when compressing this fact last failed (it waits a week before the next try)",
     "source_hash": "the content hash an import found this memory under, so importing the file again adds nothing",
+    "expires_at": "when the memory expires (epoch seconds), set by add / update's expires_at (lifecycle/expiry.py)",
 }
 BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)
@@ -275,3 +277,10 @@ def exchange_turns(text: str) -> list[dict[str, str]]:
         if content:
             turns.append({"role": _ROLES[mark.group(1).lower()], "content": content})
     return turns or [{"role": "user", "content": text}]
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """A true/false argument (include_expired, ...): a real bool, so "false" is not taken for true."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be true or false, got {type(value).__name__}")
+    return value

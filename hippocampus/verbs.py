@@ -57,8 +57,11 @@ class Verb(BaseModel):
     rest: Face
     mcp: Face
     cli: Face
+    async_memory: Optional[Face] = None  # None: AsyncMemory offers it under its own name (memory/async_memory.py)
 
     def face(self, which: str) -> Face:
+        if which == "async_memory" and self.async_memory is None:
+            return Face(name=self.name)  # AsyncMemory is built from this list: every verb, Memory's signature
         return getattr(self, which)
 
     @property
@@ -87,13 +90,13 @@ class Verb(BaseModel):
         return (inspect.getdoc(self.method) or "").split("\n\n")[0].replace("\n", " ")
 
 
-FACES = ("client", "rest", "mcp", "cli")
+FACES = ("client", "rest", "mcp", "cli", "async_memory")
 V1 = "/v1"
 CLI_NAMES = {"user_id": "--user", "chat_id": "--chat", "metadata": "--meta", "memory_type": "--type"}
 
-MCP_NINE = ("MCP exposes only the nine agent-facing tools (add_memory, search_memory, list_memories, get_memory, "
-            "update_memory, delete_memory, memory_history, memory_context, observe_turn): an agent's tool list stays short; "
-            "operators use REST, the Client or the CLI")
+MCP_NINE = ("MCP exposes only the agent-facing tools (add_memory, search_memory, list_memories, get_memory, "
+            "update_memory, delete_memory, update_memories, delete_memories, memory_history, memory_context, observe_turn): "
+            "an agent's tool list stays short; operators use REST, the Client or the CLI")
 UI_VIEW = "a Web UI view: server/ui.py renders it in-process under /ui; there is no JSON route, so no Client method"
 CALLBACK = "a callback in the caller's process: nothing streams back over HTTP"
 NOW_SIM = "`now` is for in-process simulations: a service uses its own clock"
@@ -125,6 +128,10 @@ VERBS: tuple[Verb, ...] = (
          mcp=on("update_memory"), cli=on("update")),
     Verb(name="delete", writes=True, errors=RN, client=on("delete"), rest=on(f"DELETE {V1}/memories/{{memory_id}}"),
          mcp=on("delete_memory"), cli=on("delete")),
+    Verb(name="update_many", writes=True, errors=R, client=on("update_many"), rest=on(f"POST {V1}/memories/batch/update"),
+         mcp=on("update_memories"), cli=on("update-many", names={"items": "--file"})),
+    Verb(name="delete_many", writes=True, errors=R, client=on("delete_many"), rest=on(f"POST {V1}/memories/batch/delete"),
+         mcp=on("delete_memories"), cli=on("delete-many")),
     Verb(name="reset", writes=True, errors=R, client=on("reset"), rest=on(f"DELETE {V1}/memories"), mcp=off(MCP_NINE),
          cli=on("reset")),
     Verb(name="mark_used", writes=True, errors=RWN, client=on("mark_used"), rest=on(f"POST {V1}/memories/used"),
@@ -202,8 +209,6 @@ VERBS: tuple[Verb, ...] = (
          cli=off("the Web UI's filtered view; the CLI reads with `list` and `search`")),
     Verb(name="overview", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(MCP_NINE),
          cli=off("the Web UI's statistics page; the CLI has `stats`")),
-    Verb(name="delete_many", writes=True, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(MCP_NINE),
-         cli=off("the Web UI deletes a selection; the CLI's `delete` takes one id")),
     Verb(name="export_view", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(MCP_NINE),
          cli=off("the Web UI exports what its filters show; the CLI's `export` writes all of a user's memories")),
 )

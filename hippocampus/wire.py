@@ -33,6 +33,8 @@ class AddRequest(_Body):
     infer: bool = False
     ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
     memory_type: str = "episodic"
+    expires_at: Optional[Union[int, float, str]] = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
+                                                          "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
 
 
 class AddManyRequest(_Body):
@@ -49,18 +51,33 @@ class SearchRequest(_Body):
     user_id: str
     limit: Optional[int] = None
     memory_type: Optional[str] = None
-    filters: Optional[dict[str, Any]] = Field(default=None, description="exact matches, all of them: chat_id, who, memory_type, "
-                                              "category, state or metadata.<key>, e.g. {\"chat_id\": \"c9\"}")
+    filters: Optional[dict[str, Any]] = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
+                                              "metadata.<key>: a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, "
+                                              "contains, icontains, exists) with AND / OR / NOT, e.g. {\"priority\": {\"gte\": 3}}; "
+                                              "docs/filters.md")
     mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
     include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
     memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
     graph: Optional[StrictBool] = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
+    include_expired: StrictBool = Field(default=False, description="also memories past their expires_at")
 
 
 class UpdateRequest(_Body):
     user_id: str
     text: str
     metadata: Optional[dict[str, Any]] = None
+    expires_at: Optional[Union[int, float, str]] = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
+                                                          "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
+
+
+class UpdateManyRequest(_Body):
+    user_id: str
+    items: list[Any] = Field(description="up to 1,000 of {memory_id, text, metadata?, expires_at?}; one malformed item refuses the call")
+
+
+class DeleteManyRequest(_Body):
+    user_id: str
+    memory_ids: list[int] = Field(description="up to 1,000 memory ids; core memories are skipped, never deleted")
 
 
 class MarkUsedRequest(_Body):
@@ -137,3 +154,21 @@ class ErrorBody(BaseModel):
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
     return ErrorBody(error=ErrorDetail(type=kind, message=message)).model_dump()
+
+
+def json_filters(raw: Optional[str]) -> Optional[dict[str, Any]]:
+    """A `filters` query parameter (GET /v1/memories): search's filters as one JSON object, parsed here so
+    that a malformed one is a 422 with one line, as every bad filter is."""
+    import json
+
+    from .errors import InvalidInput
+
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"filters must be a JSON object: {exc.msg} at character {exc.pos}") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"filters must be a JSON object, got {type(value).__name__}")
+    return value

@@ -1,4 +1,4 @@
-"""Screenshots of the Web UI's main pages for docs/ (the README shows them).
+"""Screenshots of the Web UI's main pages for docs/ (docs/ui.md shows them).
 
     python scripts/ui_screenshots.py [--out docs] [--chromium /usr/bin/chromium]
 

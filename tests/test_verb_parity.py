@@ -169,6 +169,34 @@ def test_the_table_shows_every_verb_and_face():
 
 
 # ---------------------------------------------------------------------- the faces
+def async_memory_problems(verb: Verb, cls: type) -> list[str]:
+    """AsyncMemory's method for the verb: there, awaitable (an async iterator for an iterator), and with
+    exactly Memory's signature (names, kinds, defaults, annotations)."""
+    method = getattr(cls, verb.face("async_memory").name or "", None)
+    if method is None:
+        return [f"{cls.__name__} has no {verb.name}"]
+    found = []
+    if not (inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method)):
+        found.append(f"{cls.__name__}.{verb.name} is not a coroutine")
+    if inspect.signature(method) != inspect.signature(verb.method):
+        found.append(f"{cls.__name__}.{verb.name}{inspect.signature(method)} differs from Memory's")
+    return found
+
+
+def test_async_memory_has_every_verb_with_memorys_signature():
+    from hippocampus import AsyncMemory
+
+    assert [p for v in VERBS if v.face("async_memory").name for p in async_memory_problems(v, AsyncMemory)] == []
+    public = {n for n in dir(AsyncMemory) if not n.startswith("_")}
+    assert public - {v.name for v in VERBS} - set(NOT_VERBS) == {"aclose", "open", "wrap"}
+
+    class Drifted(AsyncMemory):  # the checker can fail: a hand-written method that lost an argument
+        async def get(self, memory_id: int) -> Any: ...
+
+    assert async_memory_problems(by_name()["get"], Drifted) == [
+        "Drifted.get(self, memory_id: 'int') -> 'Any' differs from Memory's"]
+
+
 @pytest.mark.parametrize("cls", [Client, AsyncClient], ids=lambda c: c.__name__)
 def test_client_and_async_client_have_every_declared_verb_with_memorys_arguments(cls: type):
     problems = [p for v in VERBS if v.client.name for p in client_problems(v, cls)]
@@ -245,7 +273,7 @@ def through(url: str, *args: str, code: int = 0) -> Any:
 
 
 def test_export_import_and_graph_work_through_server_with_the_files_on_the_callers_side(service, tmp_path):
-    """README: every command line works through the service with --server (export, import and graph refused)."""
+    """docs/cli.md: every command line works through the service with --server (export, import and graph were refused)."""
     import json
 
     url, memory = service

@@ -11,6 +11,12 @@ correction. Every memory it writes carries the session's id and a hash of its te
 (`source_session`, `session_hash`); a memory whose marker is stored already is never written again,
 so ending a session twice, or again after a crash half-way, never duplicates a memory.
 
+What a user message says about the memory itself (a forget request, "Please forget that I like jazz",
+or a correction, "Actually I don't live in Paris anymore") is not extracted: it goes through
+`add(..., infer=True)`, after the extraction's writes, so it is honoured exactly as there (memory/forget.py:
+the named memory leaves search and the prompt block, restorable; the request is never stored; a changed
+fact supersedes the old one at once), on a Memory or a Client alike.
+
 Memory never breaks a turn: a failed model or store is a warning in the report (logged) and the
 messages, or the rest of a half-applied extraction, are kept for the next save or end.
 """
@@ -30,6 +36,7 @@ from ..errors import InvalidInput, NotFound
 from ..lifecycle.policy import LEVELS, PERMANENT
 from ..lifecycle.prompt_block import injectable
 from ..llm import ChatModel
+from ..memory.forget import says_to_memory
 from ..models import MemoryRecord, now_ts, ts_to_iso
 from ..processors.base import data_block
 from ..processors.session_extractor import MAX_SHOWN, SessionExtractor, SessionPlan
@@ -63,6 +70,7 @@ class SessionReport(BaseModel):
     updated: list[int] = Field(default_factory=list)
     refused: list[str] = Field(default_factory=list)  # what the checks refused: ids not shown, core updates, repeats
     skipped_as_duplicate: list[str] = Field(default_factory=list)  # written already by this session (an earlier try)
+    honoured: list[str] = Field(default_factory=list)  # what add(infer=True) did with each forget request or correction
     llm_calls: int = 0
     pending: bool = False  # something failed: kept for the next save or end
     warnings: list[str] = Field(default_factory=list)
@@ -191,21 +199,25 @@ class Session:
         try:
             if self._plan is not None:  # finish the half-applied extraction first, without asking again
                 report.messages += self._plan_covers
-                if not self._apply(self._plan, self._stored(), report):
+                if not self._apply(self._plan, self._stored(), report) or not self._honour(
+                        self._pending[: self._plan_covers], report):
                     return self._failed(report)
                 del self._pending[: self._plan_covers]
                 self._plan, self._plan_covers = None, 0
             if self._pending:
                 chunk = list(self._pending)
+                heard = [m for m in chunk if not _to_memory(m)]  # the rest goes through add(infer=True)
                 stored = self._stored()
-                report.llm_calls += 1
-                plan = SessionExtractor(model, prompts_dir(self.memory)).extract(
-                    chunk, self._shown(stored, chunk), ts_to_iso(now_ts()), self.chat_id)
+                plan = SessionPlan()
+                if any(m["role"] == "user" for m in heard):
+                    report.llm_calls += 1
+                    plan = SessionExtractor(model, prompts_dir(self.memory)).extract(
+                        heard, self._shown(stored, heard), ts_to_iso(now_ts()), self.chat_id)
                 report.messages += len(chunk)
                 report.left_out += plan.left_out
                 report.refused += plan.refused
                 self._plan, self._plan_covers = plan, len(chunk)
-                if not self._apply(plan, stored, report):
+                if not self._apply(plan, stored, report) or not self._honour(chunk, report):
                     return self._failed(report)
                 del self._pending[: len(chunk)]
                 self._plan, self._plan_covers = None, 0
@@ -278,6 +290,29 @@ class Session:
                 return False
         return True
 
+    def _honour(self, chunk: Sequence[dict[str, str]], report: SessionReport) -> bool:
+        """Each user message that asks something of the memory itself, in order, through add(infer=True)
+        (after the extraction's writes, so a forget finds what this session said earlier); a message whose
+        marker is stored already is not sent again. False (with a warning) when one fails."""
+        markers = {(r.metadata.get(SESSION_KEY), r.metadata.get(HASH_KEY)) for r in self._stored()}
+        for message in chunk:
+            if not _to_memory(message):
+                continue
+            marker = content_hash(message["content"])
+            if (self.session_id, marker) in markers:
+                report.skipped_as_duplicate.append(message["content"])
+                continue
+            try:
+                done = self.memory.add([{"role": "user", "content": message["content"]}], user_id=self.user_id,
+                                       chat_id=self.chat_id, metadata={SESSION_KEY: self.session_id, HASH_KEY: marker},
+                                       infer=True)
+            except Exception as exc:
+                self._warn(report, f"honouring {message['content']!r} failed ({describe(exc)}); kept for the next save or end")
+                return False
+            report.added += [i for i in done.ids if done.stored and i not in report.added]
+            report.honoured.append(done.reason)
+        return True
+
     def _curate(self, ids: Sequence[int], category: str, importance: str, report: SessionReport) -> None:
         """The model's category and importance, set through `curate` (a failure only warns: the memory is stored)."""
         level = LEVELS.get(importance) if importance != "medium" else None
@@ -288,3 +323,8 @@ class Session:
                 self.memory.curate(memory_id, self.user_id, category=category or None, importance=level)
             except Exception as exc:
                 self._warn(report, f"setting category/importance of memory {memory_id} failed ({describe(exc)})")
+
+
+def _to_memory(message: dict[str, str]) -> bool:
+    """A user message that asks something of the memory itself: a forget request or a correction."""
+    return message["role"] == "user" and says_to_memory(message["content"])

@@ -24,7 +24,7 @@ import typer
 
 from ..errors import HippocampusError
 from . import render
-from .base import JsonOpt, UserOpt, app, emit, exit_code, open_memory, parse_meta, read_text, report
+from .base import JsonOpt, UserOpt, app, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
 
 # ---------------------------------------------------------------------- commands
 @app.command()
@@ -39,6 +39,8 @@ def add(
     infer: bool = typer.Option(False, "--infer", help="let the write decider (LLM or offline rules) decide what to keep"),
     ts: Optional[int] = typer.Option(None, "--ts", help="when it happened, epoch seconds (default: now)"),
     file: Optional[Path] = typer.Option(None, "--file", help="read the text from this UTF-8 file instead"),
+    expires_at: Optional[str] = typer.Option(None, "--expires-at", help="when it expires: ISO date or datetime, epoch "
+                                             "seconds, or words ('until Monday', '到下周一')"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Remember one piece of text.
@@ -49,7 +51,7 @@ def add(
     with open_memory() as memory:
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
-            memory_type="procedural" if procedural else "semantic" if semantic else "episodic",
+            memory_type="procedural" if procedural else "semantic" if semantic else "episodic", expires_at=expires_at,
         )
     shown = f"stored as {', '.join(map(str, result.ids))}" if result.stored else f"not stored: {result.reason}"
     emit(as_json, result.model_dump(mode="json"), message=shown)
@@ -63,16 +65,18 @@ def search(
                                         "(default: k_episodic + k_semantic; with --json: at most this many of each kind)"),
     memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural (default: episodic and semantic)"),
     mode: Optional[str] = typer.Option(None, "--mode", help="hybrid, dense or bm25 (default: settings)"),
-    where: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="metadata key=value that must match (repeatable)"),
+    where: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="key=value that must match, or a JSON filter "
+                                              "such as '{\"priority\": {\"gte\": 3}}' (repeatable, all must hold; docs/filters.md)"),
     include_superseded: bool = typer.Option(False, "--include-superseded", help="also facts that a newer one superseded"),
+    include_expired: bool = typer.Option(False, "--include-expired", help="also memories past their expires_at"),
     graph: Optional[bool] = typer.Option(None, "--graph/--no-graph", help="the graph stage on or off for this search "
                                          "(default: the `graph` setting)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Recall the memories most related to a question."""
     with open_memory() as memory:
-        result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_meta(where, "--filter") or None, mode=mode,
-                               include_superseded=include_superseded, graph=graph)
+        result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_filters(where), mode=mode,
+                               include_superseded=include_superseded, graph=graph, include_expired=include_expired)
     emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit),
          None if len(result) else "nothing recalled")
 
@@ -94,11 +98,14 @@ def list_(
     user: str = UserOpt,
     memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural "
                                               "(default: all three kinds)"),
+    filters: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="key=value that must match, or a JSON filter "
+                                                "(repeatable, all must hold; docs/filters.md)"),
+    include_expired: bool = typer.Option(False, "--include-expired", help="also memories past their expires_at"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Every memory of a user, oldest event first (paged through the store, never capped)."""
     with open_memory() as memory:
-        records = memory.get_all(user, memory_type=memory_type)
+        records = memory.get_all(user, memory_type=memory_type, filters=parse_filters(filters), include_expired=include_expired)
     emit(as_json, [render.record_json(r) for r in records], render.records_table(records, title=f"{len(records)} memories of {user}"))
 
 
@@ -108,11 +115,13 @@ def update(
     text: str = typer.Argument(..., help="the new text"),
     user: str = UserOpt,
     meta: Optional[List[str]] = typer.Option(None, "--meta", "-m", help="metadata key=value to set (repeatable)"),
+    expires_at: Optional[str] = typer.Option(None, "--expires-at", help="when it expires, as add's --expires-at "
+                                             "(words count from now)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Replace a memory's text (re-embedded; the id stays, the old text goes to history)."""
     with open_memory() as memory:
-        record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None)
+        record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None, expires_at=expires_at)
     emit(as_json, render.record_json(record), message=f"updated {record.id}")
 
 
@@ -188,3 +197,4 @@ from . import graph as _graph  # noqa: E402,F401
 from . import models as _models  # noqa: E402,F401
 from . import keys as _keys  # noqa: E402,F401
 from . import service as _service  # noqa: E402,F401
+from . import batch as _batch  # noqa: E402,F401

@@ -167,6 +167,23 @@ def parse_meta(pairs: Optional[List[str]], option: str = "--meta") -> dict[str, 
     return out
 
 
+def parse_filters(items: Optional[List[str]], option: str = "--filter") -> dict[str, Any] | None:
+    """`--filter` values: `key=value` pairs (exact matches, as before) and JSON objects in search's
+    syntax (`--filter '{"priority": {"gte": 3}}'`, docs/filters.md), all of them ANDed; None for none."""
+    pairs = parse_meta([i for i in items or [] if not i.lstrip().startswith("{")], option)
+    objects: list[Any] = []
+    for item in items or []:
+        if item.lstrip().startswith("{"):
+            try:
+                objects.append(json.loads(item))
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{option} takes key=value or a JSON object; {exc.msg} at character {exc.pos}") from None
+    parts = ([pairs] if pairs else []) + objects
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"AND": parts}
+
+
 def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = None) -> None:
     """JSON on stdout for scripts, or a table / message for people."""
     if as_json:

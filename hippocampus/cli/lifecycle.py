@@ -1,5 +1,5 @@
 """`hippocampus decay`, `context`, `curate`, `restore` and `undo`: how memories age, from the command line
-(README "How memories age")."""
+(docs/aging.md)."""
 
 from __future__ import annotations
 

@@ -41,9 +41,17 @@ def serve_cmd(
     Unless decay_preset is off, decay runs at start when its last pass is over a day old."""
     if _SERVER["url"]:
         raise typer.BadParameter("--server names a service to use; `serve` starts one (drop --server)")
+    from .store_path import check_store_path
+
+    check_store_path(store_overrides(), "serve")  # a typo'd --uri is one line, never a new, empty store
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from ..server import run_server
     from .service import configured_store, serving
+    from ..server.app import _check_port
+    from ..server.jobs import deployment_line
+
+    _check_port(host, port)  # a busy port is one line before anything is logged or opened (run_server checks again)
+    logging.getLogger("hippocampus.server").info("%s", deployment_line(configured_store(), store_overrides().get("collection_name")))
 
     def run() -> None:
         run_server(host, port, keys_file=keys_file, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,

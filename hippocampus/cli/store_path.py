@@ -7,7 +7,7 @@ The rule, for a local (milvus-lite) store path that does not exist yet:
 - `--create` (setting `create_store_dir: true`) makes a new store anywhere: the user said so;
 - a command that only reads (list, get, search, history, stats, export, graph, context, ...)
   never makes one: `no store at ./aa.db (did you mean ./a.db?)`, naming the nearest store beside it;
-- a command that writes new memories (`CREATES`: add, import, mcp) makes one only in a directory
+- a command that writes new memories (`CREATES`: add, import, mcp, serve) makes one only in a directory
   that holds no store yet; beside an existing store a new name is refused the same way, and the
   line says that `--create` makes it.
 The library's `Memory(milvus_uri=...)` keeps its own rule (only a missing directory is refused).
@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-CREATES = frozenset({"add", "import", "mcp"})  # the commands that may make a first store in an empty directory
+CREATES = frozenset({"add", "import", "mcp", "serve"})  # the commands that may make a first store in an empty directory
 STORE_SUFFIX = ".db"
 
 

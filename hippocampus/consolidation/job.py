@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from contextlib import nullcontext
-from typing import Any, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 from ..config import MemoryConfig
 from ..context import MemoryContext
@@ -32,6 +32,7 @@ from ..processors.merger import EpisodicMerger
 from ..store.removal import remove_with_history
 from ..processors.separator import EpisodicSeparator
 from ..store import MEMORY_FIELDS, MilvusStore, filters as F
+from ..store.leases import LeaseLost
 from . import rules as R
 from .distill import Distiller
 from .rows import add_history, event, fits, ids_by_user, rewrite_alive, row_of
@@ -64,7 +65,10 @@ class ConsolidationJob:
         llm: ChatModel,
         config: MemoryConfig,
         write_lock: threading.Lock | None = None,
+        honour: Any = None,
     ):
+        """`honour` (memory/forget.py's Honour, handed in by name): what a pending turn says about the memory
+        itself (a forget request, a correction) is honoured as add(infer=True) honours it; None: not at all."""
         from ..processors.semantic_writer import SemanticWriter
         from ..processors.write_decider import EpisodicWriteDecider
 
@@ -75,12 +79,16 @@ class ConsolidationJob:
             P(llm, config.prompts_dir) for P in (EpisodicMerger, EpisodicSeparator, SemanticWriter, EpisodicWriteDecider))
         self.thresholds = thresholds_for(config, embedder.model_name)
         self._lock: ContextManager[Any] = write_lock if write_lock is not None else nullcontext()
+        self.honour = honour
         self.stats = ConsolidationStats()
+        # the run's lease check (store/leases.py), before each destructive step: a replica that lost its
+        # lease raises LeaseLost there and deletes nothing; the next holder finishes the work
+        self.fence: Callable[[], None] = lambda: None
 
     @classmethod
-    def from_context(cls, ctx: MemoryContext) -> "ConsolidationJob":
+    def from_context(cls, ctx: MemoryContext, honour: Any = None) -> "ConsolidationJob":
         """The job over a facade's context: its store, embedder, chat model, settings and write lock."""
-        return cls(ctx.store, ctx.embedder, ctx.llm, ctx.config, write_lock=ctx.write_lock)
+        return cls(ctx.store, ctx.embedder, ctx.llm, ctx.config, write_lock=ctx.write_lock, honour=honour)
 
     def checkpoint(self, name: str) -> None:
         """Called between the writes of one change; a no-op hook the crash tests pause at."""
@@ -120,6 +128,7 @@ class ConsolidationJob:
                                        new_text=merged.text, actor=ACTOR, details={"merged_into": merged.id, "row": forgotten_row(s)})
                           for s in sources if s.id not in logged]
                 ids = [s.id for s in sources]
+                self.fence()
                 remove_with_history(self.store, [e.model_dump(mode="json") for e in events], F.in_("id", ids), ids)
         self.checkpoint("merge_sources_deleted")
 
@@ -135,12 +144,21 @@ class ConsolidationJob:
 
     # ------------------------------------------------------------------ pending decisions
     def _decide_pending(self, scope: str, notify: Progress) -> None:
-        """Raw turns stored while the LLM was unavailable: ask the WriteDecider again."""
+        """Raw turns kept pending (`write_decision: deferred`, or the LLM was unavailable): ask the
+        WriteDecider again. A forget request in the turn is honoured and never stored (only the rest is
+        decided); a correction supersedes what it corrects (memory/forget.py, as add(infer=True) does)."""
         rows = self.store.query(F.and_(scope, F.json_eq("metadata", "pending_decision", True)))
         for n, row in enumerate(rows, 1):
             notify("pending", n, len(rows))
             record = MemoryRecord.from_row(row)
-            turns = [{"role": "user", "content": str(record.metadata.get("source_text") or record.text)}]
+            said = str(record.metadata.get("source_text") or record.text)
+            asks, rest = self.honour.split(said) if self.honour is not None else ([], said)
+            forgot = self.honour.forget(record.user_id, asks, skip={record.id}) if asks else []
+            if asks and not rest:  # the rules are certain: a forget request alone is never stored
+                self.stats.pending_decided += 1
+                self._drop_pending(record, f"a forget request (not stored); forgot memories {forgot}")
+                continue
+            turns = [{"role": "user", "content": rest}]
             self.stats.llm_calls += 1
             try:
                 decision = self.decider.decide(record.chat_id, turns, now_iso=record.time_iso)
@@ -150,10 +168,9 @@ class ConsolidationJob:
                 continue
             self.stats.pending_decided += 1
             if not decision.write_episodic:
-                with self._lock:  # the event first, then the row (the row came from this user's scope)
-                    dropped = event(record, HistoryAction.DELETED, old_text=record.text,
-                                    details={"reason": "write decider: not worth remembering"})
-                    remove_with_history(self.store, [dropped.model_dump(mode="json")], F.eq("id", record.id), [record.id])
+                self._drop_pending(record, "write decider: not worth remembering")
+                if self.honour is not None:
+                    self.honour.correct(record.user_id, said, [], record.ts)
                 continue
             # as the online path stores a positive decision: the decided `thing` as text, the raw turn beside it
             text = (decision.thing or "").strip() or record.text
@@ -162,6 +179,15 @@ class ConsolidationJob:
                          "updated_at": now_ts()})
             self._upsert(record, text if fits(text) else record.text, meta, vector=None, action=HistoryAction.UPDATED,
                          details={"reason": "pending decision: kept"})
+            if self.honour is not None:
+                self.honour.correct(record.user_id, said, [record.id], record.ts)
+
+    def _drop_pending(self, record: MemoryRecord, reason: str) -> None:
+        """A pending turn not kept: its DELETED event first, then the row (it came from this user's scope)."""
+        with self._lock:
+            dropped = event(record, HistoryAction.DELETED, old_text=record.text, details={"reason": reason})
+            self.fence()
+            remove_with_history(self.store, [dropped.model_dump(mode="json")], F.eq("id", record.id), [record.id])
 
     def decide_pending(self, user_id: str | None = None, limit: int | None = None,
                        progress: Progress | None = None) -> ConsolidationStats:
@@ -275,11 +301,17 @@ class ConsolidationJob:
         with self._lock:
             if len(self.store.vectors([a.id, b.id])) < 2:
                 return False  # a source was deleted meanwhile: never bring its content back
+            key = row["metadata"]["merge_key"]  # merged_row.merge_key: the same sources, the same key
+            if self.store.query(F.and_(F.eq("user_id", a.user_id), F.json_eq("metadata", "merge_key", key)), ["id"], limit=1):
+                return False  # this merge was written already (another replica, a retry): the recovery finishes it
+            self.fence()
             new_id: int | None = None
             try:
                 new_id = self.store.insert([row])[0]
                 add_history(self.store, [HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
                                             actor=ACTOR, details={"merged_from_ids": [a.id, b.id], **details})])
+            except LeaseLost:
+                raise
             except BaseException:
                 self._abandon_merge(a.user_id, new_id, [a.id, b.id], locked=True)
                 raise
@@ -287,6 +319,8 @@ class ConsolidationJob:
         merged = MemoryRecord.from_row({**row, "id": new_id})
         try:
             self._delete_sources(merged, [a.id, b.id])
+        except LeaseLost:  # another replica holds the user now: it finishes this merge (merge_pending); never undo it
+            raise
         except BaseException:
             self._abandon_merge(a.user_id, new_id, [a.id, b.id])
             raise
@@ -306,6 +340,7 @@ class ConsolidationJob:
                 ids = {int(r["id"]) for r in pending if sorted((r.get("metadata") or {}).get("merged_from_ids") or []) == sorted(source_ids)}
                 ids |= {new_id} if new_id is not None else set()
                 if ids:
+                    self.fence()
                     self.store.delete(F.in_("id", sorted(ids)))
                     self.store.delete_history(F.in_("memory_id", sorted(ids)))
         except Exception:

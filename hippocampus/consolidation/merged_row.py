@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from typing import Any, Iterable
 
 from ..lifecycle.policy import merged as merged_life
 from ..models import LIFE_KEY, MemoryRecord, MemoryType
 from . import rules as R
 
 EPISODIC = MemoryType.EPISODIC.value
+
+
+def merge_key(source_ids: Iterable[int]) -> str:
+    """The deterministic key of one merge intent: the same sources give the same key, whichever
+    replica or retry judges them, so a second merged record of them is never written."""
+    return hashlib.sha256(",".join(str(int(i)) for i in sorted(source_ids)).encode()).hexdigest()[:32]
 
 
 def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, now: int) -> dict[str, Any]:
@@ -31,6 +38,7 @@ def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, 
             "who": first.who,
             "source_chat_ids": R.dedupe(R.source_chat_ids(first) + R.source_chat_ids(second)),
             "merged_from_ids": sorted(merged_ids),
+            "merge_key": merge_key(merged_ids),
             "updates": list(first.metadata.get("updates") or []) + list(second.metadata.get("updates") or []),
             "separated_from": [
                 i for i in R.dedupe(list(a.metadata.get("separated_from") or []) + list(b.metadata.get("separated_from") or []))

@@ -18,6 +18,7 @@ from ..lifecycle.supersede import run_supersede
 from ..models import ConsolidationStats, DecayStats, now_ts
 from ..processors.compressor import FactCompressor
 from ..processors.contradiction import ContradictionJudge
+from ..store.leases import ALL, JOBS, Lease
 from .job import ConsolidationJob
 
 
@@ -39,11 +40,16 @@ class Run:
     user_id: str | None
     progress: Any
     stats: ConsolidationStats
+    honour: Any = None  # memory/forget.py's Honour: forget requests and corrections in pending turns
+    lease: Lease | None = None  # held for the whole run (store/leases.py); its check fences each destructive step
 
 
 def episodes(run: Run) -> None:
     """The job's phases: finish interrupted merges, decide pending turns, distil, merge and separate."""
-    run.stats = ConsolidationJob.from_context(run.ctx).run(run.user_id, run.progress)
+    job = ConsolidationJob.from_context(run.ctx, run.honour)
+    if run.lease is not None:
+        job.fence = run.lease.check
+    run.stats = job.run(run.user_id, run.progress)
 
 
 def supersede(run: Run) -> None:
@@ -87,21 +93,28 @@ class ConsolidationService:
     """consolidate and decide_pending over a MemoryContext; the lifecycle service decays and the
     graph service builds, each handed in by name."""
 
-    def __init__(self, ctx: MemoryContext, decayer: Decayer, graph: GraphBuilder):
+    def __init__(self, ctx: MemoryContext, decayer: Decayer, graph: GraphBuilder, honour: Any = None):
         self.ctx = ctx
         self.decayer = decayer
         self.graph = graph
+        self.honour = honour  # what a pending turn says about the memory itself (memory/forget.py's Honour)
 
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
         """Every phase of PHASES, in order, for one user or (None) all."""
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
-        run = Run(self.ctx, self.decayer, self.graph, user_id, progress, ConsolidationStats())
-        for phase in PHASES:
-            phase(run)
+        # one replica at a time for this user (or every user): a second waits; a caller that would rather
+        # skip (the service's cron) takes the lease first, without waiting, and this re-enters it
+        with self.ctx.store.leases.hold(JOBS, user_id if user_id is not None else ALL, "consolidate", wait_s=None) as lease:
+            run = Run(self.ctx, self.decayer, self.graph, user_id, progress, ConsolidationStats(), self.honour, lease)
+            for phase in PHASES:
+                phase(run)
         return run.stats
 
     def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
         """The pending phase alone, at most `limit` turns; how many were decided."""
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
         limit = V.check_limit(limit) if limit is not None else None
-        return ConsolidationJob.from_context(self.ctx).decide_pending(user_id, limit).pending_decided
+        with self.ctx.store.leases.hold(JOBS, user_id if user_id is not None else ALL, "pending", wait_s=None) as lease:
+            job = ConsolidationJob.from_context(self.ctx, self.honour)
+            job.fence = lease.check
+            return job.decide_pending(user_id, limit).pending_decided

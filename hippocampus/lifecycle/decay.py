@@ -52,10 +52,13 @@ Review = Callable[[MemoryRecord, str], tuple[str, str]]  # (record, "high" | "lo
 
 def run_decay(store: MilvusStore, lock: threading.Lock, user_id: str | None, now: int,
               table: dict[Category, DecayRule], thresholds: Thresholds = THRESHOLDS,
-              progress: Progress | None = None, review: Review | None = None, review_low: bool = False) -> DecayStats:
+              progress: Progress | None = None, review: Review | None = None, review_low: bool = False,
+              fence: Callable[[], None] | None = None) -> DecayStats:
     """One decay pass over one user's memories (every user's when user_id is None). `review` judges
     a memory that reached 0.9 ("high": promote or keep) and, with `review_low`, one about to be
-    archived ("low": promote, keep at 0.5, or delete); it is asked outside the write lock."""
+    archived ("low": promote, keep at 0.5, or delete); it is asked outside the write lock. `fence`
+    (a lease's check, store/leases.py) runs before each batch of writes: a replica that lost its
+    lease raises there and writes nothing more."""
     started = time.perf_counter()
     stats = DecayStats()
     scope = F.eq("user_id", user_id) if user_id is not None else ""
@@ -77,6 +80,8 @@ def run_decay(store: MilvusStore, lock: threading.Lock, user_id: str | None, now
             if life is None or next_state(life, now, table, thresholds) is not life.state or rec.id in verdicts:
                 due.append(int(row["id"]))  # unstamped (written before lifecycle): its clock starts now
     for start in range(0, len(due), _BATCH):
+        if fence is not None:
+            fence()
         _apply(store, lock, due[start : start + _BATCH], now, table, thresholds, stats, verdicts)
         if progress is not None:
             progress("decay", min(start + _BATCH, len(due)), len(due))
@@ -115,7 +120,8 @@ def _apply(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int, t
                 continue
             score = round(score_of(life, now, table), 4)
             verdict = verdicts.get(rec.id)
-            if verdict is not None and review_trigger(life, now, table, thresholds, verdict[0] == "low") == verdict[0]:
+            past = life.expires_at is not None and now > life.expires_at  # an expiry passed: archived, not reviewed
+            if verdict is not None and not past and review_trigger(life, now, table, thresholds, verdict[0] == "low") == verdict[0]:
                 trigger, action, reason = verdict
                 details = {"score": score, "trigger": trigger, "action": action, "reason": reason, "from": life.category.value}
                 if action == "promote":

@@ -1,4 +1,4 @@
-"""The lifecycle service (README "How memories age"): decay, restore, curate and the prompt block.
+"""The lifecycle service (docs/aging.md): decay, restore, curate and the prompt block.
 The facade (memory/facade.py) delegates its verbs here; the rules live beside it in lifecycle/."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from ..context import MemoryContext
 from ..errors import InvalidInput
 from ..models import LIFE_KEY, Category, DecayStats, HistoryAction, HistoryEvent, MemoryRecord, SearchResult, State, now_ts
 from ..store import filters as F
+from ..store.leases import ALL, JOBS
 from . import prompt_block
 from .decay import Progress, last_full_run, mark_full_run, run_decay
 from .policy import PERMANENT, THRESHOLDS, decay_table
@@ -39,10 +40,12 @@ class LifecycleService:
         now = V.check_ts(now) if now is not None else now_ts()
         table = decay_table(self.ctx.config.decay_preset)
         real_model = self.ctx.config.llm_provider != "offline"
-        stats = run_decay(self.ctx.store, self.ctx.write_lock, user_id, now, table, THRESHOLDS, progress,
-                          review=self._review(real_model), review_low=real_model)
-        if user_id is None:
-            mark_full_run(self.ctx.store, now, stats)
+        # one replica at a time per user (store/leases.py); inside a consolidation the same thread holds it already
+        with self.ctx.store.leases.hold(JOBS, user_id if user_id is not None else ALL, "decay", wait_s=None) as lease:
+            stats = run_decay(self.ctx.store, self.ctx.write_lock, user_id, now, table, THRESHOLDS, progress,
+                              review=self._review(real_model), review_low=real_model, fence=lease.check)
+            if user_id is None:
+                mark_full_run(self.ctx.store, now, stats)
         return stats
 
     def last_decay(self) -> int | None:

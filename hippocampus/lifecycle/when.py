@@ -1,7 +1,8 @@
 """One rule for time and one for importance, the same on every write path (issue 31 items 2 and 3).
 
 A relative date ("tomorrow", "next Friday", "明天", "下周二") is resolved once, from the time the turn was
-said, in the user's time zone (MemoryConfig.timezone; the machine's zone when unset): a memory keeps
+said, in the user's time zone (MemoryConfig.user_timezones[user], else MemoryConfig.timezone, else the
+machine's zone: `user_zone`): a memory keeps
 when it was said (`said_at`) and, separately, the day it names (`named_date`); a todo expires at the
 end of that day in that zone. The write decider's event time uses the same function, so a turn that
 went through the model path is never resolved a second time from its already shifted event time.
@@ -15,7 +16,8 @@ stripped by the write decider or not.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..text import clauses, key_terms
@@ -55,6 +57,28 @@ def zone(name: str | None = None) -> tzinfo:
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {name!r}; use an IANA name such as 'Europe/Paris'") from exc
     return datetime.now().astimezone().tzinfo or ZoneInfo("UTC")
+
+
+def user_zone(config: Any, user_id: str | None = None) -> tzinfo:
+    """The zone `user_id`'s dates are read in: config.user_timezones[user_id], else config.timezone, else
+    the machine's. Every write path (add, infer, observe, deferred, session, import) asks this once."""
+    names = getattr(config, "user_timezones", None) or {}
+    return zone(names[user_id] if user_id in names else getattr(config, "timezone", None))
+
+
+def said_ts_of(metadata: dict[str, Any], ts: int) -> int:
+    """When a stored or imported entry was said: its `said_at`, else `created_at`, else its `ts` (epoch s)."""
+    said = metadata.get("said_at")
+    if isinstance(said, str):
+        try:
+            moment = datetime.fromisoformat(said.replace("Z", "+00:00"))
+            return int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp())
+        except ValueError:
+            pass
+    created = metadata.get("created_at")
+    if isinstance(created, (int, float)) and not isinstance(created, bool) and created > 0:
+        return int(created)
+    return int(ts)
 
 
 def said_day(said_ts: int, tz: tzinfo) -> date:

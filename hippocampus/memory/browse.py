@@ -1,6 +1,6 @@
 """The browse service, what a person inspecting an agent's memory needs (the Web UI, and any admin
 script): a filtered, sorted page of one user's memories, an overview with the counts a dashboard
-draws, and a batch delete that never removes a core memory. The facade delegates these verbs here;
+draws (the batch delete is memory/batch.py's delete_many). The facade delegates these verbs here;
 one user's memories are read a page at a time from the store and only the asked page is returned."""
 
 from __future__ import annotations
@@ -8,19 +8,17 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
-from typing import Any, Iterable, Literal, Optional, Sequence
+from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, Field
 
 from .. import validation as V
 from ..context import MemoryContext
 from ..errors import InvalidInput
-from ..lifecycle.decay import forgotten_row
-from ..lifecycle.policy import PERMANENT, decay_table, score_of
-from ..models import Category, HistoryAction, HistoryEvent, MemoryPage, MemoryRecord, now_ts
+from ..lifecycle.policy import decay_table, score_of
+from ..models import Category, HistoryEvent, MemoryPage, MemoryRecord, now_ts
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
-from ..store.removal import remove_with_history
 from ..transfer import memory_md
 from ..transfer.jsonl import dump_line
 
@@ -28,14 +26,6 @@ SortKey = Literal["time", "score", "hits", "id", "category"]
 SORT_KEYS: tuple[str, ...] = ("time", "score", "hits", "id", "category")
 HISTOGRAM_BINS = 10
 _IDS = re.compile(r"[\s,;，；]+")
-
-
-class BatchDeleteResult(BaseModel):
-    """What `delete_many` did: core and system memories are skipped and listed, never deleted."""
-
-    deleted: list[int] = Field(default_factory=list)
-    skipped_core: list[int] = Field(default_factory=list)
-    not_found: list[int] = Field(default_factory=list)
 
 
 class Overview(BaseModel):
@@ -143,29 +133,6 @@ class BrowseService:
             days[datetime.fromtimestamp(written, tz=timezone.utc).date().isoformat()] += 1
         out.by_type, out.by_category, out.by_state = dict(types), dict(cats.most_common()), dict(states)
         out.added_per_day = dict(sorted(days.items()))
-        return out
-
-    def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> BatchDeleteResult:
-        """Delete these memories of this user (history kept, as `delete`). Memory.delete_many documents the
-        arguments and errors."""
-        user_id = V.check_id("user_id", user_id)
-        if isinstance(memory_ids, (str, bytes)):
-            memory_ids = parse_ids(memory_ids if isinstance(memory_ids, str) else memory_ids.decode())
-        ids = list(dict.fromkeys(V.check_memory_id(i) for i in memory_ids))
-        out = BatchDeleteResult()
-        if not ids:
-            return out
-        with self.ctx.write_lock:
-            rows = self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=len(ids))
-            found = {int(r["id"]): MemoryRecord.from_row(r) for r in rows}
-            out.not_found = [i for i in ids if i not in found]
-            out.skipped_core = [i for i in ids if i in found and found[i].life.category in PERMANENT]
-            gone = [i for i in ids if i in found and i not in out.skipped_core]
-            if gone:  # the history events first, then the rows (removal.py): never a row gone without its event
-                events = [HistoryEvent(memory_id=i, user_id=user_id, action=HistoryAction.DELETED, old_text=found[i].text, actor="api",
-                                       details={"batch": True, "row": forgotten_row(found[i])}).model_dump(mode="json") for i in gone]
-                remove_with_history(self.ctx.store, events, F.and_(F.in_("id", gone), F.eq("user_id", user_id)), gone)
-            out.deleted = gone
         return out
 
     def export_view(self, user_id: str, fmt: Literal["jsonl", "md"] = "jsonl", **filters: Any) -> str:

@@ -26,8 +26,10 @@ from ..models import (AddResult, Category, ConsolidationStats, DecayStats, Histo
                       ObserveResult, SearchResult, UndoResult)
 from ..store.writes import Writer
 from ..transfer.service import ImportReport, TransferService
-from .browse import BatchDeleteResult, BrowseService, Overview, SortKey
+from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
+from .browse import BrowseService, Overview, SortKey
 from .observe import ChatHookService
+from .forget import Honour
 from .records import RecordService
 from .undo import UndoService
 
@@ -77,9 +79,11 @@ class Memory:
         self._lifecycle = LifecycleService(ctx, reader=self._records)
         self._transfer = TransferService(ctx, lister=self._records)
         self._browse = BrowseService(ctx)
+        self._batch = BatchService(ctx, self._records)
         self._undo = UndoService(ctx)
         self._graph = GraphService(ctx)
-        self._consolidation = ConsolidationService(ctx, decayer=self._lifecycle, graph=self._graph)
+        self._consolidation = ConsolidationService(ctx, decayer=self._lifecycle, graph=self._graph,
+                                                   honour=Honour(ctx, self._records.search, actor="consolidation"))
 
     # ------------------------------------------------------------------ the shared state, for tests and services
     @property
@@ -143,35 +147,41 @@ class Memory:
         infer: bool = False,
         ts: Any = None,
         memory_type: MemoryType | str = MemoryType.EPISODIC,
+        expires_at: Any = None,
     ) -> AddResult:
         """Remember a turn. With `infer=False` the text is stored as-is as one memory; with `infer=True`
         the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
         decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
+        `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
+        "到下周一", resolved once from when it was said: the end of that day in the user's zone) makes the
+        memory leave search, list and the prompt block once it passes; decay archives it (docs/filters.md).
 
         Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
         a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
         validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
         failure is not raised: the turn is kept raw."""
-        return self._records.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts, memory_type=memory_type)
+        return self._records.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts, memory_type=memory_type,
+                                 expires_at=expires_at)
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.
 
         Each item holds `messages` (or `text`), `user_id` and optionally `chat_id`, `who`, `metadata`,
-        `ts`, `memory_type`, as for `add`. Every item is validated before anything is written; the
+        `ts`, `memory_type`, `expires_at`, as for `add`. Every item is validated before anything is written; the
         ids come back in input order.
 
         Raises InvalidInput (naming the bad item's field) before anything is written, as `add` does;
         EmbeddingError / StoreError when embedding or writing fails."""
         return self._records.add_many(items, batch_size)
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
+    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
+               expires_at: Any = None) -> MemoryRecord:
         """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the
-        old text goes to history.
+        old text goes to history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
 
         Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound
         when the memory is missing or another user's; EmbeddingError / StoreError on failure."""
-        return self._records.update(memory_id, text, user_id, metadata)
+        return self._records.update(memory_id, text, user_id, metadata, expires_at)
 
     def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory of this user; its history stays and keeps the row (`undo` brings it back).
@@ -179,6 +189,24 @@ class Memory:
         Raises InvalidInput for a bad id; NotFound when the memory is missing or another user's
         (also when a concurrent delete won); StoreError on failure."""
         return self._records.delete(memory_id, user_id)
+
+    def update_many(self, items: Sequence[dict[str, Any]], user_id: str) -> BatchUpdateResult:
+        """Update up to 1,000 memories of this user, each item {memory_id, text, metadata?, expires_at?} as
+        `update` does (history per item, so `undo` reverses one), with a result per item: ok, not_found (missing
+        or another user's), unchanged, invalid, or failed (the store or embedder failed on it; the
+        others are still applied: not all-or-nothing). memory/batch.py states the semantics.
+
+        Raises InvalidInput, before anything changes, for a bad user_id, more than 1,000 items or any
+        malformed or repeated item; StoreError when the memories cannot be read."""
+        return self._batch.update_many(items, user_id)
+
+    def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> BatchDeleteResult:
+        """Delete up to 1,000 memories of this user at once (history kept, as `delete`), with a result
+        per id: ok, not_found (unknown or another user's) or invalid (core and system memories are
+        skipped, never deleted by a batch). All the deletable ones go in one step, or none.
+        Raises InvalidInput for a bad id or user_id or more than 1,000 ids, before anything is deleted;
+        StoreError on failure (nothing deleted)."""
+        return self._batch.delete_many(memory_ids, user_id)
 
     def reset(self, user_id: str) -> int:
         """Erase every memory of this user and its history, for good; returns how many memories went.
@@ -198,23 +226,28 @@ class Memory:
         include_superseded: bool = False,
         memory_types: Sequence[MemoryType | str] | None = None,
         graph: bool | None = None,
+        include_expired: bool = False,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
         procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
 
         `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
-        `filters` match exactly: chat_id, who, memory_type, category, state, or metadata.<key> (a bare
-        key that some memory of the user has in its metadata also works; README "Filters"); `mode` (hybrid, dense, bm25) overrides
+        `filters` match chat_id, who, memory_type, category, state, ts, or metadata.<key> (a bare
+        key that some memory of the user has in its metadata also works), each an exact value or mem0's
+        operators ({"gte": 3}, in, contains, ...) combined with AND / OR / NOT (docs/filters.md); `mode` (hybrid, dense, bm25) overrides
         config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
         a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
         stage (memories linked through the user's entities and triples) or not; None: config `graph`.
+        A memory past its `expires_at` is left out unless `include_expired`.
 
         Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
-        memory_type and memory_types, limit outside 0..1000, filters that are not a JSON object or name an unknown field);
+        memory_type and memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown
+        field or operator, has a wrong value type or is nested too deep);
         StoreError on failure. An embedder
         failure is not raised: BM25 answers instead.
         """
-        return self._records.search(query, user_id, limit, memory_type, filters, mode, include_superseded, memory_types, graph)
+        return self._records.search(query, user_id, limit, memory_type, filters, mode, include_superseded, memory_types, graph,
+                                    include_expired=include_expired)
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory of this user.
@@ -223,26 +256,31 @@ class Memory:
         answer for both); StoreError on failure."""
         return self._records.get(memory_id, user_id)
 
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user, oldest event first; paged internally, never capped.
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                include_expired: bool = False) -> list[MemoryRecord]:
+        """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event
+        first; paged internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
 
-        Raises InvalidInput for a bad user_id or memory_type; StoreError on failure."""
-        return self._records.get_all(user_id, memory_type)
+        Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
+        return self._records.get_all(user_id, memory_type, filters, include_expired)
 
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> MemoryPage:
-        """A page of `get_all`: what a service or a UI lists without sending every memory at once.
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
+             filters: dict[str, Any] | None = None, include_expired: bool = False) -> MemoryPage:
+        """A page of `get_all` (the same `filters` and `include_expired`): what a service or a UI lists
+        without sending every memory at once.
 
-        Raises InvalidInput for a bad user_id, memory_type, offset (< 0) or limit (outside 0..1000);
+        Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
         StoreError on failure."""
-        return self._records.page(user_id, memory_type, offset, limit)
+        return self._records.page(user_id, memory_type, offset, limit, filters, include_expired)
 
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
-        """Every memory of this user, a page at a time from the store, in no particular order
-        (`get_all` sorts them); for exports too large to hold at once.
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                 include_expired: bool = False) -> Iterator[MemoryRecord]:
+        """Every memory of this user matching `filters`, a page at a time from the store, in no particular
+        order (`get_all` sorts them); for exports too large to hold at once.
 
-        Raises InvalidInput for a bad user_id or memory_type (on the first `next`, as a generator
+        Raises InvalidInput for a bad user_id, memory_type or filter (on the first `next`, as a generator
         does); StoreError on failure."""
-        return self._records.iter_all(user_id, memory_type)
+        return self._records.iter_all(user_id, memory_type, filters, include_expired)
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first; kept after the memory is deleted or merged.
@@ -429,12 +467,6 @@ class Memory:
         """Counts by type, category and state, the score histogram and memories written per day.
         Raises InvalidInput for a bad user_id; StoreError on failure."""
         return self._browse.overview(user_id)
-
-    def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> BatchDeleteResult:
-        """Delete these memories of this user (history kept, as `delete`); core and system memories
-        are skipped and listed, unknown or other users' ids listed as not found.
-        Raises InvalidInput for a bad id or user_id, before anything is deleted; StoreError on failure."""
-        return self._browse.delete_many(memory_ids, user_id)
 
     def export_view(self, user_id: str, fmt: Literal["jsonl", "md"] = "jsonl", **filters: Any) -> str:
         """What `browse` lists with these filters (every page, in its order) as JSONL, each memory

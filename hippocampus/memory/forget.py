@@ -20,7 +20,7 @@ from ..models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Obse
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store.removal import remove_with_history
 from ..store import filters as F
-from ..text import clauses, forget_clauses, forget_terms, names_memory, names_taken_back, taken_back
+from ..text import clauses, forget_clauses, forget_terms, is_chitchat, names_memory, names_taken_back, taken_back
 
 if TYPE_CHECKING:
     from ..context import MemoryContext
@@ -58,6 +58,51 @@ def _soft_delete(store: MilvusStore, lock: threading.Lock, record: MemoryRecord,
 def forget_asks(text: str) -> list[str]:
     """The clauses of `text` that ask to forget something (none: not a forget request)."""
     return forget_clauses(text)[0]
+
+
+def forget_split(said: str) -> tuple[list[str], str]:
+    """(the clauses that ask to forget something, what else was said, chit-chat left out): the request
+    itself is never stored, the rest is decided as any turn."""
+    asks, others = forget_clauses(said)
+    return asks, " ".join(c for c in others if not is_chitchat(c)).strip()
+
+
+def correction_of(said: str) -> tuple[list[str], dict[str, str]]:
+    """(the clauses that take an earlier statement back, the single-valued slots a clause says changed:
+    {"home": "Rome"}); both empty when `said` corrects nothing."""
+    from ..llm.rules.lifecycle import slots
+
+    takes_back = taken_back(said)
+    new_slots: dict[str, str] = {}
+    for clause in clauses(said):
+        if clause not in takes_back and CHANGE.search(clause):
+            new_slots.update({k: v for k, v in slots(clause).items() if k not in new_slots})
+    return takes_back, new_slots
+
+
+def says_to_memory(said: str) -> bool:
+    """Whether a turn asks something of the memory itself: to forget, or a correction of what it holds."""
+    takes_back, new_slots = correction_of(said)
+    return bool(forget_asks(said) or takes_back or new_slots)
+
+
+class Honour:
+    """Forget requests and corrections honoured for one Memory, by `actor`: the one implementation that
+    add(infer=True), observe, a session's extraction (through add(infer=True)) and the deferred decision
+    (handed to the consolidation job by name) all call."""
+
+    def __init__(self, ctx: "MemoryContext", search: Callable[..., object], actor: str):
+        self.ctx, self.search, self.actor = ctx, search, actor
+
+    split = staticmethod(forget_split)
+
+    def forget(self, user_id: str, asks: list[str], skip: set[int] | frozenset[int] = frozenset()) -> list[int]:
+        """The ids of the memories the request names, soft-deleted (restorable)."""
+        return forget_named(self.ctx, self.search, user_id, asks, self.actor, skip=skip).deleted
+
+    def correct(self, user_id: str, said: str, new_ids: list[int], at: int) -> list[int]:
+        """The ids the correction superseded (or forgot, without a new memory), at once."""
+        return supersede_corrected(self.ctx, self.search, user_id, said, new_ids, at, self.actor)
 
 
 def forget_named(ctx: "MemoryContext", search: Callable[..., object], user_id: str, asks: list[str], actor: str,
@@ -107,14 +152,9 @@ def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], use
     search. The ids superseded or forgotten."""
     from ..lifecycle.policy import decay_table, superseded
     from ..lifecycle.supersede import _row
-    from ..llm.rules.lifecycle import slots
     from ..models import LIFE_KEY, HistoryAction, HistoryEvent, now_ts
 
-    takes_back = taken_back(said)
-    new_slots: dict[str, str] = {}
-    for clause in clauses(said):
-        if clause not in takes_back and CHANGE.search(clause):
-            new_slots.update({k: v for k, v in slots(clause).items() if k not in new_slots})
+    takes_back, new_slots = correction_of(said)
     if not takes_back and not new_slots:
         return []
     found = search(said, user_id, limit=CANDIDATES, memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])

@@ -20,8 +20,8 @@ from ..lifecycle.categories import new_life
 from ..lifecycle.policy import PERMANENT, DecayRule
 from ..models import LIFE_KEY, Category, HistoryAction, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
 from .. import text as T
-from ..lifecycle.when import zone
-from .forget import ACTOR, _soft_delete, forget_asks, forget_named, supersede_corrected
+from ..lifecycle.when import user_zone
+from .forget import ACTOR, _soft_delete, forget_asks, forget_named, forget_split, supersede_corrected
 from .online import record_use
 from ..processors.monitor import MonitorPlan
 from ..store import MEMORY_FIELDS, MilvusStore
@@ -151,11 +151,12 @@ class ChatHookService:
                  for r in (self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids)) if ids else [])}
         records = [found[i] for i in ids if i in found]
         refused = [f"memory {i} not found for this user; not shown" for i in ids if i not in found]
-        tz = zone(self.ctx.config.timezone)
+        tz = user_zone(self.ctx.config, user_id)
         turn = TurnParts(user_id, chat_id, who, event_ts, text, turn_meta, tz)
         now_iso = datetime.fromtimestamp(event_ts, tz).isoformat()
         decided = gate(turns, now_iso) if not records and gate_enabled(self.ctx.config) else None
         calls = 0
+        plan: MonitorPlan | None
         if decided is not None:
             adds = [MonitorAdd(text=decided.thing)] if decided.write_episodic and decided.thing.strip() else []
             plan = MonitorPlan(adds=adds, reason=decided.reason)
@@ -163,15 +164,21 @@ class ChatHookService:
             try:
                 calls = 1
                 plan = self.ctx.processor(KnowledgeMonitor).observe(turns, records, now_iso, chat_id)
-            except LLMError as exc:
-                meta = pending_metadata(text, turns, ts_to_iso(event_ts), chat_id, who, turn_meta)
-                kept = self.ctx.writer.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, text, meta,
-                                                       said_ts=event_ts, tz=tz)], actor="api")
-                return ObserveResult(added=kept, refused=refused, llm_calls=1, pending_decision=True,
-                                     reason=f"LLM failed, the turn kept raw for a later decision: {exc}")
-        plan.refused = refused + plan.refused
-        result = apply_plan(self.ctx.store, self.ctx.embedder, self.ctx.write_lock, self.ctx.writer, plan, turn, decay_table(self.ctx.config.decay_preset))
-        result.llm_calls = calls
+            except LLMError as exc:  # kept raw for the pending phase; a forget request in it is honoured now
+                plan = None
+                said = T.user_lines(turns) if turns else text
+                asks, rest = forget_split(said)
+                raw = rest if asks else text
+                meta = pending_metadata(raw, [] if asks else turns, ts_to_iso(event_ts), chat_id, who, turn_meta)
+                kept = self.ctx.writer.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, raw, meta,
+                                                       said_ts=event_ts, tz=tz)], actor="api") if raw else []
+                result = ObserveResult(added=kept, refused=refused, llm_calls=1, pending_decision=bool(kept),
+                                       reason=f"LLM failed, the turn kept raw for a later decision: {exc}")
+        if plan is not None:
+            plan.refused = refused + plan.refused
+            result = apply_plan(self.ctx.store, self.ctx.embedder, self.ctx.write_lock, self.ctx.writer, plan, turn,
+                                decay_table(self.ctx.config.decay_preset))
+            result.llm_calls = calls
         said = T.user_lines(turns) if turns else text
         asks = forget_asks(said)
         from .records import RecordService

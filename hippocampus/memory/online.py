@@ -14,14 +14,14 @@ from typing import Any, Callable
 from ..embeddings import Embedder
 from ..errors import LLMError, NotFound
 from ..lifecycle.policy import PRESETS, DecayRule, decay_table, use
-from ..lifecycle.when import zone
+from ..lifecycle.when import user_zone
 from ..models import LIFE_KEY, AddResult, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
 from ..processors.reconsolidator import EpisodicReconsolidator, apply_reconsolidation
 from ..processors.results import ReconsolidationResult
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.writes import Writer, new_row
-from ..text import forget_clauses, is_chitchat, user_lines
+from ..text import user_lines
 
 log = logging.getLogger(__name__)
 
@@ -99,20 +99,19 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
     `forget` (memory/forget.py) soft-deletes the memories it names, and the request itself is never
     stored; what else the turn says is decided as usual. A correction ("I don't live in Paris anymore, I
     moved to Rome") supersedes what it corrects at once (`correct`). The turn's time is read in the user's zone
-    (config.timezone) and resolved once (lifecycle/when.py)."""
+    (lifecycle/when.user_zone) and resolved once (lifecycle/when.py)."""
     from ..processors.gate import gate
     from ..processors.write_decider import decide_turn, episodic_metadata, gate_enabled, pending_metadata
     from ..consolidation.rules import SAME_CHAT_WINDOW_S as W, said_again  # the same words said again: one chat, 30 minutes
-    from .forget import forget_asks
+    from .forget import forget_split
 
-    tz = zone(getattr(config, "timezone", None))
+    tz = user_zone(config, user_id)
     said = user_lines(turns) if turns else text
-    asks = forget_asks(said)
+    asks, rest = forget_split(said)
     forgotten = forget(asks) if asks and forget is not None else []
     note = f"; forgot memories {forgotten} (restorable from history)" if forgotten else ""
     now_iso = datetime.fromtimestamp(int(ts), tz).isoformat()
     if asks:
-        rest = " ".join(c for c in forget_clauses(said)[1] if not is_chitchat(c)).strip()
         if not rest:  # the rules are certain: no model call, the gate's reason where the gate is on
             gated = gate(turns, now_iso) if gate_enabled(config) else None
             why = gated.reason if gated is not None else "rules: forget request (not stored)"

@@ -10,8 +10,10 @@ from .. import validation as V
 from ..context import MemoryContext
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.decay import forgotten_row
-from ..lifecycle.when import zone
-from ..models import AddResult, HistoryAction, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult, now_ts
+from ..lifecycle import expiry
+from ..lifecycle.expiry import expired
+from ..lifecycle.when import user_zone
+from ..models import LIFE_KEY, AddResult, HistoryAction, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult, now_ts
 from ..processors.write_decider import EpisodicWriteDecider
 from ..retrieval import check_search_mode
 from ..store import MEMORY_FIELDS
@@ -20,6 +22,12 @@ from ..store.removal import remove_with_history
 from ..store.writes import plain_row
 from .forget import forget_named, supersede_corrected
 from .online import add_inferred
+
+
+def deletion_event(old: MemoryRecord, user_id: str, **details: Any) -> dict[str, Any]:
+    """The "deleted" history event of `delete` and `delete_many` (batch.py), keeping the row for `undo`."""
+    return HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.DELETED, old_text=old.text, actor="api",
+                        details={**details, "row": forgotten_row(old)}).model_dump(mode="json")
 
 
 class RecordService:
@@ -39,6 +47,7 @@ class RecordService:
         infer: bool = False,
         ts: Any = None,
         memory_type: MemoryType | str = MemoryType.EPISODIC,
+        expires_at: Any = None,
     ) -> AddResult:
         """Remember a turn. Memory.add documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
@@ -48,6 +57,8 @@ class RecordService:
         event_ts = V.event_ts(ts)
         mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
         text, turns = V.messages_to_text(messages)
+        tz = user_zone(self.ctx.config, user_id)  # the user's own zone, else the setting's (when.py)
+        until = expiry.resolve(expires_at, event_ts, tz)  # resolved once, from when it was said
         if infer and mtype is MemoryType.EPISODIC:
             ctx = self.ctx
             def forget(asks: list[str]) -> list[int]:  # memory/forget.py: as observe honours a forget request
@@ -56,17 +67,23 @@ class RecordService:
             def correct(said: str, new_ids: list[int]) -> list[int]:  # memory/forget.py: a correction supersedes at once
                 return supersede_corrected(ctx, self.search, user_id, said, new_ids, event_ts, actor="write_decider")
 
-            return add_inferred(ctx.writer, lambda: ctx.processor(EpisodicWriteDecider), ctx.config, user_id, chat_id, who,
-                                metadata, event_ts, text, turns, forget=forget, correct=correct)
-        tz = zone(self.ctx.config.timezone)
-        ids = self.ctx.writer.insert([plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz)], actor="api")
+            added = add_inferred(ctx.writer, lambda: ctx.processor(EpisodicWriteDecider), ctx.config, user_id, chat_id, who,
+                                 metadata, event_ts, text, turns, forget=forget, correct=correct)
+            for memory_id in added.ids if until is not None else []:  # what the decider kept expires as asked
+                old = self.get(memory_id, user_id)
+                ctx.writer.rewrite(old, old.text, expiry.stamp(old.metadata, until), HistoryAction.UPDATED, actor="api",
+                                   details={"expires_at": until})
+            return added
+        row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz)
+        if until is not None:
+            row["metadata"] = expiry.stamp(row["metadata"], until)
+        ids = self.ctx.writer.insert([row], actor="api")
         return AddResult(ids=ids, stored=True, reason="stored without inference (infer=False)")
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (infer=False), embedding them in batches. Memory.add_many documents the
         arguments and errors."""
         rows = []
-        tz = zone(self.ctx.config.timezone)
         for item in items:
             if not isinstance(item, dict):
                 raise InvalidInput(f"add_many takes dicts, got {type(item).__name__}")
@@ -77,21 +94,29 @@ class RecordService:
             event_ts = V.event_ts(item.get("ts"))
             mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
             text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
-            rows.append(plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz))
+            tz = user_zone(self.ctx.config, user_id)
+            row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz)
+            until = expiry.resolve(item.get("expires_at"), event_ts, tz)
+            rows.append(row if until is None else {**row, "metadata": expiry.stamp(row["metadata"], until)})
         ids: list[int] = []
         for start in range(0, len(rows), max(1, batch_size)):
             ids += self.ctx.writer.insert(rows[start : start + batch_size], actor="api")
         return ids
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None) -> MemoryRecord:
+    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
+               expires_at: Any = None) -> MemoryRecord:
         """Replace a memory's text (re-embedded) and merge `metadata` into it. Memory.update documents the
         arguments and errors."""
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
         text = V.check_text(text)
         extra = V.check_caller_metadata(metadata)
+        until = expiry.resolve(expires_at, now_ts(), user_zone(self.ctx.config, user_id))  # relative words: from now
         old = self.get(memory_id, user_id=user_id)
         new_meta = {**old.metadata, **extra, "updated_at": now_ts()}
+        if until is not None:
+            new_meta = expiry.stamp(new_meta, until)
+            extra = {**extra, expiry.KEY: until, **({LIFE_KEY: new_meta[LIFE_KEY]} if LIFE_KEY in new_meta else {})}  # undo puts both back
         if extra:  # old and new keys together stay within a limit
             V.check_stored_metadata(new_meta)
         if old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata and "thing" not in extra:
@@ -106,9 +131,7 @@ class RecordService:
         user_id = V.check_id("user_id", user_id)
         with self.ctx.write_lock:  # the history event first, then the row (removal.py): never a row gone without it
             old = self.get(memory_id, user_id=user_id)  # under the lock: a racing delete has either won or not started
-            event = HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.DELETED, old_text=old.text,
-                                 actor="api", details={"row": forgotten_row(old)})
-            remove_with_history(self.ctx.store, [event.model_dump(mode="json")],
+            remove_with_history(self.ctx.store, [deletion_event(old, user_id)],
                                 F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)), [memory_id])
 
     def reset(self, user_id: str) -> int:
@@ -133,6 +156,7 @@ class RecordService:
         include_superseded: bool = False,
         memory_types: Sequence[MemoryType | str] | None = None,
         graph: bool | None = None,
+        include_expired: bool = False,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first. Memory.search
         documents the arguments and errors."""
@@ -153,7 +177,8 @@ class RecordService:
         for kind in kinds:
             k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
             setattr(result, kind.value, self.ctx.retriever.search(query, user_id, k, kind, caller, vector, mode,
-                                                              include_superseded=bool(include_superseded), graph=graph))
+                                                              include_superseded=bool(include_superseded), graph=graph,
+                                                              include_expired=V.check_flag("include_expired", include_expired)))
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
@@ -165,28 +190,36 @@ class RecordService:
             raise NotFound(f"memory {memory_id} not found for this user")
         return MemoryRecord.from_row(rows[0])
 
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user, oldest event first. Memory.get_all documents the arguments and errors."""
-        return sorted(self.iter_all(user_id, memory_type), key=lambda r: (r.ts, r.id))
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                include_expired: bool = True) -> list[MemoryRecord]:
+        """Every memory of this user, oldest event first. Memory.get_all documents the arguments and errors
+        (there `include_expired` is False; here, for the services that read every memory, True)."""
+        return sorted(self.iter_all(user_id, memory_type, filters, include_expired), key=lambda r: (r.ts, r.id))
 
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> MemoryPage:
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
+             filters: dict[str, Any] | None = None, include_expired: bool = False) -> MemoryPage:
         """A page of `get_all`. Memory.page documents the arguments and errors."""
         offset = V.check_offset(offset)
         limit = V.check_limit(limit)
-        records = self.get_all(user_id, memory_type)
+        records = self.get_all(user_id, memory_type, filters, include_expired)
         end = offset + limit
         return MemoryPage(items=records[offset:end], total=len(records), offset=offset,
                           next_offset=end if end < len(records) else None)
 
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                 include_expired: bool = True) -> Iterator[MemoryRecord]:
         """Every memory of this user, a page at a time from the store, in no particular order (`get_all` sorts
         them). Memory.iter_all documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         mtype = V.check_memory_type(memory_type)
-        scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None)
+        keep_expired = V.check_flag("include_expired", include_expired)
+        where = self.ctx.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
+        scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None, where)
+        now = now_ts()
         for page in self.ctx.store.iterate(scope, MEMORY_FIELDS):
             for row in page:
-                yield MemoryRecord.from_row(row)
+                if keep_expired or not expired(row, now):
+                    yield MemoryRecord.from_row(row)
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first. Memory.history documents the arguments and errors."""

@@ -1,4 +1,4 @@
-"""The undo service (README "How memories age"): `Memory.undo(event_id, user_id)` delegates here to
+"""The undo service (docs/aging.md): `Memory.undo(event_id, user_id)` delegates here to
 put back the state from before one history event.
 
 What each action's undo does:

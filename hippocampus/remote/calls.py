@@ -6,10 +6,11 @@ own checks, so a bad one is the same InvalidInput as in-process."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Generic, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Optional, Sequence, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -18,6 +19,9 @@ from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, M
                      SearchResult, UndoResult)
 from .. import validation as V
 from ..wire import IdsResult
+
+if TYPE_CHECKING:  # the reply models, imported where a call is built (they live with the facade)
+    from ..memory.batch import BatchDeleteResult, BatchUpdateResult
 
 R = TypeVar("R")
 
@@ -39,6 +43,21 @@ class Call(Generic[R]):
         if isinstance(self.reply, TypeAdapter):
             return self.reply.validate_python(payload)
         return self.reply.model_validate(payload)
+
+
+def _when(value: Any) -> Any:
+    """An `expires_at` for the wire: a datetime as ISO 8601 (a naive one stays naive: the service reads it
+    in the user's zone, as Memory does); anything else as given, for the service to judge."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _filters_param(filters: Any) -> Optional[str]:
+    """`filters` as the JSON text of GET /v1/memories' query parameter (None: no filter)."""
+    if filters is None:
+        return None
+    if not isinstance(filters, dict):
+        raise InvalidInput(f"filters must be a dict, got {type(filters).__name__}")
+    return json.dumps(_plain(filters), ensure_ascii=False, allow_nan=False)
 
 
 def _plain(value: Any) -> Any:
@@ -87,11 +106,11 @@ class _Verbs:
 
     def add(self, messages: Any, user_id: str, chat_id: str = "default", who: Optional[str] = None,
             metadata: Optional[dict[str, Any]] = None, *, infer: bool = False, ts: Any = None,
-            memory_type: MemoryType | str = MemoryType.EPISODIC) -> Call[AddResult]:
+            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None) -> Call[AddResult]:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
         body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
-                    ts=ts, memory_type=memory_type)
+                    ts=ts, memory_type=memory_type, expires_at=_when(expires_at))
         return Call("POST", "/memories", AddResult, body=body)
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
@@ -104,11 +123,11 @@ class _Verbs:
     def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
                filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None,
                include_superseded: bool = False, memory_types: Optional[Sequence[Any]] = None,
-               graph: Optional[bool] = None) -> Call[SearchResult]:
+               graph: Optional[bool] = None, include_expired: bool = False) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
         body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
                     include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None,
-                    graph=graph)
+                    graph=graph, include_expired=include_expired)
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
@@ -116,16 +135,19 @@ class _Verbs:
         return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
 
     def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
-             limit: int = 100) -> Call[MemoryPage]:
-        """A page of the user's memories, oldest event first. Raises InvalidInput for a bad argument."""
+             limit: int = 100, filters: Optional[dict[str, Any]] = None, include_expired: bool = False) -> Call[MemoryPage]:
+        """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
         params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
-                  "limit": V.check_limit(limit)}
+                  "limit": V.check_limit(limit), "filters": _filters_param(filters),
+                  "include_expired": "true" if V.check_flag("include_expired", include_expired) else None}
         return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: Optional[dict[str, Any]] = None) -> Call[MemoryRecord]:
+    def update(self, memory_id: int, text: str, user_id: str, metadata: Optional[dict[str, Any]] = None,
+               expires_at: Any = None) -> Call[MemoryRecord]:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
-        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body={"user_id": user_id, "text": text, "metadata": metadata})
+        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body={"user_id": user_id, "text": text, "metadata": metadata,
+                                                                            "expires_at": _when(expires_at)})
 
     def delete(self, memory_id: int, user_id: str) -> Call[None]:
         """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it
@@ -133,6 +155,25 @@ class _Verbs:
         call: Call[Any] = Call("DELETE", f"/memories/{_id(memory_id)}", None, params={"user_id": _uid(user_id)})
         call.read = lambda payload: None  # type: ignore[method-assign]
         return call
+
+    def update_many(self, items: Sequence[dict[str, Any]], user_id: str) -> Call[BatchUpdateResult]:
+        """Update up to 1,000 memories, a result per item (see Memory.update_many). Raises InvalidInput,
+        before anything changes, for more than 1,000 or any malformed item."""
+        from ..memory.batch import BatchUpdateResult
+
+        if isinstance(items, (str, bytes, dict)):
+            raise InvalidInput(f"items must be a list, got {type(items).__name__}")
+        return Call("POST", "/memories/batch/update", BatchUpdateResult, body={"user_id": user_id, "items": list(items)})
+
+    def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> Call[BatchDeleteResult]:
+        """Delete up to 1,000 memories, a result per id (see Memory.delete_many); a str is ids separated by
+        commas or spaces. Raises InvalidInput, before anything is deleted, for a bad id or more than 1,000."""
+        from ..memory.batch import BatchDeleteResult
+
+        if isinstance(memory_ids, str):
+            memory_ids = [p for p in re.split(r"[\s,;，；]+", memory_ids) if p]
+        ids = [_id(i) for i in memory_ids]  # duplicates and the cap: the service's Memory decides, as in-process
+        return Call("POST", "/memories/batch/delete", BatchDeleteResult, body={"user_id": user_id, "memory_ids": ids})
 
     def reset(self, user_id: str) -> Call[int]:
         """Erase every memory of this user and its history; how many memories went. Raises InvalidInput

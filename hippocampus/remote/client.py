@@ -103,6 +103,8 @@ class Client(_Base):
     page = _sync(_Verbs.page)
     update = _sync(_Verbs.update)
     delete = _sync(_Verbs.delete)
+    update_many = _sync(_Verbs.update_many)
+    delete_many = _sync(_Verbs.delete_many)
     reset = _sync(_Verbs.reset)
     history = _sync(_Verbs.history)
     mark_used = _sync(_Verbs.mark_used)
@@ -121,17 +123,19 @@ class Client(_Base):
     import_jsonl = _sync(_Verbs.import_jsonl)
     build_graph = _sync(_Verbs.build_graph)
 
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]:
-        """Every memory of this user, a page at a time."""
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
+                 include_expired: bool = False) -> Iterator[MemoryRecord]:
+        """Every memory of this user matching `filters`, a page at a time."""
         offset: Optional[int] = 0
         while offset is not None:
-            page = self.page(user_id, memory_type, offset=offset, limit=PAGE)
+            page = self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired)
             yield from page.items
             offset = page.next_offset
 
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user, oldest event first."""
-        return list(self.iter_all(user_id, memory_type))
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
+                include_expired: bool = False) -> list[MemoryRecord]:
+        """Every memory of this user matching `filters`, oldest event first."""
+        return list(self.iter_all(user_id, memory_type, filters, include_expired))
 
     def healthy(self) -> bool:
         """Whether the service answers /healthz."""
@@ -172,6 +176,8 @@ class AsyncClient(_Base):
     page = _async(_Verbs.page)
     update = _async(_Verbs.update)
     delete = _async(_Verbs.delete)
+    update_many = _async(_Verbs.update_many)
+    delete_many = _async(_Verbs.delete_many)
     reset = _async(_Verbs.reset)
     history = _async(_Verbs.history)
     mark_used = _async(_Verbs.mark_used)
@@ -190,16 +196,18 @@ class AsyncClient(_Base):
     import_jsonl = _async(_Verbs.import_jsonl)
     build_graph = _async(_Verbs.build_graph)
 
-    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> AsyncIterator[MemoryRecord]:
+    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
+                       include_expired: bool = False) -> AsyncIterator[MemoryRecord]:
         offset: Optional[int] = 0
         while offset is not None:
-            page = await self.page(user_id, memory_type, offset=offset, limit=PAGE)
+            page = await self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired)
             for record in page.items:
                 yield record
             offset = page.next_offset
 
-    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]:
-        return [r async for r in self.iter_all(user_id, memory_type)]
+    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
+                      include_expired: bool = False) -> list[MemoryRecord]:
+        return [r async for r in self.iter_all(user_id, memory_type, filters, include_expired)]
 
     async def _send(self, call: Call[R]) -> R:
         try:

@@ -48,9 +48,11 @@ def connect(url: Optional[str] = None, *, api_key: Optional[str] = None, start: 
     command = [sys.executable, "-m", "hippocampus", "serve", "--host", parsed.hostname, "--port", str(parsed.port or 80)]
     if milvus_uri:
         command[3:3] = ["--uri", milvus_uri]  # a global option: before the command
+    # the service is started at this address, not sent to it: `serve` refuses HIPPOCAMPUS_SERVER
+    env = {k: v for k, v in os.environ.items() if k != ENV_SERVER}
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+                                   start_new_session=True, env=env)
     deadline = time.monotonic() + start_timeout
     while time.monotonic() < deadline:
         if client.healthy():

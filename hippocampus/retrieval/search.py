@@ -14,6 +14,7 @@ no working embedder either the scope's newest memories are returned.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
@@ -21,8 +22,9 @@ import numpy as np
 
 from ..embeddings import Embedder
 from ..errors import EmbeddingError, InvalidInput
-from ..models import MemoryRecord, MemoryType, SearchHit
+from ..models import MemoryRecord, MemoryType, SearchHit, now_ts
 from ..store import MEMORY_FIELDS, MilvusStore
+from ..store import expiry
 from ..store import filters as F
 from .context import ContextParams, apply_context, in_context, neighbours, windows
 from .fusion import Candidate, FusionMethod, collect, fuse
@@ -87,7 +89,7 @@ class Retriever:
         self._probes: np.ndarray | None = None
 
     def scope(self, user_id: str, memory_type: MemoryType | None = None, metadata: dict[str, Any] | F.CallerFilter | None = None,
-              include_superseded: bool = False) -> str:
+              include_superseded: bool = False, include_expired: bool = True) -> str:
         """The filter of a search: the user, the kind, the caller's filters (store/filters.py
         `caller_filter`), and (unless asked for) no memory that a newer fact superseded (a store whose
         server lacks JSON `exists` filters those after retrieval instead: `_current`)."""
@@ -98,6 +100,8 @@ class Retriever:
             parts.append(F.eq("memory_type", memory_type.value))
         caller = metadata if isinstance(metadata, F.CallerFilter) else F.caller_filter(metadata)
         parts.append(caller.expr)
+        if not include_expired and self.store.capabilities.json_exists:  # last: _lite_scope finds it there
+            parts.append(expiry.live(now_ts()))
         return F.and_(*parts)
 
     def caller_filter(self, user_id: str, filters: dict[str, Any] | None) -> F.CallerFilter:
@@ -127,6 +131,7 @@ class Retriever:
         now: int | None = None,
         include_superseded: bool = False,
         graph: bool | None = None,
+        include_expired: bool = False,
     ) -> list[SearchHit]:
         """Up to `limit` hits, best first: the query walks STAGES once. Pass `query_vector` to reuse
         one embedding across calls; without it the query is embedded here (or BM25 serves if that fails).
@@ -147,9 +152,10 @@ class Retriever:
         use_graph = (self.params.graph_on if graph is None else bool(graph)) and self.params.graph.active and query_vector is not None
         reorder = (mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0 or use_graph
                    or self.params.subject_weight > 0)
-        q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded),
+        q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded, include_expired),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
-                  include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph)
+                  include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph,
+                  include_expired=include_expired)
         cands: list[Candidate] = []
         for stage in STAGES:
             cands = stage(self, q, cands)
@@ -171,7 +177,7 @@ class Retriever:
         fast = _lite_scope(self.store, scope)
         if fast is not None:  # milvus-lite: superseded memories dropped here, not by the filter (_lite_scope)
             rows = self.store.search_dense([vector], fast, limit + _MARGIN, fields=fields, partition=part)[0]
-            kept = [r for r in rows if _current(r)]
+            kept = [r for r in rows if _kept(r)]
             if len(kept) >= limit or (len(rows) < limit + _MARGIN and self.store.count(fast, partition=part) == len(rows)):
                 return kept[:limit]  # exact: the top `limit` current rows, or every current row there is
         rows = self.store.search_dense([vector], scope, limit, fields=fields, partition=part)[0]
@@ -188,7 +194,7 @@ class Retriever:
         if len(cands) < limit:
             seen, fast = {c.id for c in cands}, _lite_scope(self.store, scope)  # milvus-lite: no JSON filter (_lite_scope)
             extra = self.store.query(fast or scope, limit=limit + len(seen) + (_MARGIN if fast else 0), partition=part)
-            extra = [r for r in extra if int(r["id"]) not in seen and (not fast or _current(r))]
+            extra = [r for r in extra if int(r["id"]) not in seen and (not fast or _kept(r))]
             extra.sort(key=lambda r: (-int(r.get("ts", 0)), int(r["id"])))  # no shared word: newest first
             cands += [Candidate(row=r, bm25=0.0, score=0.0) for r in extra[: limit - len(cands)]]
         return cands
@@ -200,7 +206,7 @@ class Retriever:
         fast = _lite_scope(self.store, scope)
         if fast is not None:
             rows = self.store.search_bm25([query], fast, limit + _MARGIN, fields=fields, partition=part)[0]
-            kept = [r for r in rows if _current(r)]
+            kept = [r for r in rows if _kept(r)]
             if len(kept) >= limit or len(rows) < limit + _MARGIN:
                 return kept[:limit]
         return self.store.search_bm25([query], scope, limit, fields=fields, partition=part)[0]
@@ -242,7 +248,7 @@ class Retriever:
             if len(rows) >= _NEIGHBOUR_ROWS:  # cut off: a farther turn could pass for a neighbour
                 log.info("more than %d memories around the candidates; no neighbour bonus this time", _NEIGHBOUR_ROWS)
                 rows = []
-            rows = [r for r in rows if _current(r)] if fast else rows
+            rows = [r for r in rows if _kept(r)] if fast else rows
             near = neighbours(targets, rows, params.window_seconds)
             known = {c.id for c in cands}
             missing = sorted({j for ids in near.values() for j in ids} - known)
@@ -274,6 +280,16 @@ def _current(row: dict[str, Any]) -> bool:
     return not (isinstance(life, dict) and life.get("superseded_by") is not None)
 
 
+def _live(row: dict[str, Any]) -> bool:
+    """Not past a caller's `expires_at` (lifecycle/expiry.py; the filter's twin)."""
+    return not expiry.expired(row.get("metadata") or {}, now_ts())
+
+
+def _kept(row: dict[str, Any]) -> bool:
+    """What _lite_scope's fast path keeps: neither superseded nor expired (both parts were in the scope)."""
+    return _current(row) and _live(row)
+
+
 # ---------------------------------------------------------------------- the stages
 @dataclass
 class Query:
@@ -290,6 +306,7 @@ class Query:
     now: int | None
     user_id: str = ""
     use_graph: bool = False
+    include_expired: bool = False
 
 
 def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
@@ -307,6 +324,7 @@ def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
 
 
 _CURRENT = F.json_missing("metadata", "life", "superseded_by")
+_LIVE = re.compile(r' and \(\(not exists metadata\["expires_at"\]\) or \(metadata\["expires_at"\] >= \d+\)\)$')
 _MARGIN = 10  # rows asked for beyond the depth when the search itself does not drop superseded memories
 
 
@@ -317,9 +335,10 @@ def _lite_scope(store: MilvusStore, scope: str) -> str | None:
     after converting every column of the partition's rows, 384-d vectors included; at 100k memories that
     filter took ~90% of a dense search and half of the BM25 one (docs/hybrid_at_scale.md)."""
     part = f" and ({_CURRENT})"
-    if store.capabilities.engine != "milvus-lite" or part not in scope:
+    live = _LIVE.search(scope)
+    if store.capabilities.engine != "milvus-lite" or part not in scope or live is None:
         return None
-    fast = scope.replace(part, "", 1)
+    fast = scope[:live.start()].replace(part, "", 1)
     return None if "metadata[" in fast else fast
 
 
@@ -386,7 +405,7 @@ def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     if wanted:  # read within the search's scope: the user, the type, current facts only (milvus-lite: dropped here)
         rows = r.store.query(F.and_(_lite_scope(r.store, q.scope) or q.scope, F.in_("id", wanted)),
                              fields=[*MEMORY_FIELDS, "vector"], partition=q.part)
-        for row in (rw for rw in rows if q.include_superseded or _current(rw)):
+        for row in (rw for rw in rows if (q.include_superseded or _current(rw)) and (q.include_expired or _live(rw))):
             vec = row.pop("vector")
             sim = cosine(q.vector, vec)
             joined.append(Candidate(row=row, similarity=sim, vector=vec, score=sim, parts={"similarity": sim}))
@@ -399,8 +418,9 @@ def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 
 
 def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """Facts a newer one superseded leave, unless asked for (the filter's twin for servers without JSON exists)."""
-    return cands if q.include_superseded else [c for c in cands if _current(c.row)]
+    """Facts a newer one superseded leave, and memories past a caller's `expires_at`, unless asked for (the
+    filter's twin for servers without JSON exists)."""
+    return [c for c in cands if (q.include_superseded or _current(c.row)) and (q.include_expired or _live(c.row))]
 
 
 def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:

@@ -95,6 +95,7 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
         "uptime_s": round(time.time() - started, 1),
         "endpoints": metrics.latency_table(),
         "consolidation": {"running": jobs.running, "next_run": jobs.next_run(), "runs": list(jobs.runs)},
+        "leases": jobs.lease_holders(),  # every replica's background work and id workers (store/leases.py)
         "pending_decided": jobs.pending_decided,
     }
     app.include_router(router)

@@ -1,6 +1,12 @@
 """Consolidation inside the service: manual runs (POST /v1/consolidate), the cron schedule and the
 decay step (its own schedule, and once at start when the last pass is over a day old) share one
-lock, so two runs never overlap; every run is recorded (trigger, start, seconds, stats, error)."""
+lock, so two runs of this process never overlap; every run is recorded (trigger, start, seconds,
+stats, error).
+
+Across replicas (several `serve` on one Milvus server) the store's leases decide (store/leases.py):
+each run holds the lease of its user (or of every user) while it works. A manual run waits for
+another replica's run of the same user; a scheduled one (cron, decay, the pending worker) skips
+and records "held by <replica>". The process-local lock stays as the fast path in front of them."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from ..consolidation.schedule import DEFAULT_GRACE_S, cron_trigger, register_con
 from ..errors import HippocampusError
 from ..memory import Memory
 from ..models import ConsolidationStats, DecayStats
+from ..store.leases import ALL, JOBS, LeaseHeld
 from .metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
@@ -25,6 +32,17 @@ PENDING_INTERVAL_S = 10.0  # how often the worker looks for turns left pending (
 PENDING_BATCH = 50
 DECAY_STALE_S = 24 * 3600  # at start, decay when the last pass is older than a day
 DECAY_JOB = "hippocampus-decay"
+
+
+def deployment_line(uri: str, collection: Optional[str] = None) -> str:
+    """What `serve` says at start: alone (a milvus-lite path: one process by its lock) or one of several
+    replicas (a server URI: ids and background work coordinated by leases in the store)."""
+    name = collection or "memories"
+    if "://" not in uri:
+        return (f"running alone: the milvus-lite store {uri} takes one process; for several replicas serve a "
+                "Milvus server's URI (docs/scale.md)")
+    return (f"running as one of several replicas on {uri} (collection {name!r}): ids from a worker number and "
+            f"background work under leases kept in {name}_leases (docs/scale.md)")
 
 
 class Consolidations:
@@ -45,13 +63,22 @@ class Consolidations:
 
     def run(self, user_ids: list[Optional[str]], trigger: str, progress: Any = None) -> ConsolidationStats:
         """Consolidate each of `user_ids` (None: every user) after any run in progress has finished;
-        `progress(phase, done, total)` as Memory.consolidate calls it."""
+        `progress(phase, done, total)` as Memory.consolidate calls it. A scheduled run (trigger "cron")
+        skips a user whose lease another replica holds (recorded in `skipped`); others wait for it."""
         with self._lock:
             started, total = time.time(), ConsolidationStats()
             record: dict[str, Any] = {"trigger": trigger, "started_at": round(started, 3), "users": user_ids}
+            wait = None if trigger != "cron" else 0.0
             try:
                 for user_id in user_ids:
-                    stats = self.memory.consolidate(user_id=user_id, progress=progress)
+                    try:
+                        with self.leases.hold(JOBS, user_id if user_id is not None else ALL, "consolidate", wait_s=wait):
+                            stats = self.memory.consolidate(user_id=user_id, progress=progress)  # re-enters the lease
+                    except LeaseHeld as held:
+                        if wait is not None:
+                            record.setdefault("skipped", []).append(f"{user_id or 'every user'}: held by {held.holder}")
+                            continue
+                        raise
                     for field, value in stats.model_dump().items():
                         setattr(total, field, getattr(total, field) + value)
             except HippocampusError as exc:
@@ -102,12 +129,18 @@ class Consolidations:
 
     def decay(self, trigger: str) -> Optional[DecayStats]:
         """One decay pass over every user (after any run in progress), recorded like a consolidation;
-        a failure is logged and recorded, never raised (it runs from the scheduler or at start)."""
+        a failure is logged and recorded, never raised (it runs from the scheduler or at start).
+        Skipped (recorded so) while another replica holds a lease of background work."""
         with self._lock:
             started = time.time()
             record: dict[str, Any] = {"trigger": trigger, "step": "decay", "started_at": round(started, 3), "users": [None]}
             try:
-                stats = self.memory.decay(None)
+                with self.leases.hold(JOBS, ALL, "decay", wait_s=0.0):
+                    stats = self.memory.decay(None)
+            except LeaseHeld as held:
+                record.update(outcome="skipped", error=f"held by {held.holder}", finished_at=round(time.time(), 3))
+                self.runs.append(record)
+                return None
             except HippocampusError as exc:
                 log.warning("decay (%s) failed: %s: %s", trigger, type(exc).__name__, exc)
                 record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}", finished_at=round(time.time(), 3))
@@ -155,6 +188,19 @@ class Consolidations:
     def running(self) -> bool:
         return self._lock.locked()
 
+    @property
+    def leases(self) -> Any:
+        """The store's lease table (store/leases.py): in memory for a local milvus-lite path."""
+        return self.memory.store.leases
+
+    def lease_holders(self) -> list[dict[str, Any]]:
+        """Who holds which lease now (every replica's, read from the store), for `stats`; [] when unreadable."""
+        try:
+            return self.leases.holders()
+        except HippocampusError as exc:
+            log.debug("lease holders unreadable: %s", exc)
+            return []
+
     def schedule(self, cron: str, grace: int = DEFAULT_GRACE_S) -> None:
         """Consolidate on a crontab schedule in a background thread (missed runs collapse into one)."""
         cron_trigger(cron)  # InvalidInput now, not when the scheduler starts
@@ -192,11 +238,14 @@ class Consolidations:
             if self._stop.is_set() or not self._lock.acquire(timeout=0.1):
                 continue
             try:
-                while not self._stop.is_set():  # a batch at a time, until none is left
-                    decided = self.memory.decide_pending(limit=PENDING_BATCH)
-                    self.pending_decided += decided
-                    if decided < PENDING_BATCH:
-                        break
+                with self.leases.hold(JOBS, ALL, "pending", wait_s=0.0):  # another replica deciding: its turn
+                    while not self._stop.is_set():  # a batch at a time, until none is left
+                        decided = self.memory.decide_pending(limit=PENDING_BATCH)
+                        self.pending_decided += decided
+                        if decided < PENDING_BATCH:
+                            break
+            except LeaseHeld:
+                pass
             except Exception:  # a failed decision stays pending for the next round; the worker lives on
                 log.exception("deciding pending turns failed; they stay pending")
             finally:

@@ -1,7 +1,7 @@
 """MCP: the memory verbs as Model Context Protocol tools, for agents that speak MCP.
 
-Nine tools (add_memory, search_memory, list_memories, get_memory, update_memory, delete_memory,
-memory_history, memory_context, observe_turn), each a thin call into anything with Memory's verbs: an embedded `Memory`, or a
+Eleven tools (add_memory, search_memory, list_memories, get_memory, update_memory, delete_memory,
+update_memories, delete_memories, memory_history, memory_context, observe_turn), each a thin call into anything with Memory's verbs: an embedded `Memory`, or a
 `hippocampus.Client` talking to a running service. Built on the official SDK (mcp 2.x, `MCPServer`).
 
 - Streamable HTTP: `hippocampus serve` answers at **http://HOST:PORT/mcp** (exactly that path, no
@@ -26,7 +26,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -54,16 +54,29 @@ INSTRUCTIONS = (
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
+class BatchUpdate(BaseModel):
+    """One item of update_memories."""
+
+    memory_id: int = Field(description="the memory to correct")
+    text: str = Field(description="its new text")
+    metadata: Optional[dict[str, Any]] = Field(default=None, description="keys to set in its metadata")
+    expires_at: Optional[int | str] = Field(default=None, description="when it stops being true, as update_memory's")
+
+
 class Verbs(Protocol):
     """What the tools call: `Memory`, or `hippocampus.Client` (same names, arguments and models)."""
 
     def add(self, messages: Any, user_id: str, chat_id: str = ..., who: Any = ..., metadata: Any = ...,
-            *, infer: bool = ..., ts: Any = ..., memory_type: Any = ...) -> Any: ...
-    def search(self, query: str, user_id: str, limit: Any = ..., memory_type: Any = ..., filters: Any = ...) -> Any: ...
-    def page(self, user_id: str, memory_type: Any = ..., offset: int = ..., limit: int = ...) -> Any: ...
+            *, infer: bool = ..., ts: Any = ..., memory_type: Any = ..., expires_at: Any = ...) -> Any: ...
+    def search(self, query: str, user_id: str, limit: Any = ..., memory_type: Any = ..., filters: Any = ...,
+               include_expired: bool = ...) -> Any: ...
+    def page(self, user_id: str, memory_type: Any = ..., offset: int = ..., limit: int = ..., filters: Any = ...,
+             include_expired: bool = ...) -> Any: ...
     def get(self, memory_id: int, user_id: str) -> Any: ...
-    def update(self, memory_id: int, text: str, user_id: str, metadata: Any = ...) -> Any: ...
+    def update(self, memory_id: int, text: str, user_id: str, metadata: Any = ..., expires_at: Any = ...) -> Any: ...
     def delete(self, memory_id: int, user_id: str) -> Any: ...
+    def update_many(self, items: Any, user_id: str) -> Any: ...
+    def delete_many(self, memory_ids: Any, user_id: str) -> Any: ...
     def history(self, memory_id: int, user_id: str) -> Any: ...
     def context(self, user_id: str, query: Any = ..., max_items: int = ..., min_score: float = ..., dates: bool = ...) -> Any: ...
     def observe(self, messages: Any, user_id: str, shown: Any = ..., chat_id: str = ..., who: Any = ...,
@@ -139,41 +152,45 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
     async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: Optional[str] = None,
                          metadata: Optional[dict[str, Any]] = None, infer: bool = False,
                          memory_type: Literal["episodic", "semantic", "procedural"] = "episodic",
-                         ts: Optional[int | str] = None) -> dict[str, Any]:
+                         ts: Optional[int | str] = None, expires_at: Optional[int | str] = None) -> dict[str, Any]:
         """Remember something about user_id. Call it after a turn worth keeping; give the exchange
         ("assistant: Do you travel alone? user: With my sister"), not a bare reply. infer=true lets
         the write decider choose what (and whether) to keep; memory_type="semantic" stores a stable
         fact, "procedural" a tool-call sequence that worked (task, steps, outcome), recalled only when
         search_memory asks for memory_type="procedural". ts: when it happened (epoch seconds or ISO 8601; default now).
-        Returns {ids, stored, reason, pending_decision}."""
+        expires_at: when it stops being true ("until Monday", "到下周一", ISO 8601 or epoch seconds): after it the memory
+        leaves search and the prompt block. Returns {ids, stored, reason, pending_decision}."""
         result = await run(ctx, user_id, _user(user_id), verbs.add, text, user_id=user_id, chat_id=chat_id, who=who,
-                           metadata=metadata, infer=infer, ts=ts, memory_type=memory_type)
+                           metadata=metadata, infer=infer, ts=ts, memory_type=memory_type, expires_at=expires_at)
         return result.model_dump(mode="json")
 
     @tool(annotations=_READ)
     async def search_memory(ctx: Context, query: str, user_id: UserId, limit: Optional[int] = None,
                             memory_type: MemoryKind = None, filters: Optional[dict[str, Any]] = None,
-                            graph: Optional[bool] = None) -> dict[str, Any]:
+                            graph: Optional[bool] = None, include_expired: bool = False) -> dict[str, Any]:
         """Recall user_id's memories related to query; call it before answering. limit caps each kind
-        (episodic, semantic); filters match exact values of chat_id, who, memory_type, category,
-        state or metadata.<key> (e.g. {"chat_id": "c9"}); graph=true also follows the user's
+        (episodic, semantic); filters match chat_id, who, memory_type, category, state, ts or
+        metadata.<key>, each a value or operators (eq ne gt gte lt lte in nin contains icontains exists)
+        combined with AND/OR/NOT (e.g. {"chat_id": "c9"}, {"priority": {"gte": 3}}); include_expired=true
+        also returns memories past their expires_at; graph=true also follows the user's
         entity graph (questions that join facts; the server's setting when omitted). Returns {memories:
         [{id, text, score, memory_type, time, found_by}]}, most relevant first (found_by: dense, bm25,
         graph_triple, graph_entity, graph_hop); an empty list means nothing is remembered."""
         result = await run(ctx, user_id, _user(user_id), verbs.search, query, user_id=user_id, limit=limit,
-                           memory_type=memory_type, filters=filters, graph=graph)
+                           memory_type=memory_type, filters=filters, graph=graph, include_expired=include_expired)
         return {"memories": [{"id": h.memory.id, "text": h.memory.text, "score": round(h.score, 4),
                               "memory_type": h.memory.memory_type.value, "time": h.memory.time_iso,
                               "found_by": found_by(h.signals)} for h in result.all]}
 
     @tool(annotations=_READ)
     async def list_memories(ctx: Context, user_id: UserId, memory_type: MemoryKind = None, offset: int = 0,
-                            limit: int = 50) -> dict[str, Any]:
+                            limit: int = 50, filters: Optional[dict[str, Any]] = None,
+                            include_expired: bool = False) -> dict[str, Any]:
         """A page of everything remembered about user_id, oldest event first (to review, not to
-        recall: search_memory answers questions). Returns {items: [memory], total, offset,
+        recall: search_memory answers questions); filters as search_memory's. Returns {items: [memory], total, offset,
         next_offset}; call again with offset=next_offset until next_offset is null."""
         page = await run(ctx, user_id, _user(user_id), verbs.page, user_id, memory_type=memory_type,
-                         offset=offset, limit=limit)
+                         offset=offset, limit=limit, filters=filters, include_expired=include_expired)
         return page.model_dump(mode="json")
 
     @tool(annotations=_READ)
@@ -185,12 +202,13 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
 
     @tool(annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False))
     async def update_memory(ctx: Context, memory_id: MemoryId, text: str, user_id: UserId,
-                            metadata: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+                            metadata: Optional[dict[str, Any]] = None,
+                            expires_at: Optional[int | str] = None) -> dict[str, Any]:
         """Correct a memory in place when the user says it changed ("I moved again"): replaces its
-        text (the id stays, the old text goes to memory_history) and merges metadata into it.
-        Returns the updated memory."""
+        text (the id stays, the old text goes to memory_history) and merges metadata into it;
+        expires_at as add_memory's. Returns the updated memory."""
         record = await run(ctx, user_id, _missing(memory_id), verbs.update, memory_id, text, user_id=user_id,
-                           metadata=metadata)
+                           metadata=metadata, expires_at=expires_at)
         return record.model_dump(mode="json")
 
     @tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))
@@ -199,6 +217,24 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
         kept. Returns {deleted: memory_id}."""
         await run(ctx, user_id, _missing(memory_id), verbs.delete, memory_id, user_id=user_id)
         return {"deleted": memory_id}
+
+    @tool(annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False))
+    async def update_memories(ctx: Context, items: list[BatchUpdate], user_id: UserId) -> dict[str, Any]:
+        """Correct several memories of user_id at once (at most 1,000), each as update_memory does.
+        One malformed item refuses the whole call and nothing changes; otherwise each item is applied
+        and reported. Returns {results: [{id, status, error}], counts}; status is ok, not_found,
+        unchanged, invalid or failed (the others are still applied)."""
+        result = await run(ctx, user_id, _user(user_id), verbs.update_many,
+                           [i.model_dump(exclude_none=True) for i in items], user_id=user_id)
+        return result.model_dump(mode="json", include={"results", "counts"})
+
+    @tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))
+    async def delete_memories(ctx: Context, memory_ids: list[int], user_id: UserId) -> dict[str, Any]:
+        """Forget several memories of user_id at once (at most 1,000); their history is kept. Core
+        memories are never deleted this way (status invalid). Returns {results: [{id, status, error}],
+        counts}; status is ok, not_found or invalid."""
+        result = await run(ctx, user_id, _user(user_id), verbs.delete_many, memory_ids, user_id=user_id)
+        return result.model_dump(mode="json", include={"results", "counts"})
 
     @tool(annotations=_READ)
     async def memory_history(ctx: Context, memory_id: MemoryId, user_id: UserId) -> dict[str, Any]:

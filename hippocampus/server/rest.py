@@ -16,6 +16,7 @@ from ..graph.service import GraphView
 from ..memory import Memory
 from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                       SearchResult, UndoResult)
+from ..wire import json_filters
 from ..wire import (
     API_PREFIX,
     AddManyRequest,
@@ -35,6 +36,7 @@ from ..wire import (
 )
 from .auth import Tenant
 from .deps import authenticate, consolidations, memory_of
+from .batch_routes import router as batch_router
 from .transfer_routes import router as transfer_router
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -49,6 +51,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 router = APIRouter(prefix=API_PREFIX, responses=ERRORS)
 router.include_router(transfer_router)  # export, import, graph build: server/transfer_routes.py
+router.include_router(batch_router)  # update_many, delete_many: server/batch_routes.py
 
 
 def _missing(memory_id: int) -> str:
@@ -60,7 +63,7 @@ def add(request: Request, body: AddRequest, tenant: Tenant = Depends(authenticat
         memory: Memory = Depends(memory_of)) -> AddResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     result = memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
-                        infer=body.infer, ts=body.ts, memory_type=body.memory_type)
+                        infer=body.infer, ts=body.ts, memory_type=body.memory_type, expires_at=body.expires_at)
     if result.pending_decision:
         consolidations(request).nudge()  # the background worker decides it (write_decision: deferred)
     return result
@@ -79,7 +82,7 @@ def search(body: SearchRequest, tenant: Tenant = Depends(authenticate), memory: 
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
                          filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
-                         memory_types=body.memory_types, graph=body.graph)
+                         memory_types=body.memory_types, graph=body.graph, include_expired=body.include_expired)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
@@ -88,11 +91,15 @@ def page(
     memory_type: Optional[str] = None,
     offset: int = Query(0, ge=0),
     limit: int = Query(100, ge=0, le=1000),
+    filters: Optional[str] = Query(None, description="search's filters as a JSON object, e.g. {\"priority\": {\"gte\": 3}} "
+                                   "(docs/filters.md)"),
+    include_expired: bool = Query(False, description="also memories past their expires_at"),
     tenant: Tenant = Depends(authenticate),
     memory: Memory = Depends(memory_of),
 ) -> MemoryPage:
     tenant.check(user_id, f"user {user_id!r} not found")
-    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit)
+    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=json_filters(filters),
+                       include_expired=include_expired)
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="One memory")
@@ -105,7 +112,7 @@ def get(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate), me
 def update(memory_id: int, body: UpdateRequest, tenant: Tenant = Depends(authenticate),
            memory: Memory = Depends(memory_of)) -> MemoryRecord:
     tenant.check(body.user_id, _missing(memory_id))
-    return memory.update(memory_id, body.text, user_id=body.user_id, metadata=body.metadata)
+    return memory.update(memory_id, body.text, user_id=body.user_id, metadata=body.metadata, expires_at=body.expires_at)
 
 
 @router.delete("/memories/{memory_id}", response_model=Deleted, summary="Delete one memory (its history stays)")

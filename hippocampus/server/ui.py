@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from typing import Any, Optional
+from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -25,8 +26,8 @@ from ..models import Category, MemoryType, State, now_ts
 from .rest import without_paths
 from .sessions import DEFAULT_LIFETIME_S, Sessions
 from .ui_support import (HERE, UI_PREFIX, LoginRequired, attachment, bar_chart, clear_session_cookie, column_chart,
-                         csrf_token, form_ok, live_session, query, same_origin, session_id, sessions, set_session_cookie,
-                         templates, ui_tenant, when)
+                         csrf_token, form_ok, from_form, live_session, query, same_origin, session_id, sessions,
+                         set_session_cookie, templates, ui_tenant, visible, when)
 
 router = APIRouter(prefix=UI_PREFIX, include_in_schema=False)
 PAGE = 25
@@ -58,6 +59,11 @@ def _posted(request: Request, user_id: str, csrf: str) -> Memory:
 def _to(path: str, **params: Any) -> RedirectResponse:
     qs = query({}, **params)
     return RedirectResponse(f"{UI_PREFIX}{path}{'?' + qs if qs else ''}", status_code=303)
+
+
+def _user(user_id: str) -> str:
+    """A user's pages, the id quoted ("?", "#" or "%" in a user id once cut the redirect short)."""
+    return f"/users/{quote(user_id, safe='')}"
 
 
 # ---------------------------------------------------------------------- login and home
@@ -123,8 +129,10 @@ def home(request: Request) -> Response:
 @router.get("/open")
 def open_user(request: Request, user_id: str = "") -> Response:
     user_id = V.check_id("user_id", user_id)
+    if "/" in user_id:  # the server reads %2F in a path as "/": such a user's pages cannot be addressed
+        raise InvalidInput(f"user id {user_id!r} contains '/', which the Web UI cannot show; use the REST API, MCP or the CLI")
     _memory(request, user_id)
-    return _to(f"/users/{user_id}/memories")
+    return _to(f"{_user(user_id)}/memories")
 
 
 # ---------------------------------------------------------------------- browse, add, batch delete
@@ -154,10 +162,10 @@ def add(request: Request, user_id: str, text: str = Form(...), memory_type: str 
     memory = _posted(request, user_id, csrf)
     if category and category not in {c.value for c in Category}:
         raise InvalidInput(f"unknown category {category!r}")
-    mid = memory.add(text, user_id=user_id, chat_id="ui", who=user_id, memory_type=memory_type).ids[0]
+    mid = memory.add(from_form(text), user_id=user_id, chat_id="ui", who=user_id, memory_type=memory_type).ids[0]
     if category:
         memory.curate(mid, user_id, category=category)
-    return _to(f"/users/{user_id}/memories/{mid}", msg="added")
+    return _to(f"{_user(user_id)}/memories/{mid}", msg="added")
 
 
 @router.post("/users/{user_id}/batch-delete", response_class=HTMLResponse)
@@ -194,18 +202,19 @@ def edit(request: Request, user_id: str, memory_id: int, text: str = Form(...), 
     if level is not None and abs(level - record.life.importance) < 1e-9:
         level = None
     new_category = category if category and category != record.life.category.value else None
-    if text.strip() != record.text:
-        memory.update(memory_id, text.strip(), user_id)
+    text = from_form(text).strip()
+    if text != from_form(visible(record.text)).strip():  # a form saved as it was shown changes no text
+        memory.update(memory_id, text, user_id)
     if new_category is not None or level is not None:
         memory.curate(memory_id, user_id, category=new_category, importance=level)
-    return _to(f"/users/{user_id}/memories/{memory_id}", msg="saved")
+    return _to(f"{_user(user_id)}/memories/{memory_id}", msg="saved")
 
 
 @router.post("/users/{user_id}/memories/{memory_id}/delete")
 def delete(request: Request, user_id: str, memory_id: int, csrf: str = Form("")) -> Response:
     memory = _posted(request, user_id, csrf)
     memory.delete(memory_id, user_id)
-    return _to(f"/users/{user_id}/memories/{memory_id}", msg="deleted")
+    return _to(f"{_user(user_id)}/memories/{memory_id}", msg="deleted")
 
 
 @router.post("/users/{user_id}/events/{event_id}/undo")
@@ -213,7 +222,7 @@ def undo(request: Request, user_id: str, event_id: int, memory_id: int = Form(..
     memory = _posted(request, user_id, csrf)
     result = memory.undo(event_id, user_id)
     target = result.memory_ids[0] if result.memory_ids else memory_id
-    return _to(f"/users/{user_id}/memories/{target}", msg="undone")
+    return _to(f"{_user(user_id)}/memories/{target}", msg="undone")
 
 
 # ---------------------------------------------------------------------- search, statistics, export

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +30,26 @@ from .sessions import COOKIE, SECURE_COOKIE, Session, Sessions
 
 UI_PREFIX = "/ui"
 HERE = Path(__file__).resolve().parent
+# Control characters that are not whitespace, as the CLI shows them (cli/render.py): \xNN. A browser
+# drops NUL from a page and shows ESC, DEL or the C1 controls as nothing at all.
+_HIDDEN = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+
+
+def visible(value: Any) -> Any:
+    """What a page shows of a value: a string with its hidden control characters as \\xNN (HTML
+    escaping follows, as always); markup the UI made itself, and anything not a string, as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return _HIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+    return value
+
+
+def from_form(text: str) -> str:
+    """A textarea's value as it was shown: browsers send every line break as CRLF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+templates.env.finalize = visible  # every {{ value }} of every page (set before any template compiles)
 
 
 class LoginRequired(Exception):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..errors import InvalidInput
 from ..models import Category
 from ..validation import OWNED_KEYS
+from . import filter_ops
 
 if TYPE_CHECKING:
     from .milvus import MilvusStore
@@ -125,24 +126,33 @@ FILTER_COLUMNS: tuple[str, ...] = ("chat_id", "who", "memory_type")
 FILTER_ALIASES: dict[str, str] = {"chatid": "chat_id"}
 FILTER_STATES: tuple[str, ...] = ("active", "archived", "superseded")
 METADATA_PREFIX = "metadata."
-# Metadata keys the library writes (README "Limits"; validation.OWNED_KEYS): known by name, taken bare without a look.
+# Metadata keys the library writes (docs/limits.md; validation.OWNED_KEYS): known by name, taken bare without a look.
 LIBRARY_KEYS: frozenset[str] = frozenset({*OWNED_KEYS, "context", "thing", "time", "fact", "source_chatid",
                                           "first_seen", "updates", "importance", "last_used_at"})
 FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state, or metadata.<key> for a key of the memory's "
                       "own metadata")
 
 
+NEVER = "id < 0"  # false on every engine (Milvus 2.3 refuses a bare `false` beside `and`); ids are positive
+ENUM_VALUES: dict[str, tuple[str, ...]] = {"memory_type": ("episodic", "semantic", "procedural"),
+                                           "category": tuple(c.value for c in Category), "state": FILTER_STATES}
+
+
 class CallerFilter:
     """The caller's filters compiled: `expr` for the store, the bare keys still to be proven to be
-    metadata keys of this user (`bare`), and whether superseded memories were asked for."""
+    metadata keys of this user (`bare`), whether superseded memories were asked for, and the part
+    Milvus cannot evaluate exactly (`residual`, filter_ops.py), which `checked_filter` turns into ids."""
 
-    def __init__(self, expr: str, bare: list[str], wants_superseded: bool):
-        self.expr, self.bare, self.wants_superseded = expr, bare, wants_superseded
+    def __init__(self, expr: str, bare: list[str], wants_superseded: bool, residual: "filter_ops.Tree | None" = None):
+        self.expr, self.bare, self.wants_superseded, self.residual = expr, bare, wants_superseded, residual
 
 
 def caller_filter(filters: dict[str, object] | None) -> CallerFilter:
-    """Compile a `filters` dict (field -> exact value) into one escaped expression, ANDed.
-    Raises InvalidInput for a bad value or a key that cannot be a field (see the rule above)."""
+    """Compile a `filters` dict into one escaped expression, ANDed: field -> exact value, or mem0's
+    operators and AND/OR/NOT (filter_ops.py). Raises InvalidInput for a bad value, operator or a key
+    that cannot be a field (see the rule above)."""
+    if filter_ops.uses_operators(filters):  # type: ignore[arg-type]
+        return _operator_filter(filters)  # type: ignore[arg-type]
     parts: list[str] = []
     bare: list[str] = []
     superseded = False
@@ -178,6 +188,66 @@ def caller_filter(filters: dict[str, object] | None) -> CallerFilter:
     return CallerFilter(and_(*parts), bare, superseded)
 
 
+def _resolve(raw_key: object, bare: list[str]) -> "str | tuple[str, ...]":
+    """Where an operator filter's field lives: a column, "category", "state", or a metadata path
+    ("metadata", key, ...); the same rule as the exact filters above."""
+    key = FILTER_ALIASES.get(raw_key, raw_key) if isinstance(raw_key, str) else raw_key
+    if key in (*FILTER_COLUMNS, "ts", "category", "state"):
+        return key  # type: ignore[return-value]
+    if isinstance(key, str) and key.startswith(METADATA_PREFIX):
+        path = key[len(METADATA_PREFIX):].split(".")
+        if not path or len(path) > 8 or not all(path):
+            raise InvalidInput("a metadata filter names 1 to 8 keys: metadata.<key> or metadata.<key>.<key>")
+        return ("metadata", *(_json_key(k) for k in path))
+    if key in ("user_id", "id", "text", "hit_count", "vector", "sparse", "metadata"):
+        raise InvalidInput(f"{key!r} is not a filter field; filter by {FILTER_FIELDS_HELP}, or ts")
+    if not isinstance(key, str) or not _FIELD.match(key):
+        raise InvalidInput(f"unknown filter field {key!r}; filter by {FILTER_FIELDS_HELP}, or ts")
+    if key not in LIBRARY_KEYS and key not in bare:
+        bare.append(key)
+    return ("metadata", key)
+
+
+def _render(atom: "filter_ops.Atom") -> str | None:
+    """An atom's Milvus expression where Milvus evaluates it exactly (filter_ops.py says which), else None."""
+    name, op, value = atom.field, atom.op, atom.value
+    if name in (*FILTER_COLUMNS, "ts"):
+        if op in ("in", "nin"):
+            inside = in_(str(name), value) if value else NEVER
+            return inside if op == "in" else f"not ({inside})"
+        return cmp(str(name), filter_ops.MILVUS_OP[op], value) if op in filter_ops.MILVUS_OP else None
+    values = value if op == "in" else [value] if op == "eq" else None
+    if values is None or not all(isinstance(v, str) for v in values):
+        return None  # numbers and booleans in JSON: Milvus' three-valued, loosely typed comparison
+    if name in ("category", "state"):
+        return None  # their defaults need JSON `exists` (not on Milvus 2.3): evaluated with the residual
+    return or_(*(json_path_eq("metadata", list(name[1:]), v) for v in values)) or NEVER
+
+
+def _operator_filter(filters: dict[str, object]) -> CallerFilter:
+    bare: list[str] = []
+    tree = filter_ops.parse(filters, lambda key: _resolve(key, bare))
+    pushed, residual = filter_ops.plan(tree, _render)
+    rest = None if not residual else residual[0] if len(residual) == 1 else filter_ops.Node("AND", tuple(residual))
+    superseded = "state" in filter_ops.fields_of(tree)  # a filter that names the state decides superseded itself
+    return CallerFilter(and_(*pushed), bare, superseded, rest)
+
+
+def resolve_residual(store: "MilvusStore", user_id: str, caller: CallerFilter) -> CallerFilter:
+    """The residual evaluated over this user's rows that the pushed-down part keeps (one scan of
+    them), reaching Milvus as `id in [...]`: exact on every engine."""
+    if caller.residual is None:
+        return caller
+    from ..models import MemoryRecord  # the kernel's record: what the residual reads
+
+    part = store.partition_for(user_id)
+    ids: list[int] = []
+    if part is not None:
+        for page in store.iterate(and_(eq("user_id", user_id), caller.expr), partition=part):
+            ids += [int(r["id"]) for r in page if filter_ops.evaluate(caller.residual, MemoryRecord.from_row(r))]
+    return CallerFilter(and_(caller.expr, in_("id", ids) if ids else NEVER), caller.bare, caller.wants_superseded)
+
+
 def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object] | None) -> CallerFilter:
     """`caller_filter`, each bare key proven to be a metadata key of some memory of this user (one
     row read per such key) or refused: a misspelt field is an InvalidInput naming the fields, never
@@ -191,7 +261,7 @@ def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object
                                                      fields=["id"], limit=1, partition=part)
             if not found:
                 raise unknown_field(key)
-    return caller
+    return resolve_residual(store, user_id, caller)
 
 
 def unknown_field(key: str) -> InvalidInput:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
 from pymilvus import MilvusClient
@@ -18,7 +19,9 @@ from .buckets import bucket_of, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, release
 from .graph import GraphCollection, owners_of
-from .ids import new_ids
+from .ids import IdAllocator, LeasedWorker
+from .leases import LeaseTable
+from .leases_local import LocalLeases
 from .schema import PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema, remove_half_created
 
 log = logging.getLogger(__name__)
@@ -30,7 +33,8 @@ _PAGE = 1000
 class MilvusStore:
     """Thin, typed access to the memories collection; knows nothing of processors."""
 
-    def __init__(self, uri: str, dim: int, embedding_model: str, collection: str = "memories", token: str | None = None):
+    def __init__(self, uri: str, dim: int, embedding_model: str, collection: str = "memories", token: str | None = None,
+                 client_ids: bool | None = None):
         self.uri = uri
         self.dim = dim
         self.embedding_model = embedding_model
@@ -39,9 +43,14 @@ class MilvusStore:
         self._lock = threading.RLock()  # milvus-lite's in-process engine is not re-entrant
         self._buckets: set[str] = set()  # user-bucket partitions known to exist (store/buckets.py)
         self.graph = GraphCollection(self)  # `<collection>_graph`, made on first write (store/graph.py)
+        # `<collection>_leases` on a shared server, made on first use; in memory on a local path (store/leases.py)
+        self.leases: LeaseTable | LocalLeases = LeaseTable(self) if "://" in uri else LocalLeases()
+        self._ids = IdAllocator(LeasedWorker(self.leases))  # used when hippocampus assigns ids (store/ids.py)
         self._client = connect(uri, token)
         try:
             self.capabilities: Capabilities = detect(self._client, uri)  # the server's; then the collection's
+            if client_ids is not None:  # a new collection's id assignment chosen by the caller (tests, replicas)
+                self.capabilities = replace(self.capabilities, client_ids=client_ids)
             self._ensure_memories()
             self._ensure_history()
         except MilvusException as exc:
@@ -61,6 +70,11 @@ class MilvusStore:
     # ---------------------------------------------------------------- lifecycle
     def close(self) -> None:
         """Release the client and, for milvus-lite, the directory lock."""
+        if getattr(self, "_client", None) is not None and getattr(self, "leases", None) is not None:
+            try:
+                self.leases.close()  # the id worker number and any lease held go back at once
+            except Exception:  # pragma: no cover - best effort: they expire
+                log.debug("releasing leases failed", exc_info=True)
         client, self._client = getattr(self, "_client", None), None
         if client is None:
             return
@@ -155,7 +169,7 @@ class MilvusStore:
             return []
         self._check_vectors(rows)
         if self.capabilities.client_ids:
-            rows = [{**row, "id": pk} for row, pk in zip(rows, new_ids(len(rows)))]  # store/ids.py
+            rows = [{**row, "id": pk} for row, pk in zip(rows, self._ids.take(len(rows)))]  # store/ids.py
         ids = [0] * len(rows)
         with self._lock:  # one insert per user bucket (usually one: a batch of one user)
             for part, idx in group_by_bucket(rows).items():

@@ -108,3 +108,21 @@ def remove_half_created(uri: str, name: str) -> bool:
     log.warning("removing %s, left half-created by an interrupted process", col_dir)
     shutil.rmtree(col_dir)
     return True
+
+
+def leases_schema(c: MilvusClient) -> tuple[Any, Any]:
+    """One row per claim (and one `fence` row per name holding its newest token)."""
+    schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("key", DataType.VARCHAR, max_length=256, is_primary=True)
+    schema.add_field("grp", DataType.VARCHAR, max_length=32)
+    schema.add_field("name", DataType.VARCHAR, max_length=160)
+    schema.add_field("kind", DataType.VARCHAR, max_length=16)
+    schema.add_field("owner", DataType.VARCHAR, max_length=256)
+    schema.add_field("what", DataType.VARCHAR, max_length=32)
+    schema.add_field("token", DataType.INT64)
+    schema.add_field("claimed_at", DataType.INT64)
+    schema.add_field("expires_at", DataType.INT64)
+    schema.add_field("_v", DataType.FLOAT_VECTOR, dim=2)  # Milvus requires a vector field
+    index = c.prepare_index_params()
+    index.add_index("_v", index_type="AUTOINDEX", metric_type="L2")
+    return schema, index

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
@@ -17,10 +18,12 @@ from ..context import MemoryContext
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import new_life
 from ..lifecycle.policy import DecayRule, decay_table, score_of
+from ..lifecycle.when import user_zone
 from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State, now_ts
 from ..store import filters as F
 from ..store.writes import plain_row
 from . import memory_md
+from .dates import dated, said_on
 from .jsonl import HASH_KEY, dump_line, load_line, record_hash, row_hash, text_hash
 from .memory_md import MdEntry
 
@@ -98,7 +101,7 @@ class TransferService:
                 elif any(row["metadata"][HASH_KEY] == digest for row in creates):
                     again.append(digest)
                 else:
-                    creates.append(_new_row(user_id, entry, now, digest))
+                    creates.append(_new_row(user_id, entry, now, digest, user_zone(self.ctx.config, user_id)))
             else:
                 change = _change(known[entry.id], entry, now, shown_at, table)
                 if change is None:
@@ -179,7 +182,8 @@ class TransferService:
             elif present is not None and present.memory_type.value == row["memory_type"]:
                 self._restore_over(present, row, digest, old_id, report)  # the same memory, changed since
                 known[digest] = present.id
-            else:
+            else:  # hashed as the file says it; its named day resolved from when it was said (dates.py)
+                row = dated(row, now_ts(), user_zone(self.ctx.config, user_id))
                 row["metadata"][HASH_KEY] = digest
                 batch.append((row, old_id, events))
                 if len(batch) == _BATCH:
@@ -260,12 +264,14 @@ def _text_problem(text: str) -> str | None:
     return None
 
 
-def _new_row(user_id: str, entry: MdEntry, now: int, digest: str) -> dict[str, Any]:
+def _new_row(user_id: str, entry: MdEntry, now: int, digest: str, tz: tzinfo) -> dict[str, Any]:
+    """A `[new]` entry's row, said on its heading's date (transfer/dates.py): its named day resolved from then."""
     mtype = entry.memory_type or MemoryType.SEMANTIC
-    life = new_life(entry.text, mtype, now, now, category=entry.category, importance=entry.score)
+    said = said_on(entry.last_activated, now, tz)
+    life = new_life(entry.text, mtype, now, said, category=entry.category, importance=entry.score, tz=tz)
     if entry.section == "archived":
         life = life.model_copy(update={"state": State.ARCHIVED})
-    return plain_row(user_id, mtype, now, "default", user_id, entry.text, {LIFE_KEY: life.stored(), HASH_KEY: digest})
+    return plain_row(user_id, mtype, said, "default", user_id, entry.text, {LIFE_KEY: life.stored(), HASH_KEY: digest}, tz)
 
 
 def _change(old: MemoryRecord, entry: MdEntry, now: int, shown_at: list[int],

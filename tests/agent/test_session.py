@@ -237,7 +237,7 @@ def test_the_readme_example_runs_as_written(shared_db, embedder, monkeypatch):
     import hippocampus
     from hippocampus import Memory
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text(encoding="utf-8")  # moved from the README
     start = text.index("## Use it in an agent")
     (code,) = re.findall(r"```python\n(.*?)```", text[start: text.index("\n## ", start + 1)], flags=re.S)
     collection = f"rd_{uuid.uuid4().hex[:10]}"
@@ -245,7 +245,7 @@ def test_the_readme_example_runs_as_written(shared_db, embedder, monkeypatch):
         seeded.add("I am allergic to peanuts", user_id="alice")
     monkeypatch.setattr(hippocampus, "Memory", lambda: Memory(milvus_uri=str(shared_db), collection_name=collection, embedder=embedder))
     prompts: list[str] = []
-    exec(compile(code, "README.md", "exec"), {"my_agent": lambda system, messages: prompts.append(system) or "Pasta, no peanuts."})
+    exec(compile(code, "docs/python.md", "exec"), {"my_agent": lambda system, messages: prompts.append(system) or "Pasta, no peanuts."})
     assert len(prompts) == 2 and all("allergic to peanuts" in p for p in prompts)
     with Memory(milvus_uri=str(shared_db), collection_name=collection, embedder=embedder) as after:
         assert [r.text for r in after.get_all("alice")] == ["I am allergic to peanuts"]  # questions only: nothing new

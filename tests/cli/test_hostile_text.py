@@ -15,61 +15,26 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import example, given, reject, settings
-from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from hippocampus import Memory
 from hippocampus.cli.app import app
 from hippocampus.errors import InvalidInput
 from hippocampus.validation import check_id, check_text
+from tests.hostile_text import accepted, ids, on_screen, texts  # the strategy every face's property shares
 
 WIDE = CliRunner(env={"COLUMNS": "250"})
 NARROW = CliRunner(env={"COLUMNS": "80"})
 
-PEOPLE = [
-    "closing tag [/x] in my notes",
-    "Use [bold]sudo[/bold] and see [link] in the wiki",
-    "[red]not red[/red] and \\[escaped] and [/] and [link=https://example.org]click[/link]",
-    "**bold** _italic_ `rm -rf /tmp/x` # heading\n- item [ ] todo [x] done",
-    "<script>alert('x')</script> &amp; <b>bold</b>",
-    "Hello {{ user.name }} {% if admin %}root{% endif %}",
-    "meet at 10:30 :thumbs_up: :smile: C:\\Users\\[me]\\notes",
-    "我妹妹住在杭州，她喜欢【猫】🐈‍⬛ 👩🏽‍💻",
-    "שלום עולם and مرحبا بالعالم \u202eevil\u202c",
-    "Zalgo Z\u0351\u0352\u0353a\u0300\u0301l\u0302g\u0303o e\u0301",
-    "a" * 300 + " and " + "超长的词" * 40,  # longer than the widest table: folded, never cut
-]
-ODD = ["[", "]", "[/", "[/x]", "[bold]", "\\", "[@click=app.quit]", "\x1b[31m", "\x1b]0;title\x07", "\x00", "\t", "\n",
-       "\r\n", "\u2028", "\u200b", "\ufeff", ":smile:", "{{", "}}", "  "]
-fragments = st.one_of(st.sampled_from(PEOPLE), st.sampled_from(ODD), st.text(max_size=24))
-texts = st.lists(fragments, min_size=1, max_size=5).map("".join)
-ids = st.one_of(st.sampled_from(["erin", "[/x]", "[bold]bob[/bold]", "李雷", "a:b:c", "{{ who }}"]), st.text(min_size=1, max_size=24))
-
 _BOX = re.compile(r"[\u2500-\u257f]")  # the tables' borders
-_HIDDEN = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
-
-
-def accepted(check: Any, value: str) -> bool:
-    """Exactly what the library's validation accepts."""
-    try:
-        check(value)
-    except InvalidInput:
-        return False
-    return True
 
 
 def squash(text: str) -> str:
     """Text as a comparison sees it: no whitespace (tables wrap and pad) and no border characters."""
     return _BOX.sub("", "".join(text.split()))
-
-
-def on_screen(text: str) -> str:
-    """How a terminal must show `text`: control characters that are not whitespace as \\xNN."""
-    return _HIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def prefix(text: str, chars: int) -> str:

@@ -168,7 +168,7 @@ def test_a_name_or_standing_preference_scoring_ninety_is_promoted_to_core_an_eve
 
 
 def test_the_readme_prompt_block_is_what_context_prints(memory: Memory):
-    """README "How memories age" shows this block; it is built here the way a user would."""
+    """docs/aging.md (from the README's "How memories age") shows this block; it is built here the way a user would."""
     from datetime import datetime
     from pathlib import Path
 
@@ -182,7 +182,7 @@ def test_the_readme_prompt_block_is_what_context_prints(memory: Memory):
     memory.add("I prefer tea to coffee", user_id="alice", ts=at("2026-11-03"))
     memory.add("Remind me to book the train tomorrow", user_id="alice", ts=at("2026-11-24"))
     block = memory.context("alice", query="plan the weekend", dates=True, now=at("2026-11-25"))
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "aging.md").read_text(encoding="utf-8")
     shown = readme.split('print(memory.context("alice", query="plan the weekend", dates=True))')[1]
     assert block == shown.split("```text\n")[1].split("\n```")[0]
     assert "hike" not in memory.context("alice", now=at("2026-11-25"))

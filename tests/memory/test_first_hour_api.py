@@ -178,7 +178,9 @@ def test_every_client_verb_says_what_it_raises():
 
 def test_user_facing_text_has_no_design_document_names():
     root = Path(__file__).resolve().parents[2]
-    texts = {"README.md": (root / "README.md").read_text(encoding="utf-8")}
+    pages = ["README.md", *(f"docs/{name}.md" for name in ("index", "python", "cli", "service", "mcp", "ui", "concepts", "aging",
+                                                          "offline-vs-model", "graph-memory", "local-model", "configuration", "limits"))]
+    texts = {page: (root / page).read_text(encoding="utf-8") for page in pages}
     for name, member in {**_public_methods(Memory), "__init__": Memory.__init__, "Memory": Memory}.items():
         texts[f"Memory.{name}"] = inspect.getdoc(member.fget if isinstance(member, property) else member) or ""
     for where, text in texts.items():

@@ -1,5 +1,6 @@
-"""A forget request said in a turn is honoured on every path (issue 31 item 13): through add(infer=True)
-and observe, the request is never stored and the memories it names leave search and the prompt block at
+"""A forget request said in a turn is honoured on every path (issue 31 item 13): through add(infer=True),
+observe, a Session's extraction and the deferred decision (`write_decision: deferred`, then the pending
+phase), the request is never stored and the memories it names leave search and the prompt block at
 once, kept in history and restorable. Measured on a labelled bilingual set (tests/data/forget_correction.jsonl):
 forget requests, turns that only look like one ("don't forget", "I forgot my keys") and corrections.
 Real milvus-lite; the offline rules are the model."""
@@ -15,6 +16,7 @@ import pytest
 
 from hippocampus import Memory
 from hippocampus.embeddings import OfflineEmbedder
+from hippocampus.agent.session import Session
 from hippocampus.models import HistoryAction
 
 ROWS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "forget_correction.jsonl").read_text("utf-8").splitlines()
@@ -31,11 +33,35 @@ def memory(tmp_path_factory: pytest.TempPathFactory):
     m.close()
 
 
+@pytest.fixture(scope="module")
+def deferred(tmp_path_factory: pytest.TempPathFactory):
+    """A store whose write decisions wait for the pending phase (`write_decision: deferred`)."""
+    m = Memory(milvus_uri=str(tmp_path_factory.mktemp("deferred") / "m.db"), collection_name=f"d_{uuid.uuid4().hex[:8]}",
+               embedder=OfflineEmbedder(), write_decision="deferred")
+    yield m
+    m.close()
+
+
+PATHS = ["add_infer", "observe", "session", "deferred"]
+
+
 def _say(memory: Memory, path: str, turn: str, user: str) -> None:
-    if path == "add_infer":
+    if path in ("add_infer", "deferred"):
         memory.add([{"role": "user", "content": turn}], user_id=user, infer=True)
+        if path == "deferred":
+            memory.decide_pending(user)  # the pending phase decides what add kept raw
+    elif path == "session":
+        with Session(memory, user, "c1") as session:  # extracted when the session ends
+            session.add_message("user", turn)
+            session.add_message("assistant", "Okay.")
     else:
         memory.observe(turn, user_id=user)
+
+
+@pytest.fixture()
+def on(request: pytest.FixtureRequest, memory: Memory) -> Memory:
+    """The store a path writes to: the deferred one for "deferred", else the shared one."""
+    return request.getfixturevalue("deferred") if request.node.callspec.params.get("path") == "deferred" else memory
 
 
 def _right(memory: Memory, row: dict[str, Any], path: str) -> tuple[bool, str]:
@@ -55,12 +81,12 @@ def _right(memory: Memory, row: dict[str, Any], path: str) -> tuple[bool, str]:
     return not problems, "; ".join(problems)
 
 
-@pytest.mark.parametrize("path", ["add_infer", "observe"])
-def test_forget_set_offline(memory: Memory, path: str) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_forget_set_offline(on: Memory, path: str) -> None:
     scored = {kind: [] for kind in ("forget", "keep", "correction")}
     misses = []
     for row in ROWS:
-        ok, why = _right(memory, row, path)
+        ok, why = _right(on, row, path)
         scored[row["kind"]].append(ok)
         if not ok:
             misses.append(f"{row['id']}: {why}")
@@ -95,12 +121,13 @@ def test_a_forget_request_with_news_keeps_the_news(memory: Memory) -> None:
     assert [r.text for r in memory.get_all(user)] == ["I'm allergic to peanuts"]
 
 
-@pytest.mark.parametrize("path", ["add_infer", "observe"])
-def test_a_move_supersedes_the_old_home_at_once(memory: Memory, path: str) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_a_move_supersedes_the_old_home_at_once(on: Memory, path: str) -> None:
     """Issue 31 item 14: "I live in Paris", then "Actually I don't live in Paris anymore, I moved to Rome last
     week": Paris leaves default search and the prompt block at once (no consolidation), superseded by the
     new memory, readable with include_superseded and in history."""
     user = f"move_{uuid.uuid4().hex[:6]}"
+    memory = on
     paris = memory.add("I live in Paris", user_id=user).ids[0]
     _say(memory, path, "Actually I don't live in Paris anymore, I moved to Rome last week", user)
     hits = memory.search("where do I live", user_id=user).all
@@ -129,3 +156,35 @@ def test_a_stay_on_a_trip_is_not_a_move(memory: Memory) -> None:
     assert memory.get(home, user).life.superseded_by is None
     memory.add("我搬到了杭州", user_id=user, infer=True)  # a move does supersede it
     assert memory.get(home, user).life.superseded_by is not None
+
+
+def test_a_forget_request_left_pending_is_honoured_by_the_pending_phase(memory: Memory) -> None:
+    """A turn kept raw before this rule (or by a model that failed) that asks to forget: the pending phase
+    forgets what it names and stores nothing of the request (memory/forget.py's Honour, as add(infer=True))."""
+    from hippocampus.processors.write_decider import pending_metadata
+    from hippocampus.store.writes import new_row
+    from hippocampus.models import MemoryType, now_ts, ts_to_iso
+
+    user = f"raw_{uuid.uuid4().hex[:6]}"
+    jazz = memory.add("I like jazz", user_id=user).ids[0]
+    cats = memory.add("I like cats", user_id=user).ids[0]
+    said, ts = "Please forget that I like jazz", now_ts()
+    raw = memory.ctx.writer.insert([new_row(user, MemoryType.EPISODIC, ts, "c1", user, said,
+                                            pending_metadata(said, [], ts_to_iso(ts), "c1", user, {}), said_ts=ts)], actor="api")[0]
+    assert memory.decide_pending(user) == 1
+    assert [r.id for r in memory.get_all(user)] == [cats]  # jazz forgotten, the request not kept
+    assert memory.history(jazz, user)[-1].action is HistoryAction.FORGOTTEN
+    assert "forget request" in memory.history(raw, user)[-1].details["reason"]
+    assert memory.restore(jazz, user).text == "I like jazz"
+
+
+def test_a_forget_request_said_while_the_model_fails_is_honoured_at_once(tmp_path) -> None:
+    """observe with a model that fails keeps the turn raw for later, but a forget request in it acts now
+    and is not what is kept."""
+    from hippocampus.testing import ScriptedChatModel
+
+    with Memory(milvus_uri=str(tmp_path / "m.db"), embedder=OfflineEmbedder(), llm=ScriptedChatModel()) as m:
+        jazz = m.add("I like jazz", user_id="u").ids[0]
+        result = m.observe("Please forget that I like jazz, and I'm allergic to peanuts", user_id="u")
+        assert result.pending_decision and jazz in result.deleted
+        assert [r.text for r in m.get_all("u")] == ["I'm allergic to peanuts"]  # kept raw, pending, without the request

@@ -1,4 +1,4 @@
-"""Every REST error names a documented type (README: InvalidInput, NotFound, ...; issue 31, case 15):
+"""Every REST error names a documented type (docs/service.md: InvalidInput, NotFound, ...; issue 31, case 15):
 a body that is not JSON text (binary, not UTF-8) is InvalidInput 422, never the framework's
 "HTTPError"; a query over the size limit is told it is too long, not to split it into memories."""
 

@@ -1,7 +1,7 @@
 """MCP with the SDK's own client over both transports: stdio (`hippocampus mcp` in a subprocess on a
 temporary store) and streamable HTTP (`create_app` under uvicorn on a free loopback port).
 
-Each lists the nine tools with their schemas and round-trips add / search / delete; over HTTP a key
+Each lists the eleven tools with their schemas and round-trips add / search / delete; over HTTP a key
 bound to alice cannot reach bob's memory (the same words as a missing one) and a missing or unknown
 key is refused with 401 before MCP sees the request."""
 
@@ -27,7 +27,7 @@ from hippocampus.server.app import create_app
 from hippocampus.server.auth import KeyRing, _entry
 
 TOOLS = {"add_memory", "search_memory", "list_memories", "get_memory", "update_memory", "delete_memory",
-         "memory_history", "memory_context", "observe_turn"}
+         "update_memories", "delete_memories", "memory_history", "memory_context", "observe_turn"}
 ALICE_KEY, OPERATOR_KEY = "alice-KiVml04s0bz8VhPmWqrYgEzwzbYUSXVK", "operator-uPftMi7pTuaY_qYXyH0bopOFRLF1vWb8"
 LIMIT_S = 60  # per MCP conversation: a hang fails the test instead of the suite
 

@@ -292,3 +292,33 @@ def test_core_properties_on_milvus_23_with_dense_fallback(milvus23_server: tuple
 
 def test_two_processes_share_a_milvus_23_server(milvus23_server: tuple[str, str], tmp_path: Path):
     _two_processes_share(*milvus23_server, tmp_path)
+
+
+# ------------------------------------------------------------------ the filter property (docs/filters.md) on Milvus 2.3
+@pytest.fixture(scope="module")
+def filter_store_23(milvus23_server: tuple[str, str]) -> Iterator[tuple[Memory, list]]:
+    from tests.store.filter_ops_support import fill
+
+    m = Memory(milvus_uri=milvus23_server[0], collection_name=milvus23_server[1], embedder=DeterministicEmbedder())
+    user = f"filters_{uuid.uuid4().hex[:6]}"
+    fill(m, user)
+    yield m, [user, m.get_all(user)]
+    m.close()
+
+
+def test_the_filter_property_holds_on_milvus_23(filter_store_23: tuple[Memory, list]):
+    """tests/store/test_filter_ops_property.py's property, ~20 examples on the server (no JSON `exists`
+    there: what milvus-lite filters in the store is checked after retrieval or in Python)."""
+    from hypothesis import given, settings
+
+    from tests.store.filter_ops_support import FILTERS, check
+
+    m, (user, everything) = filter_store_23
+
+    @settings(max_examples=20)
+    @given(f=FILTERS)
+    def prop(f: dict) -> None:
+        check(m, user, f, everything)
+
+    check(m, user, {"OR": [{"s": {"icontains": "hello"}}, {"n": {"gte": 2}}], "NOT": {"who": "ana"}}, everything)
+    prop()
