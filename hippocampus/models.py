@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Callable, Iterator
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 TEXT_MAX_BYTES = 65535  # the longest memory text, in UTF-8 bytes: Milvus's VARCHAR limit for the text field
 # How a long job reports as it goes (consolidate, decay, build_graph): progress(phase, done, total).
@@ -57,6 +58,85 @@ class Category(str, Enum):
     SYSTEM = "system"
 
 
+CATEGORY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")  # a project's own category name (MemoryConfig.categories)
+
+
+class CustomCategory(str):
+    """A project's own category (MemoryConfig.categories, docs/categories.md): a name used where a
+    Category is; `.value` is the name, as for a Category, so every face shows and filters it alike."""
+
+    def __new__(cls, name: str) -> "CustomCategory":
+        if not CATEGORY_NAME.match(str(name)):
+            raise ValueError(f"a category name is lower-case letters, digits and _ (at most 32), got {name!r}")
+        return super().__new__(cls, str(name))
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(cls, core_schema.str_schema(),
+                                                            serialization=core_schema.to_string_ser_schema())
+
+
+AnyCategory = Category | CustomCategory  # a built-in category first; any other valid name is a project's own
+
+
+_DECAY_BORROW = (*(c.value for c in Category), "never")  # a custom category's decay: a built-in's row, or a rule
+
+
+class CategorySpec(BaseModel):
+    """A project's own category, declared in MemoryConfig.categories (docs/categories.md): name and description for the models, its decay row,
+    keywords and examples that assign it offline, and whether the rules refuse what matches it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = Field("", max_length=500)
+    decay: str | dict[str, Any] = "fact"
+    keywords: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    sensitive: bool = False
+    never_store: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        value = value.strip()
+        if not CATEGORY_NAME.match(value):
+            raise ValueError(f"category name {value!r}: lower-case letters, digits and _, at most 32, a letter first")
+        if value in {c.value for c in Category}:
+            raise ValueError(f"category {value!r} is built in; give a project's own category another name")
+        return value
+
+    @field_validator("keywords", "examples")
+    @classmethod
+    def _check_words(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        words = tuple(" ".join(str(w).split()) for w in value)
+        if any(not w or len(w) > 200 or not w.isprintable() for w in words) or len(words) > 200:
+            raise ValueError("keywords and examples are at most 200 non-empty printable strings of at most 200 characters")
+        return words
+
+    @field_validator("decay")
+    @classmethod
+    def _check_decay(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
+        if isinstance(value, str):
+            if value not in _DECAY_BORROW:
+                raise ValueError(f"decay {value!r}: a built-in category ({', '.join(_DECAY_BORROW)}) or a rule's fields")
+            return value
+        from .lifecycle.policy import DecayRule
+
+        return DecayRule.model_validate(value).model_dump()  # ValueError naming the bad field
+
+    @property
+    def refused(self) -> bool:
+        """Whether the rules refuse a write that matches this category (sensitive or never_store)."""
+        return self.sensitive or self.never_store
+
+
 class State(str, Enum):
     ACTIVE = "active"
     ARCHIVED = "archived"  # decayed below the archive threshold, or an expired todo: not injected, still searchable
@@ -97,7 +177,7 @@ class Lifecycle(BaseModel):
     A memory written before lifecycle existed reads with these defaults (no migration writes)."""
 
     importance: float = Field(DEFAULT_IMPORTANCE, ge=0.0, le=1.0)
-    category: Category = Category.EXPERIENCE
+    category: AnyCategory = Field(Category.EXPERIENCE, union_mode="left_to_right")
     state: State = State.ACTIVE
     last_activated: int = 0
     activation_count: int = Field(0, ge=0)
@@ -258,6 +338,7 @@ class AddResult(BaseModel):
     stored: bool = False
     reason: str = ""
     pending_decision: bool = False
+    refused: list[str] = Field(default_factory=list)  # what the project's instructions forbade storing, and why
 
 
 class ObserveResult(BaseModel):

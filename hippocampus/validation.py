@@ -127,6 +127,8 @@ OWNED_KEYS: dict[str, str] = {
     "compression_failed_at": "when compressing this fact last failed (it waits a week before the next try)",
     "source_hash": "the content hash an import found this memory under, so importing the file again adds nothing",
     "expires_at": "when the memory expires (epoch seconds), set by add / update's expires_at (lifecycle/expiry.py)",
+    "agent_id": "the agent the memory belongs to, set by add's agent_id (store/agents.py; absent: shared)",
+    "run_id": "the run the memory was written in, set by add's run_id (store/agents.py)",
 }
 BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)

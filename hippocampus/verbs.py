@@ -92,7 +92,8 @@ class Verb(BaseModel):
 
 FACES = ("client", "rest", "mcp", "cli", "async_memory")
 V1 = "/v1"
-CLI_NAMES = {"user_id": "--user", "chat_id": "--chat", "metadata": "--meta", "memory_type": "--type"}
+CLI_NAMES = {"user_id": "--user", "chat_id": "--chat", "metadata": "--meta", "memory_type": "--type", "agent_id": "--agent",
+             "run_id": "--run"}
 
 MCP_NINE = ("MCP exposes only the agent-facing tools (add_memory, search_memory, list_memories, get_memory, "
             "update_memory, delete_memory, update_memories, delete_memories, memory_history, memory_context, observe_turn): "

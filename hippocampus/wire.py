@@ -35,6 +35,8 @@ class AddRequest(_Body):
     memory_type: str = "episodic"
     expires_at: Optional[Union[int, float, str]] = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
                                                           "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
+    agent_id: Optional[str] = Field(default=None, description="the agent the memory belongs to (none: the user's shared memory); docs/agents.md")
+    run_id: Optional[str] = Field(default=None, description="the run it was said in, recorded and filterable; docs/agents.md")
 
 
 class AddManyRequest(_Body):
@@ -60,6 +62,9 @@ class SearchRequest(_Body):
     memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
     graph: Optional[StrictBool] = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
     include_expired: StrictBool = Field(default=False, description="also memories past their expires_at")
+    agent_id: Optional[str] = Field(default=None, description="the agent reading; with agent_scope; docs/agents.md")
+    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without agent) or both")
+    run_id: Optional[str] = Field(default=None, description="only memories of this run")
 
 
 class UpdateRequest(_Body):
@@ -94,6 +99,8 @@ class ObserveRequest(_Body):
     who: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None
     ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
+    agent_id: Optional[str] = Field(default=None, description="the agent observing: what it adds is its own; docs/agents.md")
+    run_id: Optional[str] = Field(default=None, description="the run, recorded on what it adds")
 
 
 class ConsolidateRequest(_Body):

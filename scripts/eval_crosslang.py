@@ -12,7 +12,7 @@ is the pair's own memory. Modes:
 - hybrid: the default search (weighted fusion of cosine and BM25, hubness, context).
 
 For every question the cosine search (for hybrid: or the dense mode) finds in its top 3 and a mode
-loses, that mode's stages are traced (hippocampus/retrieval/search.py STAGES): the question's rank
+loses, that mode's stages are traced (hippocampus/retrieval/stages.py STAGES): the question's rank
 after each stage, and the stage that pushed it out of the top 3, with what it put above it.
 `--same-language` asks each pair's control question in the memory's own language instead: what a
 change for cross-language recall must not trade away.
@@ -21,6 +21,7 @@ change for cross-language recall must not trade away.
     python scripts/eval_crosslang.py --split held_out --json out.json
     python scripts/eval_crosslang.py --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
     python scripts/eval_crosslang.py --embedder local --model-path ... --demo   # also the demo's questions
+    python scripts/eval_crosslang.py --crosslang --demo                  # the dual path (e5 + USE multilingual)
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import numpy as np
+
 if __package__ in (None, ""):  # run as a file: make `scripts` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hippocampus import Memory  # noqa: E402
-from hippocampus.retrieval import search as search_module  # noqa: E402
+from hippocampus.retrieval import stages as search_module  # noqa: E402
 from scripts.eval_locomo import add_embedder_args, make_eval_embedder  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,7 +81,7 @@ def store_items(rows: Sequence[dict[str, Any]], now: int) -> list[dict[str, Any]
 @contextlib.contextmanager
 def traced(trace: list[tuple[str, list[dict[str, Any]]]]) -> Iterator[None]:
     """Record the candidates after each stage of the searches made inside, as they stand then (a
-    later stage rescores the same objects); search.py reads STAGES at call time. Restored on exit."""
+    later stage rescores the same objects); the retriever reads STAGES at call time. Restored on exit."""
     original = search_module.STAGES
 
     def wrap(stage: Any) -> Any:
@@ -248,6 +251,40 @@ def run_demo_questions(embedder: Any, settings: dict[str, Any]) -> dict[str, Any
     return out
 
 
+def bench(rows: Sequence[dict[str, Any]], embedder: Any, settings: dict[str, Any], size: int) -> dict[str, Any]:
+    """Ingestion rate and search latency at `size` memories, e5 alone ("before") and with the dual path
+    ("dual"), side by side in one process: the set's memories repeated (each copy numbered, so no two
+    texts are equal) through add_many into one store each, then every question of the set asked of
+    both in turn (hybrid, top 10, query embedding included), so that the load of a shared machine falls
+    on both alike: p50 and p99 in ms."""
+    items = []
+    for n in range(size):
+        r = rows[n % len(rows)]
+        items.append({"text": f"{r['memory']} ({n // len(rows)})" if n >= len(rows) else r["memory"], "user_id": USER,
+                      "chat_id": f"{r['chat_id']}-{n // len(rows)}"})
+    questions = [r[k] for r in rows if not r.get("distractor") for k in ("question", "question_same")]
+    variants = {"before": {**settings, "crosslang_embedder": None}, "dual": {**settings, "crosslang_embedder": "use-multilingual"}}
+    out: dict[str, Any] = {"memories": size, "queries": len(questions)}
+    with tempfile.TemporaryDirectory(prefix="crosslang-bench-") as tmp, contextlib.ExitStack() as stack:
+        mems = {}
+        for name, st in variants.items():
+            mem = mems[name] = stack.enter_context(Memory(milvus_uri=str(Path(tmp) / f"{name}.db"), embedder=embedder, **st))
+            mem.search(questions[0], user_id=USER, limit=10)  # loads the models before the clock starts
+            t0 = time.perf_counter()
+            for start in range(0, size, 100):
+                mem.add_many(items[start:start + 100])
+            out[name] = {"add_many_per_s": round(size / (time.perf_counter() - t0), 1)}
+        times: dict[str, list[float]] = {name: [] for name in mems}
+        for q in questions:
+            for name, mem in mems.items():
+                t = time.perf_counter()
+                mem.search(q, user_id=USER, limit=10)
+                times[name].append((time.perf_counter() - t) * 1000)
+        for name, ts in times.items():
+            out[name].update(search_p50_ms=round(float(np.percentile(ts, 50)), 1), search_p99_ms=round(float(np.percentile(ts, 99)), 1))
+    return out
+
+
 def _same_language(note: str) -> bool:
     """The demo's notes say 'English question, Chinese memory' and the like."""
     words = note.replace(",", "").split()
@@ -263,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--same-language", action="store_true",
                     help="ask each pair's control question in the memory's own language instead")
     ap.add_argument("--demo", action="store_true", help="also ask the demo conversation's questions with this embedder")
+    ap.add_argument("--crosslang", action="store_true",
+                    help="the dual path: crosslang_embedder use-multilingual (embeddings/crosslang.py, retrieval/crosslang.py)")
+    ap.add_argument("--bench", type=int, default=0, metavar="N",
+                    help="also time add_many and search (p50/p99) at N memories (the set repeated), e5 alone and dual, side by side")
     ap.add_argument("--json", type=Path, help="write the report here")
     args = ap.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
@@ -270,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown mode(s): {', '.join(unknown)}")
     embedder, settings = make_eval_embedder(args)
+    if args.crosslang:
+        settings = {**settings, "crosslang_embedder": "use-multilingual"}
     started = time.perf_counter()
     splits = ("tune", "held_out") if args.split == "all" else (args.split,)
     rows = load_rows(args.data)
@@ -283,6 +326,11 @@ def main(argv: list[str] | None = None) -> int:
               f"cross-language {demo['cross_found']}/{demo['cross_n']}")
         for q in demo["questions"]:
             print(f"  {'found ' if q['found'] else 'MISSED'} {q['question']} ({q['note']})")
+    if args.bench:
+        b = result["bench"] = bench(rows, embedder, settings, args.bench)
+        for name in ("before", "dual"):
+            print(f"\nbench {name} at {b['memories']} memories: add_many {b[name]['add_many_per_s']}/s, search p50 "
+                  f"{b[name]['search_p50_ms']} ms, p99 {b[name]['search_p99_ms']} ms ({b['queries']} queries, hybrid, query embedding included)")
     result["seconds"] = round(time.perf_counter() - started, 1)
     print(f"\n{result['seconds']} s")
     if args.json:

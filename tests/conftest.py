@@ -10,7 +10,7 @@ from pathlib import Path
 # spinning thread pool turns a 20 ms embedding into 2-3 s. Must be set before numpy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Parallel workers (pytest-xdist, `-n 2` in CI): each worker gets a home of its own, so a CLI test's
+# Parallel workers (pytest-xdist, `-n 4` in CI): each worker gets a home of its own, so a CLI test's
 # default store (and its fcntl lock) is never shared between two workers. Set before hippocampus
 # loads: config.DEFAULT_HOME is read at import.
 if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("HIPPOCAMPUS_HOME"):

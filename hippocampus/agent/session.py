@@ -211,7 +211,7 @@ class Session:
                 plan = SessionPlan()
                 if any(m["role"] == "user" for m in heard):
                     report.llm_calls += 1
-                    plan = SessionExtractor(model, prompts_dir(self.memory)).extract(
+                    plan = SessionExtractor(model, prompts_dir(self.memory)).with_project(getattr(self.memory, "config", None)).extract(
                         heard, self._shown(stored, heard), ts_to_iso(now_ts()), self.chat_id)
                 report.messages += len(chunk)
                 report.left_out += plan.left_out

@@ -24,7 +24,7 @@ import typer
 
 from ..errors import HippocampusError
 from . import render
-from .base import JsonOpt, UserOpt, app, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
+from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, app, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
 
 # ---------------------------------------------------------------------- commands
 @app.command()
@@ -41,6 +41,8 @@ def add(
     file: Optional[Path] = typer.Option(None, "--file", help="read the text from this UTF-8 file instead"),
     expires_at: Optional[str] = typer.Option(None, "--expires-at", help="when it expires: ISO date or datetime, epoch "
                                              "seconds, or words ('until Monday', '到下周一')"),
+    agent: Optional[str] = AgentOpt,
+    run: Optional[str] = RunOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Remember one piece of text.
@@ -52,6 +54,7 @@ def add(
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
             memory_type="procedural" if procedural else "semantic" if semantic else "episodic", expires_at=expires_at,
+            agent_id=agent, run_id=run,
         )
     shown = f"stored as {', '.join(map(str, result.ids))}" if result.stored else f"not stored: {result.reason}"
     emit(as_json, result.model_dump(mode="json"), message=shown)
@@ -71,12 +74,16 @@ def search(
     include_expired: bool = typer.Option(False, "--include-expired", help="also memories past their expires_at"),
     graph: Optional[bool] = typer.Option(None, "--graph/--no-graph", help="the graph stage on or off for this search "
                                          "(default: the `graph` setting)"),
+    agent: Optional[str] = AgentOpt,
+    agent_scope: str = AgentScopeOpt,
+    run: Optional[str] = RunOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Recall the memories most related to a question."""
     with open_memory() as memory:
         result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_filters(where), mode=mode,
-                               include_superseded=include_superseded, graph=graph, include_expired=include_expired)
+                               include_superseded=include_superseded, graph=graph, include_expired=include_expired,
+                               agent_id=agent, agent_scope=agent_scope, run_id=run)
     emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit),
          None if len(result) else "nothing recalled")
 
@@ -101,11 +108,15 @@ def list_(
     filters: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="key=value that must match, or a JSON filter "
                                                 "(repeatable, all must hold; docs/filters.md)"),
     include_expired: bool = typer.Option(False, "--include-expired", help="also memories past their expires_at"),
+    agent: Optional[str] = AgentOpt,
+    agent_scope: str = AgentScopeOpt,
+    run: Optional[str] = RunOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Every memory of a user, oldest event first (paged through the store, never capped)."""
     with open_memory() as memory:
-        records = memory.get_all(user, memory_type=memory_type, filters=parse_filters(filters), include_expired=include_expired)
+        records = memory.get_all(user, memory_type=memory_type, filters=parse_filters(filters), include_expired=include_expired,
+                                 agent_id=agent, agent_scope=agent_scope, run_id=run)
     emit(as_json, [render.record_json(r) for r in records], render.records_table(records, title=f"{len(records)} memories of {user}"))
 
 

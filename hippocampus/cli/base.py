@@ -196,20 +196,27 @@ def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = N
         console.print(render.literal(message))
 
 
+def read_file(file: Path) -> str:
+    """The UTF-8 text of --file (stdin for `-`); InvalidInput, one line, when it cannot be read."""
+    if str(file) == "-":
+        return sys.stdin.read()
+    try:
+        return file.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"no such file: {str(file)!r}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"--file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read --file {str(file)!r}: {exc.strerror}") from None
+
+
 def read_text(text: Optional[str], file: Optional[Path]) -> str:
     """The text of `add`: the argument, stdin for `-`, or a file; InvalidInput when none, both, or empty.
     One trailing line break (what `echo` and editors add) is dropped."""
     if (text is None) == (file is None):
         raise InvalidInput("give the text to remember: as an argument, - to read stdin, or --file PATH (one of them)")
     if file is not None:
-        try:
-            raw, source = file.read_bytes().decode("utf-8"), f"--file {str(file)!r}"
-        except FileNotFoundError:
-            raise InvalidInput(f"no such file: {str(file)!r}") from None
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"--file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except OSError as exc:
-            raise InvalidInput(f"cannot read --file {str(file)!r}: {exc.strerror}") from None
+        raw, source = read_file(file), f"--file {str(file)!r}"
     elif text == "-":
         raw, source = sys.stdin.read(), "stdin"
     else:
@@ -223,5 +230,8 @@ def read_text(text: Optional[str], file: Optional[Path]) -> str:
 
 UserOpt = typer.Option(..., "--user", "-u", help="the user whose memories these are")
 JsonOpt = typer.Option(False, "--json", help="print JSON (for scripts) instead of a table")
+AgentOpt = typer.Option(None, "--agent", help="the agent acting: its own memories within the user (docs/agents.md)")
+AgentScopeOpt = typer.Option("both", "--agent-scope", help="with --agent: own, shared (the user's without agent) or both")
+RunOpt = typer.Option(None, "--run", help="the run: recorded on add, kept to one run on reads")
 
 

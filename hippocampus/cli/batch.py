@@ -9,7 +9,6 @@ the call is refused: a malformed item or more than 1,000; then nothing changed).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -18,21 +17,7 @@ from rich.table import Table
 
 from ..errors import InvalidInput
 from . import render
-from .base import FAIL_EXIT, JsonOpt, UserOpt, app, emit, open_memory
-
-
-def _read(file: Path) -> str:
-    """The text of --file (or stdin for `-`). Raises InvalidInput when it cannot be read."""
-    if str(file) == "-":
-        return sys.stdin.read()
-    try:
-        return file.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise InvalidInput(f"no such file: {str(file)!r}") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"--file {str(file)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InvalidInput(f"cannot read --file {str(file)!r}: {exc.strerror}") from None
+from .base import FAIL_EXIT, JsonOpt, UserOpt, app, emit, open_memory, read_file
 
 
 def jsonl_items(text: str) -> list[Any]:
@@ -69,7 +54,7 @@ def update_many(
     """Update many memories at once, a result per item (history kept per item, as `update`).
 
     A malformed line refuses the whole call and nothing changes."""
-    items = jsonl_items(_read(file))
+    items = jsonl_items(read_file(file))
     with open_memory() as memory:
         result = memory.update_many(items, user_id=user)
     _show(as_json, result, "update-many")
@@ -85,7 +70,7 @@ def delete_many(
     """Delete many memories at once, a result per id (history kept, as `delete`); core memories are skipped."""
     ids: list[str] = list(memory_ids or [])
     if file is not None:
-        ids += [p for p in _read(file).replace(",", " ").replace(";", " ").split() if p]
+        ids += [p for p in read_file(file).replace(",", " ").replace(";", " ").split() if p]
     if not ids:
         raise InvalidInput("give the ids to delete: as arguments or --file PATH")
     with open_memory() as memory:

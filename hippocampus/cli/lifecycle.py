@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from . import render
-from .base import JsonOpt, UserOpt, app, emit, open_memory
+from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, app, emit, open_memory
 from .consolidate import stats_table
 
 
@@ -32,11 +32,15 @@ def context(
     max_items: int = typer.Option(20, "--max", help="at most this many memories"),
     min_score: float = typer.Option(0.5, "--min-score", help="only memories scoring at least this (core: any score)"),
     dates: bool = typer.Option(False, "--dates", help="start each line with the memory's date"),
+    agent: Optional[str] = AgentOpt,
+    agent_scope: str = AgentScopeOpt,
+    run: Optional[str] = RunOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Print the block an agent puts in its system prompt: core memories first, then by category."""
     with open_memory() as memory:
-        block = memory.context(user, query=query, max_items=max_items, min_score=min_score, dates=dates)
+        block = memory.context(user, query=query, max_items=max_items, min_score=min_score, dates=dates, agent_id=agent,
+                               agent_scope=agent_scope, run_id=run)
     if as_json:
         emit(True, {"user_id": user, "context": block})
     else:

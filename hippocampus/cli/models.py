@@ -62,14 +62,16 @@ def fetch(
 
 @app.command()
 def reembed(
-    to: str = typer.Option(..., "--to", help="the embedder to re-embed with: local, offline or openai (its other "
-                           "settings come from the configuration)"),
+    to: Optional[str] = typer.Option(None, "--to", help="the embedder to re-embed with: local, offline or openai (its other "
+                                     "settings come from the configuration; default: the configured one)"),
     model_path: Optional[Path] = typer.Option(None, "--model-path", help="local: the sentence-transformers folder "
                                               "(default: embedding_model_path)"),
     dim: Optional[int] = typer.Option(None, "--dim", help="local: truncate to this many dimensions (Matryoshka)"),
     batch: int = typer.Option(128, "--batch", min=1, max=4096, help="memories per page (one progress line each)"),
     drop_old: bool = typer.Option(False, "--drop-old", help="drop the old collection after the switch (default: keep it)"),
     restart: bool = typer.Option(False, "--restart", help="drop what an interrupted run towards another model left"),
+    crosslang: bool = typer.Option(False, "--crosslang", help="also add the cross-language vector (crosslang_embedder: "
+                                   "use-multilingual; docs/crosslang.md); with the store's own embedder its vectors are kept"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Re-embed every memory of the store with another embedder, in pages, keeping ids, fields and history.
@@ -80,16 +82,22 @@ def reembed(
 
     if _SERVER["url"]:
         raise ConfigError("reembed runs on the store directly; drop --server (stop the service first if it holds a milvus-lite store)")
-    if to not in ("local", "offline", "openai"):
+    if to is not None and to not in ("local", "offline", "openai"):
         raise InvalidInput(f"--to must be local, offline or openai, got {to!r}")
-    settings = {**store_overrides(), "embedding_provider": to}
+    if to is None and not crosslang:
+        raise InvalidInput("name the embedder to re-embed with (--to) or ask for the cross-language vector (--crosslang)")
+    settings = {**store_overrides(), **({"embedding_provider": to} if to else {})}
     settings.update({"embedding_model_path": model_path} if model_path else {})
     settings.update({"embedding_dim": dim} if dim else {})
     config = MemoryConfig(**settings)
     token = config.milvus_token.get_secret_value() if config.milvus_token else None
+    from ..embeddings.crosslang import NAME, make_crosslang
+
     report = reembed_store(config.milvus_uri, config.collection_name, make_embedder(config), token=token,
-                           batch_size=batch, drop_old=drop_old, restart=restart, progress=_say)
-    lines = [f"embedding_provider: {to}"]
+                           batch_size=batch, drop_old=drop_old, restart=restart, progress=_say,
+                           crosslang=make_crosslang(NAME) if crosslang else None)
+    to = config.embedding_provider
+    lines = [f"embedding_provider: {to}"] + ([f"crosslang_embedder: {NAME}"] if crosslang else [])
     if to == "local":
         lines.append(f"embedding_model_path: {config.embedding_model_path}")
     if config.embedding_dim:

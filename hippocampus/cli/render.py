@@ -170,8 +170,18 @@ def history_table(events: Iterable[HistoryEvent], memory_id: int, width: int | N
     for e in events:
         acts = [literal(f"{e.action.value}\n{e.actor}")] if narrow else [e.action.value, literal(e.actor)]
         table.add_row(str(e.event_id or ""), when(e.at), *acts, literal(short(e.old_text or "", 40)),
-                      literal(short(e.new_text or "", 40)))
+                      literal(_new_column(e)))
     return table
+
+
+def _new_column(event: HistoryEvent) -> str:
+    """The new text, or what changed when the text did not (a curate, a metadata update)."""
+    if event.old_text is None or event.old_text != event.new_text:
+        return short(event.new_text or "", 40)
+    changes = [f"{key}: {a} -> {b}" for key, (a, b) in (event.details.get("lifecycle") or {}).items()]
+    changes += [f"metadata {key}" for key in sorted((event.details.get("metadata") or {}).get("before") or {})]
+    changes += [f"metadata {key}" for key in (event.details.get("metadata") or {}).get("absent") or []]
+    return "same text; " + ("; ".join(changes) or "no visible change")
 
 
 def stats_table(stats: dict[str, Any]) -> Table:

@@ -45,6 +45,7 @@ def serve_cmd(
 
     check_store_path(store_overrides(), "serve")  # a typo'd --uri is one line, never a new, empty store
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("faiss").setLevel(logging.WARNING)  # milvus-lite's faiss lists every CPU build it did not load
     from ..server import run_server
     from .service import configured_store, serving
     from ..server.app import _check_port

@@ -4,6 +4,11 @@ not yet distilled, a chunk at a time, with batched neighbour searches and batche
 Crash safety: new facts are inserted before their episodes are marked `distilled`; a
 re-run after a crash in between extracts again and finds the facts already stored
 (same normalised text among the nearest semantic memories), so nothing is stored twice.
+
+Idempotence across replicas: each fact carries `distill_key` (merged_row.distill_key: its source
+episode and normalised wording); facts whose key is stored already are not written again, and the
+run's fencing check (store/leases.py) comes right before the insert, so a run that lost its lease
+writes nothing and two runs (two replicas, a retry) end with one record per fact.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from ..models import LIFE_KEY, ConsolidationStats, HistoryAction, HistoryEvent, 
 from ..processors.semantic_writer import SemanticWriter
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
+from ..store.agents import agent_of, carried, same_agent
 from . import rules as R
+from .merged_row import distill_key
 from .rows import ACTOR, add_history, event, fits, ids_by_user, rewrite_alive, row_of
 
 log = logging.getLogger(__name__)
@@ -31,9 +38,11 @@ class Distiller:
     hands over its store, embedder, SemanticWriter, write lock, stats and crash-test checkpoint)."""
 
     def __init__(self, store: MilvusStore, embedder: Embedder, writer: SemanticWriter, k_semantic: int,
-                 lock: ContextManager[Any], stats: ConsolidationStats, checkpoint: Callable[[str], None]):
+                 lock: ContextManager[Any], stats: ConsolidationStats, checkpoint: Callable[[str], None],
+                 fence: Callable[[], None] | None = None):
         self.store, self.embedder, self.writer, self.k_semantic = store, embedder, writer, k_semantic
         self._lock, self.stats, self.checkpoint = lock, stats, checkpoint
+        self.fence: Callable[[], None] = fence or (lambda: None)  # the run's lease check, before writing facts
 
     def run(self, scope: str, notify: Progress) -> None:
         """SemanticWriter over episodes not yet distilled, a chunk at a time (batched searches and writes)."""
@@ -64,7 +73,7 @@ class Distiller:
                 continue
             self.stats.llm_calls += extraction.asked_again  # the fact guard asked once more
             guard[episode.id] = extraction.facts_details()
-            seen = known.setdefault(episode.user_id, set())
+            seen = known.setdefault(f"{episode.user_id}\n{agent_of(episode.metadata)}", set())  # per user and agent
             seen.update(R.normalise(f) for f in facts_near)
             facts = []
             for item in extraction.facts:
@@ -75,6 +84,9 @@ class Distiller:
             done.append((row, facts))
         new_rows = self._new_facts(done)
         with self._lock:
+            if new_rows:
+                self.fence()  # LeaseLost: another replica holds this user now; nothing is written
+            new_rows = self._not_stored(new_rows)  # by distill_key: written already by another run or a retry
             ids = self.store.insert(new_rows) if new_rows else []
             add_history(self.store, [HistoryEvent(memory_id=i, user_id=r["user_id"], action=HistoryAction.CREATED, new_text=r["text"], actor=ACTOR,
                                         details={"distilled_from": r["metadata"]["source_memory_ids"][0]}) for i, r in zip(ids, new_rows)])
@@ -83,15 +95,16 @@ class Distiller:
         made: dict[int, list[int]] = {}
         for i, r in zip(ids, new_rows):
             made.setdefault(r["metadata"]["source_memory_ids"][0], []).append(i)
-        marks, events, now = [], [], now_ts()
+        marks, events, read, now = [], [], [], now_ts()
         for row, _facts in done:
             episode = MemoryRecord.from_row(row)
             sem_ids = made.get(episode.id, [])
+            read.append(episode)
             marks.append(row_of(episode, episode.text, {**episode.metadata, "distilled": True, "semantic_ids": sem_ids, "updated_at": now}, row["vector"]))
             events.append(event(episode, HistoryAction.DISTILLED, old_text=episode.text, new_text=episode.text,
                                       details={"semantic_ids": sem_ids, **guard.get(episode.id, {})}))
         with self._lock:
-            written = rewrite_alive(self.store, marks)
+            written = rewrite_alive(self.store, marks, read)  # an episode edited meanwhile keeps its edit
             add_history(self.store, [e for e in events if e.memory_id in written])
 
     def _nearest_facts(self, rows: list[dict[str, Any]], k: int) -> dict[int, list[str]]:
@@ -104,9 +117,23 @@ class Distiller:
             scope = F.and_(F.eq("user_id", user), F.eq("memory_type", SEMANTIC))
             results = self.store.search_dense([r["vector"] for r in group], scope, k)
             self.stats.similarity_lookups += len(group)
-            for row, hits in zip(group, results):
-                out[int(row["id"])] = [str((h.get("metadata") or {}).get("fact") or h.get("text") or "") for h in hits]
+            for row, hits in zip(group, results):  # only the episode's own agent's facts (store/agents.py)
+                mine = [h for h in hits if same_agent(h.get("metadata"), row.get("metadata"))]
+                out[int(row["id"])] = [str((h.get("metadata") or {}).get("fact") or h.get("text") or "") for h in mine]
         return out
+
+    def _not_stored(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows whose distill_key no stored fact of their user carries yet."""
+        stored: set[tuple[str, str]] = set()
+        by_user: dict[str, list[str]] = {}
+        for r in rows:
+            by_user.setdefault(r["user_id"], []).append(r["metadata"]["distill_key"])
+        for user, keys in by_user.items():
+            for start in range(0, len(keys), 200):
+                part = F.or_(*(F.json_eq("metadata", "distill_key", k) for k in keys[start : start + 200]))
+                found = self.store.query(F.and_(F.eq("user_id", user), F.eq("memory_type", SEMANTIC), part), ["metadata"], limit=16384)
+                stored |= {(user, str((f.get("metadata") or {}).get("distill_key"))) for f in found}
+        return [r for r in rows if (r["user_id"], r["metadata"]["distill_key"]) not in stored]
 
     def _new_facts(self, done: list[tuple[dict[str, Any], list[str]]]) -> list[dict[str, Any]]:
         """Semantic rows for facts not already stored (checked by a search with each fact's own vector)."""
@@ -125,11 +152,13 @@ class Distiller:
             self.stats.similarity_lookups += len(idx)
         out, now = [], now_ts()
         for i, ((row, fact), vector) in enumerate(zip(flat, vectors)):
-            if any(R.normalise(str(h.get("text") or "")) == R.normalise(fact) for h in twins[i]):
+            if any(R.normalise(str(h.get("text") or "")) == R.normalise(fact) and same_agent(h.get("metadata"), row.get("metadata"))
+                   for h in twins[i]):
                 continue  # already known (e.g. written before a crash)
             episode = MemoryRecord.from_row(row)
             meta = {"fact": fact, "source_chatid": episode.chat_id, "first_seen": episode.time_iso,
-                    "source_memory_ids": [episode.id], "created_at": now, "updated_at": now,
+                    "source_memory_ids": [episode.id], "distill_key": distill_key(episode.id, R.normalise(fact)),
+                    "created_at": now, "updated_at": now, **carried(episode.metadata),
                     LIFE_KEY: new_life(fact, MemoryType.SEMANTIC, now, episode.ts).stored()}
             out.append({"user_id": episode.user_id, "memory_type": SEMANTIC, "ts": episode.ts, "chat_id": episode.chat_id,
                         "who": episode.who, "text": fact, "hit_count": 0, "metadata": meta, "vector": vector.tolist()})

@@ -35,7 +35,7 @@ from ..store import MEMORY_FIELDS, MilvusStore, filters as F
 from ..store.leases import LeaseLost
 from . import rules as R
 from .distill import Distiller
-from .rows import add_history, event, fits, ids_by_user, rewrite_alive, row_of
+from .rows import add_history, event, fits, ids_by_user, rewrite_alive, row_of, unchanged
 from .merged_row import build_merged_row
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,8 @@ class ConsolidationJob:
         self._finish_interrupted_merges(scope)
         self._decide_pending(scope, notify)
         # Distil first, from the episodes' own words (a separation may add date tags to a text).
-        Distiller(self.store, self.embedder, self.writer, self.config.k_semantic, self._lock, self.stats, self.checkpoint).run(scope, notify)
+        Distiller(self.store, self.embedder, self.writer, self.config.k_semantic, self._lock, self.stats, self.checkpoint,
+                  fence=lambda: self.fence()).run(scope, notify)
         self._merge_and_separate(scope, notify)
         self.stats.seconds = round(time.perf_counter() - started, 3)
         return self.stats
@@ -112,6 +113,7 @@ class ConsolidationJob:
         """Merged records still flagged merge_pending: delete their sources (if any are left), clear the flag."""
         for row in self.store.query(F.and_(scope, F.json_eq("metadata", "merge_pending", True))):
             merged = MemoryRecord.from_row(row)
+            self._log_creation(merged)
             self._delete_sources(merged, [int(i) for i in merged.metadata.get("merged_from_ids") or []], recovering=True)
             self._clear_pending_flag(merged)
 
@@ -131,6 +133,14 @@ class ConsolidationJob:
                 self.fence()
                 remove_with_history(self.store, [e.model_dump(mode="json") for e in events], F.in_("id", ids), ids)
         self.checkpoint("merge_sources_deleted")
+
+    def _log_creation(self, merged: MemoryRecord) -> None:
+        """The merged record's own MERGED event, when a crash came between its insert and that event."""
+        events = self.store.history(F.and_(F.eq("memory_id", merged.id), F.eq("action", HistoryAction.MERGED.value)))
+        if not any("merged_from_ids" in (e.get("details") or {}) for e in events):
+            add_history(self.store, [HistoryEvent(memory_id=merged.id, user_id=merged.user_id, action=HistoryAction.MERGED,
+                                                  new_text=merged.text, actor=ACTOR,
+                                                  details={"merged_from_ids": merged.metadata.get("merged_from_ids") or []})])
 
     def _logged_sources(self, merged: MemoryRecord, ids: list[int]) -> set[int]:
         """Sources that already have their MERGED event into `merged` (a crash came between it and the delete)."""
@@ -264,8 +274,8 @@ class ConsolidationJob:
                 anchor = MemoryRecord.from_row(outcome[0])
 
     def _pair(self, a: MemoryRecord, b: MemoryRecord, similarity: float, kind: str) -> Any:
-        if R.already_separated(a.metadata, b.metadata, a.id, b.id):
-            return None  # judged distinct before: nothing new to do
+        if R.already_separated(a.metadata, b.metadata, a.id, b.id) or not R.pair_considered(a, b):
+            return None  # judged distinct before, or two agents' (never judged together): nothing to do
         allowed, why = R.merge_allowed(a, b, self.config.merge_time_window_same_chat, self.config.merge_time_window_diff_chat)
         reason = why
         if kind == "merge_candidate" and allowed:
@@ -301,6 +311,8 @@ class ConsolidationJob:
         with self._lock:
             if len(self.store.vectors([a.id, b.id])) < 2:
                 return False  # a source was deleted meanwhile: never bring its content back
+            if len(unchanged(self.store, [a, b])) < 2:
+                return False  # a source was edited meanwhile (any replica): the merge judged the old text
             key = row["metadata"]["merge_key"]  # merged_row.merge_key: the same sources, the same key
             if self.store.query(F.and_(F.eq("user_id", a.user_id), F.json_eq("metadata", "merge_key", key)), ["id"], limit=1):
                 return False  # this merge was written already (another replica, a retry): the recovery finishes it
@@ -366,7 +378,7 @@ class ConsolidationJob:
         changed_any = [row["text"] != r.text or row["metadata"].get("context", "") != r.metadata.get("context", "")
                        for r, row in ((a, rows[0]), (b, rows[1]))]
         with self._lock:
-            written = rewrite_alive(self.store, rows)
+            written = rewrite_alive(self.store, rows, (a, b))
             add_history(self.store, [
                 event(r, HistoryAction.SEPARATED, old_text=r.text, new_text=row["text"],
                             details={"separated_from": o.id, "similarity": similarity, "reason": reason or sep.reason,
@@ -389,7 +401,7 @@ class ConsolidationJob:
                 if vector is None:
                     return  # deleted meanwhile
         with self._lock:
-            if not rewrite_alive(self.store, [row_of(record, text, metadata, list(vector))]):
+            if not rewrite_alive(self.store, [row_of(record, text, metadata, list(vector))], (record,)):
                 return
             if action is not None:
                 add_history(self.store, [event(record, action, old_text=record.text, new_text=text, details=details or {})])

@@ -18,6 +18,12 @@ def merge_key(source_ids: Iterable[int]) -> str:
     return hashlib.sha256(",".join(str(int(i)) for i in sorted(source_ids)).encode()).hexdigest()[:32]
 
 
+def distill_key(source_id: int, normalised_fact: str) -> str:
+    """The deterministic key of one distilled fact: its source episode and its normalised wording, so
+    the same fact distilled from the same episode twice (two replicas, a retry) is written once."""
+    return hashlib.sha256(f"{int(source_id)}|{normalised_fact}".encode()).hexdigest()[:32]
+
+
 def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, now: int) -> dict[str, Any]:
     """The record that replaces a and b (without its vector). Pure.
 

@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 from ..errors import NotFound
 from ..models import TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord
 from ..store import MilvusStore
+from ..store import filters as F
 
 log = logging.getLogger(__name__)
 ACTOR = "consolidation"
@@ -27,8 +28,14 @@ def ids_by_user(store: MilvusStore, scope: str, skip: Callable[[dict[str, Any]],
     return out
 
 
-def rewrite_alive(store: MilvusStore, rows: list[dict[str, Any]]) -> set[int]:
-    """Upsert rows in place; rows deleted meanwhile (a delete racing this run) are skipped, never resurrected."""
+def rewrite_alive(store: MilvusStore, rows: list[dict[str, Any]], read: Sequence[MemoryRecord] = ()) -> set[int]:
+    """Upsert rows in place; rows deleted meanwhile (a delete racing this run) are skipped, never resurrected.
+    With `read` (the records the rows were built from), rows whose memory was edited since (its text or
+    updated_at changed: an update through any replica while this run worked) are skipped too: the edit
+    stands, and the next run sees it. The written ids."""
+    rows = _unchanged(store, rows, read) if read else rows
+    if not rows:
+        return set()
     try:
         store.upsert(rows)
         return {int(r["id"]) for r in rows}
@@ -39,6 +46,24 @@ def rewrite_alive(store: MilvusStore, rows: list[dict[str, Any]]) -> set[int]:
         if keep:
             store.upsert(keep)
         return {int(r["id"]) for r in keep}
+
+
+def unchanged(store: MilvusStore, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """The records whose memory is still as read (the same text and updated_at)."""
+    rows = [{"id": r.id} for r in records]
+    kept = {int(r["id"]) for r in _unchanged(store, rows, records)}
+    return [r for r in records if r.id in kept]
+
+
+def _unchanged(store: MilvusStore, rows: list[dict[str, Any]], read: Sequence[MemoryRecord]) -> list[dict[str, Any]]:
+    was = {r.id: (r.text, r.metadata.get("updated_at")) for r in read}
+    ids = [int(r["id"]) for r in rows]
+    now = {int(r["id"]): (r["text"], (r.get("metadata") or {}).get("updated_at"))
+           for r in store.query(F.in_("id", ids), ["id", "text", "metadata"], limit=max(1, len(ids)))}
+    keep = [r for r in rows if int(r["id"]) not in was or now.get(int(r["id"]), was[int(r["id"])]) == was[int(r["id"])]]
+    if len(keep) < len(rows):
+        log.info("%d memories edited during consolidation; left as edited", len(rows) - len(keep))
+    return keep
 
 
 def event(record: MemoryRecord, action: HistoryAction, **kw: Any) -> HistoryEvent:

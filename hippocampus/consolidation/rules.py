@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Mapping
 
 from ..models import MemoryRecord
+from ..store.agents import same_agent
 
 PairClass = Literal["merge_candidate", "separate", "none"]
 
@@ -32,6 +33,12 @@ DAY_TIED = re.compile(
     r"|今天|今晚|今早|今晨|昨天|昨晚|前天|明天|明晚|后天|刚才|刚刚",
     re.IGNORECASE,
 )
+
+
+def pair_considered(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Whether consolidation judges a pair at all (merge or separate): never across agents, nor an
+    agent's memory with a shared one (store/agents.py `same_agent`)."""
+    return a.user_id == b.user_id and same_agent(a.metadata, b.metadata)
 
 
 def same_who(who_a: str, who_b: str) -> bool:
@@ -60,6 +67,8 @@ def merge_allowed(
     """All hard rules for one pair: (allowed, the reason when not)."""
     if a.user_id != b.user_id:
         return False, "different users"
+    if not same_agent(a.metadata, b.metadata):
+        return False, "different agents (or an agent's and a shared memory)"
     if not same_who(a.who, b.who):
         return False, f"different who ({a.who!r} vs {b.who!r})"
     same_chat = a.chat_id == b.chat_id

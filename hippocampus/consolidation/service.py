@@ -52,11 +52,16 @@ def episodes(run: Run) -> None:
     run.stats = job.run(run.user_id, run.progress)
 
 
+def _fence(run: Run) -> Callable[[], None] | None:
+    """The run's lease check (store/leases.py), before each write of the lifecycle phases."""
+    return run.lease.check if run.lease is not None else None
+
+
 def supersede(run: Run) -> None:
     """Older facts that newer ones contradict marked superseded (newest wins)."""
     ctx, stats = run.ctx, run.stats
     sup = run_supersede(ctx.store, ctx.write_lock, lambda: ctx.processor(ContradictionJudge), run.user_id, now_ts(),
-                        decay_table(ctx.config.decay_preset))
+                        decay_table(ctx.config.decay_preset, ctx.config.categories), fence=_fence(run))
     stats.superseded, stats.llm_calls, stats.errors = sup.superseded, stats.llm_calls + sup.llm_calls, stats.errors + sup.errors
 
 
@@ -65,7 +70,8 @@ def compress(run: Run) -> None:
     ctx, stats = run.ctx, run.stats
     if ctx.config.decay_preset == "off":
         return
-    comp = run_compress(ctx.store, ctx.embedder, ctx.write_lock, lambda: ctx.processor(FactCompressor), run.user_id, now_ts())
+    comp = run_compress(ctx.store, ctx.embedder, ctx.write_lock, lambda: ctx.processor(FactCompressor), run.user_id, now_ts(),
+                        fence=_fence(run))
     stats.compressed, stats.llm_calls, stats.errors = comp.compressed, stats.llm_calls + comp.llm_calls, stats.errors + comp.errors
 
 

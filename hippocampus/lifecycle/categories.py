@@ -8,8 +8,14 @@ from __future__ import annotations
 import re
 from datetime import tzinfo
 
-from ..models import Category, Lifecycle, MemoryType
+from typing import TYPE_CHECKING, Sequence
+
+from ..errors import InvalidInput
+from ..models import AnyCategory, Category, CustomCategory, Lifecycle, MemoryType
 from . import when
+
+if TYPE_CHECKING:
+    from ..config import CategorySpec
 
 _TODO = re.compile(
     r"\b(remind me|i need to|i have to|i must|i should|todo|to-do|don'?t forget to|i'?ll need to)\b"
@@ -24,6 +30,81 @@ _PREFERENCE = re.compile(
 )
 _DECISION = re.compile(r"\bi (have )?decided\b|\bwe (have )?decided\b|\bi'?m going with\b|决定", re.IGNORECASE)
 _WORKFLOW = re.compile(r"\b(always|usually) (run|deploy|use|do)\b|\bmy workflow\b|流程|每次都先", re.IGNORECASE)
+
+
+_PERMANENT_NAMES = ("core", "system")  # set by promotion or the operator, never by a guess or a model
+_CJK_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_NOT_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
+
+
+def _norm(text: str) -> str:
+    return " ".join(_NOT_WORD.sub(" ", text.lower()).split())
+
+
+def _keyword(word: str) -> re.Pattern[str]:
+    """A declared keyword: a substring in Chinese or Japanese, a whole word (plural allowed) elsewhere."""
+    if _CJK_WORD.search(word):
+        return re.compile(re.escape(word), re.IGNORECASE)
+    return re.compile(r"(?<!\w)" + re.escape(word) + r"(?:s|es)?(?!\w)", re.IGNORECASE)
+
+
+def declared_match(text: str, spec: "CategorySpec") -> str | None:
+    """The keyword (or whole example) of `spec` that `text` contains, or None. Offline and certain only
+    as far as the operator's words are: "health" also matches "a health food shop" (docs/categories.md)."""
+    for word in spec.keywords:
+        if _keyword(word).search(text):
+            return word
+    said = f" {_norm(text)} "
+    return next((ex for ex in spec.examples if _norm(ex) and f" {_norm(ex)} " in said), None)
+
+
+def first_match(text: str, declared: Sequence["CategorySpec"], *, refused: bool | None = None) -> tuple["CategorySpec", str] | None:
+    """The first declared category (config order) whose keywords or examples `text` contains, with the
+    word; `refused` True / False keeps only the sensitive (never_store) ones / only the others."""
+    for spec in declared:
+        if refused is None or spec.refused == refused:
+            word = declared_match(text, spec)
+            if word is not None:
+                return spec, word
+    return None
+
+
+def category_names(declared: Sequence["CategorySpec"] = ()) -> list[str]:
+    """Every category name a memory may have: the built-in ones, then the project's own."""
+    return [c.value for c in Category] + [spec.name for spec in declared]
+
+
+def parse_category(name: "str | AnyCategory", declared: Sequence["CategorySpec"] = ()) -> AnyCategory:
+    """A category a person names (curate, the UI): a built-in one or a declared one; InvalidInput else."""
+    raw = getattr(name, "value", name)
+    try:
+        return Category(raw)
+    except ValueError:
+        pass
+    if raw in {spec.name for spec in declared}:
+        return CustomCategory(raw)
+    raise InvalidInput(f"unknown category {raw!r}; use one of {category_names(declared)}")
+
+
+def model_category(name: str, declared: Sequence["CategorySpec"] = ()) -> AnyCategory | None:
+    """The category a model gave, validated: a built-in one (never core or system) or a declared one;
+    None for anything else (the guess decides), so a model never invents a category."""
+    name = str(name or "").strip().lower()
+    if name in _PERMANENT_NAMES:
+        return None
+    try:
+        return parse_category(name, declared)
+    except InvalidInput:
+        return None
+
+
+def with_declared(text: str, memory_type: MemoryType, given: AnyCategory, declared: Sequence["CategorySpec"]) -> AnyCategory:
+    """The category a row keeps: a declared category whose keywords the text holds replaces the built-in
+    category the rules would guess anyway (never one a model or a person chose differently, never core)."""
+    if not declared or isinstance(given, CustomCategory) or given is not guess_category(text, memory_type):
+        return given
+    found = first_match(text, declared)
+    return CustomCategory(found[0].name) if found is not None else given
 
 
 def guess_category(text: str, memory_type: MemoryType) -> Category:
@@ -48,7 +129,7 @@ def todo_expiry(text: str, said_ts: int, tz: tzinfo | None = None) -> int | None
     return when.expiry(text, said_ts, tz or when.zone())
 
 
-def new_life(text: str, memory_type: MemoryType, now: int, event_ts: int, category: Category | None = None,
+def new_life(text: str, memory_type: MemoryType, now: int, event_ts: int, category: AnyCategory | None = None,
              importance: float | None = None, *, said: str | None = None, tz: tzinfo | None = None) -> Lifecycle:
     """The lifecycle fields of a memory written now; a given category wins over the guess. `event_ts` is when
     the turn was said; `said`, the turn as the user said it (a fresh write): the one importance rule reads it

@@ -12,10 +12,16 @@ answer that loses a fact leaves the group as it is, counts an error, and its fac
 Age is the time since the memory formed: the later of its event time and when it was written (a
 fact distilled today from a year-old episode is new), and a compression's output keeps the age of
 its newest source (`formed_at`), so facts written once become three at 30 days and one at 90.
+
+Across replicas: the writes of a group are fenced (`fence`: the consolidation run's lease check,
+store/leases.py), and its outputs carry `compress_key` (the sorted source ids and the level): a
+group whose outputs are stored already (a crash, or a replica that lost its lease, between them and
+the archiving of the sources) is finished with them, never compressed a second time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections import Counter
@@ -38,6 +44,12 @@ log = logging.getLogger(__name__)
 FACTS, PATTERN = "facts", "pattern"  # metadata["compression"]: what a memory is the output of
 COMPRESSION, FROM, INTO, FORMED = "compression", "compressed_from", "compressed_into", "formed_at"
 FAILED = "compression_failed_at"  # a failed attempt: the fact waits retry_after_days before the next one
+KEY = "compress_key"  # on a compression's outputs: which sources, to which level (compress_key)
+
+
+def compress_key(source_ids: Sequence[int], kind: str) -> str:
+    """The deterministic key of one compression: the same sources to the same level, the same key. Pure."""
+    return hashlib.sha256(f"{kind}|{','.join(str(int(i)) for i in sorted(source_ids))}".encode()).hexdigest()[:32]
 
 
 class CompressPolicy(BaseModel):
@@ -154,8 +166,9 @@ def plan(records: Sequence[MemoryRecord], vectors: dict[int, Sequence[float]], n
 
 
 def run_compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, compressor: Callable[[], FactCompressor],
-                 user_id: str | None, now: int, policy: CompressPolicy | None = None) -> CompressStats:
-    """Compress the old facts of one user (every user's when user_id is None)."""
+                 user_id: str | None, now: int, policy: CompressPolicy | None = None,
+                 fence: Callable[[], None] | None = None) -> CompressStats:
+    """Compress the old facts of one user (every user's when user_id is None); `fence` before each write."""
     policy = policy or policy_for(embedder.model_name)
     stats = CompressStats()
     facts = F.eq("memory_type", MemoryType.SEMANTIC.value)
@@ -169,12 +182,13 @@ def run_compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, c
         for start in range(0, len(ids), 500):
             vectors.update((i, np.asarray(v, dtype=np.float32)) for i, v in store.vectors(ids[start : start + 500]).items())
         for members, kind, n in plan(records, vectors, now, policy):
-            _compress(store, embedder, lock, compressor, members, kind, n, now, policy, stats)
+            _compress(store, embedder, lock, compressor, members, kind, n, now, policy, stats, fence or (lambda: None))
     return stats
 
 
 def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, compressor: Callable[[], FactCompressor],
-              members: list[MemoryRecord], kind: str, n: int, now: int, policy: CompressPolicy, stats: CompressStats) -> None:
+              members: list[MemoryRecord], kind: str, n: int, now: int, policy: CompressPolicy, stats: CompressStats,
+              fence: Callable[[], None]) -> None:
     proc = compressor()
     try:
         texts = proc.compress(members, kind, n)
@@ -184,9 +198,10 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
     stats.llm_calls += proc.calls
     if not texts:
         stats.errors += 1
-        _failed(store, lock, [m.id for m in members], now)
+        _failed(store, lock, [m.id for m in members], now, fence)
         return
-    rows = _new_rows(members, texts, kind, now)
+    key = compress_key([m.id for m in members], kind)
+    rows = [{**r, "metadata": {**r["metadata"], KEY: key}} for r in _new_rows(members, texts, kind, now)]
     for row, vec in zip(rows, embedder.encode(texts, role="passage")):
         row["vector"] = vec.tolist()
     source_ids = [m.id for m in members]
@@ -195,6 +210,11 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
         if any(i not in current or MemoryRecord.from_row(current[i]).text != m.text
                or level(MemoryRecord.from_row(current[i]), now, policy) is None for i, m in zip(source_ids, members)):
             log.info("facts %s changed since the scan; not compressed", source_ids)
+            return
+        fence()  # LeaseLost: another replica holds this user now; nothing of this group is written
+        done = store.query(F.and_(F.eq("user_id", members[0].user_id), F.json_eq("metadata", KEY, key)), ["id"], limit=policy.max_group)
+        if done:  # written before (a crash or a lost lease came before the archiving): finish with those outputs
+            _finish(store, members, current, sorted(int(r["id"]) for r in done), kind, now)
             return
         # the new facts, then every event, then the sources archived: a failure at any step is rolled back
         new_ids = store.insert(rows)
@@ -213,6 +233,21 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
     stats.created += len(new_ids)
 
 
+def _finish(store: MilvusStore, members: list[MemoryRecord], current: dict[int, dict[str, Any]], new_ids: list[int],
+            kind: str, now: int) -> None:
+    """Archive the sources into outputs an interrupted run wrote, with the events it had not written."""
+    source_ids = [m.id for m in members]
+    logged = {int(e["memory_id"]) for e in store.history(F.and_(F.in_("memory_id", source_ids + new_ids),
+                                                               F.in_("action", [HistoryAction.COMPRESSED.value, HistoryAction.CREATED.value])))}
+    outputs = store.query(F.in_("id", new_ids), ["id", "user_id", "text"], limit=len(new_ids))
+    store.add_history(
+        [_event(m.id, m.user_id, HistoryAction.COMPRESSED, now, {INTO: new_ids, COMPRESSION: kind}, old_text=m.text)
+         for m in members if m.id not in logged]
+        + [_event(int(r["id"]), r["user_id"], HistoryAction.CREATED, now, {FROM: source_ids, COMPRESSION: kind}, new_text=r["text"])
+           for r in outputs if int(r["id"]) not in logged])
+    store.upsert([_archived(current[i], new_ids) for i in source_ids])
+
+
 def _roll_back(store: MilvusStore, new_ids: list[int], event_ids: list[int], source_ids: list[int]) -> None:
     """A compression that failed before its sources were archived: take its facts and events away
     (the old state). Sources already archived keep everything (the new state, with its events)."""
@@ -227,9 +262,10 @@ def _roll_back(store: MilvusStore, new_ids: list[int], event_ids: list[int], sou
         log.warning("compression into %s failed and could not be rolled back", new_ids, exc_info=True)
 
 
-def _failed(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int) -> None:
+def _failed(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int, fence: Callable[[], None]) -> None:
     """Mark a group's facts so that a model that keeps failing on them costs no call every night."""
     with lock:
+        fence()
         rows = store.query(F.in_("id", ids), [*MEMORY_FIELDS, "vector"], limit=len(ids))
         store.upsert([{**{k: v for k, v in r.items() if k != "sparse"}, "metadata": {**(r.get("metadata") or {}), FAILED: now}}
                       for r in rows])

@@ -10,10 +10,11 @@ category, that importance and the time since. Only a change of state (archived, 
 from __future__ import annotations
 
 import math
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import Category, Lifecycle, State
+from ..models import Category, CustomCategory, Lifecycle, State
 
 DAY = 86_400
 
@@ -78,19 +79,36 @@ class Thresholds(BaseModel):
 THRESHOLDS = Thresholds()
 
 
-def decay_table(preset: str) -> dict[Category, DecayRule]:
-    """The table a preset names; ValueError for an unknown name."""
+def decay_table(preset: str, categories: Sequence[Any] = ()) -> dict[Any, DecayRule]:
+    """The table a preset names, with a row for each of the project's own categories (MemoryConfig.categories:
+    `decay` names a built-in category whose row it borrows in this preset, "never", or a rule's fields);
+    ValueError for an unknown preset."""
     try:
-        return PRESETS[preset]
+        table: dict[Any, DecayRule] = PRESETS[preset]
     except KeyError:
         raise ValueError(f"unknown decay preset {preset!r}; use one of {sorted(PRESETS)}") from None
+    if not categories:
+        return table
+    rows: dict[Any, DecayRule] = {}
+    for spec in categories:
+        if isinstance(spec.decay, dict):
+            rows[CustomCategory(spec.name)] = DecayRule.model_validate(spec.decay)
+        else:
+            rows[CustomCategory(spec.name)] = NEVER if spec.decay == "never" else table[Category(spec.decay)]
+    return {**table, **rows}
+
+
+def _rule(table: dict[Any, DecayRule], category: Any) -> DecayRule:
+    """A category's row; a project category no longer declared ages as a fact does."""
+    rule = table.get(category)
+    return rule if rule is not None else table.get(Category.FACT, NEVER)
 
 
 def effective_score(category: Category, importance: float, last_activated: int, now: int,
                     table: dict[Category, DecayRule] = PRESETS["default"]) -> float:
     """The score at `now`: never above `importance`, never rising with time, and constant for
     core and system. A `now` before `last_activated` (clock skew) counts as no time at all."""
-    rule = table.get(category, NEVER)
+    rule = _rule(table, category)
     importance = min(1.0, max(0.0, float(importance)))
     days = max(0.0, (now - last_activated) / DAY)
     if rule.forget_after_days is not None and days >= rule.forget_after_days:

@@ -45,9 +45,12 @@ def select(records: Sequence[MemoryRecord], now: int, relevant: Sequence[MemoryR
     shown = {r.id for r in ranked[:room]}
     extras = [r for r in hits if r.id not in shown][: min(room, max_items // 4)]
     kept = [r for r in ranked if r.id not in {e.id for e in extras}][: room - len(extras)]
-    by_cat = {c: [r for r in kept if r.life.category is c] for c in _ORDER}
+    # the project's own categories (MemoryConfig.categories) after the built-in ones, titled by their names
+    order = _ORDER + sorted({r.life.category for r in kept if r.life.category not in _ORDER}, key=str)
+    titles = {c: _TITLES.get(c) or str(c).replace("_", " ").capitalize() for c in order}
+    by_cat = {c: [r for r in kept if r.life.category == c] for c in order}
     return ([("Core", r) for r in core] + [("Relevant now", r) for r in extras]
-            + [(_TITLES[c], r) for c in _ORDER for r in by_cat[c]])
+            + [(titles[c], r) for c in order for r in by_cat[c]])
 
 
 def render(selected: Sequence[tuple[str, MemoryRecord]], dates: bool = False) -> str:

@@ -12,6 +12,7 @@ from ..models import LIFE_KEY, Category, DecayStats, HistoryAction, HistoryEvent
 from ..store import filters as F
 from ..store.leases import ALL, JOBS
 from . import prompt_block
+from .categories import parse_category
 from .decay import Progress, last_full_run, mark_full_run, run_decay
 from .policy import PERMANENT, THRESHOLDS, decay_table
 from .restore import bring_back, revived
@@ -38,7 +39,7 @@ class LifecycleService:
         and errors."""
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
         now = V.check_ts(now) if now is not None else now_ts()
-        table = decay_table(self.ctx.config.decay_preset)
+        table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         real_model = self.ctx.config.llm_provider != "offline"
         # one replica at a time per user (store/leases.py); inside a consolidation the same thread holds it already
         with self.ctx.store.leases.hold(JOBS, user_id if user_id is not None else ALL, "decay", wait_s=None) as lease:
@@ -93,10 +94,8 @@ class LifecycleService:
         """A person's (or the agent's) explicit judgement. Memory.curate documents the arguments and errors."""
         if category is None and importance is None:
             raise InvalidInput("curate needs a category or an importance")
-        try:
-            new_category = Category(category) if category is not None else None
-        except ValueError:
-            raise InvalidInput(f"unknown category {category!r}; use one of {[c.value for c in Category]}") from None
+        # a built-in category or one of the project's own (MemoryConfig.categories); InvalidInput else
+        new_category = parse_category(category, self.ctx.config.categories) if category is not None else None
         if importance is not None and (isinstance(importance, bool) or not isinstance(importance, (int, float))
                                        or not 0.0 <= importance <= 1.0):
             raise InvalidInput(f"importance must be a number between 0 and 1, got {importance!r}")
@@ -113,21 +112,30 @@ class LifecycleService:
         meta = {**old.metadata, LIFE_KEY: new_life.stored(), "updated_at": now_ts()}
         changed = {k: [getattr(life, k), getattr(new_life, k)] for k in ("category", "importance", "state")
                    if getattr(life, k) != getattr(new_life, k)}
+        if not changed and importance is None:  # the same category again: nothing to record
+            return old
         details: dict[str, Any] = {"lifecycle": {k: [getattr(v, "value", v) for v in pair] for k, pair in changed.items()}}
         if life.last_activated != new_life.last_activated:  # kept so that `undo` puts the score back exactly
             details["last_activated"] = [life.last_activated, new_life.last_activated]
         return self.ctx.writer.rewrite(old, old.text, meta, HistoryAction.UPDATED, actor="api", details=details)
 
     def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
-                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None) -> str:
+                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None, *,
+                agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> str:
         """The block an agent puts in its system prompt. Memory.context documents the arguments and errors."""
+        from ..store import agents as A  # the agent scope (store/agents.py)
+
         user_id = V.check_id("user_id", user_id)
+        agent_id, run_id = A.check_ids(agent_id, run_id)
+        scope = A.check_scope(agent_id, agent_scope)
         max_items = V.check_limit(max_items, "max_items")
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:
             raise InvalidInput(f"min_score must be a number between 0 and 1, got {min_score!r}")
         now = V.check_ts(now) if now is not None else now_ts()
-        relevant = [h.memory for h in self.reader.search(query, user_id=user_id, limit=max_items).all] if query is not None else []
-        records = [MemoryRecord.from_row(row) for page in self.ctx.store.iterate(F.eq("user_id", user_id)) for row in page]
-        table = decay_table(self.ctx.config.decay_preset)
+        relevant = [h.memory for h in self.reader.search(query, user_id=user_id, limit=max_items, agent_id=agent_id, agent_scope=scope,
+                                                         run_id=run_id).all] if query is not None else []
+        records = [MemoryRecord.from_row(row) for page in self.ctx.store.iterate(F.eq("user_id", user_id)) for row in page
+                   if A.visible(row.get("metadata"), agent_id, scope, run_id)]
+        table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         chosen = prompt_block.select(records, now, relevant, max_items, float(min_score), table)
         return prompt_block.render(chosen, dates)

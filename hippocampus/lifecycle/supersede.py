@@ -3,6 +3,8 @@ phase that shows each new semantic fact, with the user's older facts nearest to 
 ContradictionJudge; what the judge names gets `valid_to` and `superseded_by`, its score halved,
 a "superseded" history event, and leaves the prompt block and default search results. A fact is
 judged once (metadata.contradictions_checked); a failed model leaves it for the next run.
+Each fact's writes are fenced (`fence`: the consolidation run's lease check, store/leases.py): a
+replica that lost its lease marks nothing, and the next holder judges the fact again.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def candidates(new: MemoryRecord, vector: np.ndarray, others: list[tuple[MemoryR
 
 
 def run_supersede(store: MilvusStore, lock: threading.Lock, judge: Callable[[], ContradictionJudge], user_id: str | None,
-                  now: int, table: dict[Category, DecayRule]) -> SupersedeStats:
+                  now: int, table: dict[Category, DecayRule], fence: Callable[[], None] | None = None) -> SupersedeStats:
     """Judge every unchecked semantic fact of one user (every user's when user_id is None)."""
     stats = SupersedeStats()
     facts = F.eq("memory_type", MemoryType.SEMANTIC.value)
@@ -51,12 +53,12 @@ def run_supersede(store: MilvusStore, lock: threading.Lock, judge: Callable[[], 
                     for row in page if not (row.get("metadata") or {}).get(CHECKED)})
     for user in users:  # one user's facts (with vectors) in memory at a time
         rows = [row for page in store.iterate(F.and_(F.eq("user_id", user), facts), [*MEMORY_FIELDS, "vector"]) for row in page]
-        _one_user(store, lock, judge, rows, now, table, stats)
+        _one_user(store, lock, judge, rows, now, table, stats, fence or (lambda: None))
     return stats
 
 
 def _one_user(store: MilvusStore, lock: threading.Lock, judge: Callable[[], ContradictionJudge], rows: list[dict[str, Any]],
-              now: int, table: dict[Category, DecayRule], stats: SupersedeStats) -> None:
+              now: int, table: dict[Category, DecayRule], stats: SupersedeStats, fence: Callable[[], None]) -> None:
     facts = {int(r["id"]): (MemoryRecord.from_row(r), _unit(r["vector"]), r) for r in rows}
     todo = sorted((rec for rec, _, _ in facts.values() if not rec.metadata.get(CHECKED)), key=lambda r: (r.ts, r.id))
     for new in todo:
@@ -87,6 +89,7 @@ def _one_user(store: MilvusStore, lock: threading.Lock, judge: Callable[[], Cont
         writes.append(_row(row, meta))
         facts[new.id] = (MemoryRecord.from_row({**row, "metadata": meta}), facts[new.id][1], {**row, "metadata": meta})
         with lock:
+            fence()  # LeaseLost: another replica holds this user now; nothing of this fact is written
             store.upsert(writes)
             store.add_history(events)
         stats.checked += 1

@@ -10,6 +10,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from .. import tracing
 from ..errors import ConfigError, LLMError
 from . import formats
 from .base import Prompt
@@ -98,6 +99,8 @@ class LLMClient:
         self.model = model
         self.max_tokens = max_tokens
         self.base_url = base_url
+        # how errors name it: the offline provider's default name would mislead when llm_model was left unset
+        self.label = model if model != "offline-rules" else f"(llm_model not set) at {base_url}"
         self.max_retries = max_retries
         self.retry_base_delay_s = retry_base_delay_s
         self.response_format = response_format
@@ -128,6 +131,7 @@ class LLMClient:
 
     # ------------------------------------------------------------------
     def _attempt_json(self, prompt: Prompt, schema: type[T], mode: Mode) -> T:
+        tracing.llm_attempt(mode)  # the LLM span's attempts and negotiated format (tracing.py)
         system = formats.system_text(mode, prompt.system, schema)
         try:
             reply = self._complete(system, prompt.user, formats.request_format(mode, schema))
@@ -157,6 +161,7 @@ class LLMClient:
             temperature=self.temperature,
             **kwargs,
         )
+        tracing.llm_usage(resp)  # tokens in and out, finish reason
         if not resp.choices:
             raise _BadReply("no choices in reply")
         content = resp.choices[0].message.content
@@ -177,5 +182,5 @@ class LLMClient:
                     attempts = attempt.retry_state.attempt_number
                     return fn()
         except (openai.OpenAIError, _BadReply, _CutOff, RetryError) as exc:
-            raise LLMError(self.model, attempts, exc) from exc
+            raise LLMError(self.label, attempts, exc) from exc
         raise LLMError(self.model, attempts, "no attempt made")  # pragma: no cover

@@ -33,7 +33,7 @@ from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from ..store.removal import remove_with_history
 from .browse import parse_ids
-from .records import RecordService, deletion_event
+from .records import RecordService, deletion_event, unchanged
 
 MAX_BATCH = 1000
 ITEM_KEYS = ("memory_id", "text", "metadata", "expires_at")
@@ -118,12 +118,6 @@ def check_update_items(items: Any, tz: tzinfo) -> list[Item]:
     return checked
 
 
-def _unchanged(old: MemoryRecord, text: str, metadata: dict[str, Any], until: Optional[int]) -> bool:
-    if until is not None:
-        metadata = {**metadata, expiry.KEY: until}
-    return old.text == text and all(k in old.metadata and old.metadata[k] == v for k, v in metadata.items())
-
-
 class BatchService:
     """update_many and delete_many over a MemoryContext, each item through the record service's own path."""
 
@@ -149,7 +143,7 @@ class BatchService:
             if old is None:
                 out.results.append(BatchItem(id=memory_id, status="not_found", error=f"memory {memory_id} not found for this user"))
                 continue
-            if _unchanged(old, text, metadata, until):
+            if unchanged(old, text, metadata, until):
                 out.results.append(BatchItem(id=memory_id, status="unchanged"))
                 continue
             try:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from .. import validation as V
 from ..context import MemoryContext
 from ..errors import InvalidInput
+from ..lifecycle.categories import category_names
 from ..lifecycle.policy import decay_table, score_of
 from ..models import Category, HistoryEvent, MemoryPage, MemoryRecord, now_ts
 from ..store import MEMORY_FIELDS
@@ -70,7 +71,7 @@ class BrowseService:
 
     def score_now(self, record: MemoryRecord, now: Optional[int] = None) -> float:
         """A memory's score at `now` (default: the clock). Memory.score_now documents the arguments."""
-        return score_now(record, now_ts() if now is None else now, decay_table(self.ctx.config.decay_preset))
+        return score_now(record, now_ts() if now is None else now, decay_table(self.ctx.config.decay_preset, self.ctx.config.categories))
 
     def browse(self, user_id: str, *, memory_type: Any = None, category: Optional[str] = None,
                state: Optional[str] = None, chat_id: Optional[str] = None, text: Optional[str] = None,
@@ -82,14 +83,15 @@ class BrowseService:
         where = self.ctx.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
         offset, limit = V.check_offset(offset), V.check_limit(limit)
         chat_id = V.check_id("chat_id", chat_id) if chat_id else None
-        if category and category not in {c.value for c in Category}:
-            raise InvalidInput(f"unknown category {category!r}; use one of {[c.value for c in Category]}")
+        known = category_names(self.ctx.config.categories)  # built-in and the project's own
+        if category and category not in known:
+            raise InvalidInput(f"unknown category {category!r}; use one of {known}")
         if state and state not in ("active", "archived", "superseded"):
             raise InvalidInput(f"unknown state {state!r}; use active, archived or superseded")
         if sort not in SORT_KEYS:
             raise InvalidInput(f"unknown sort {sort!r}; use one of {list(SORT_KEYS)}")
         needle = str(text).casefold().strip() if text else ""
-        now, table = now_ts(), decay_table(self.ctx.config.decay_preset)
+        now, table = now_ts(), decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         rows: list[tuple[Any, MemoryRecord]] = []
         for rec in self._scan(user_id, memory_type, chat_id, where):
             life = rec.life
@@ -113,7 +115,7 @@ class BrowseService:
         """Counts by type, category and state, the score histogram and memories written per day.
         Memory.overview documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
-        now, table = now_ts(), decay_table(self.ctx.config.decay_preset)
+        now, table = now_ts(), decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         out = Overview()
         types: Counter[str] = Counter()
         cats: Counter[str] = Counter()
@@ -149,7 +151,7 @@ class BrowseService:
             offset = page.next_offset
         if fmt == "md":
             now = now_ts()
-            table = decay_table(self.ctx.config.decay_preset)
+            table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
             return memory_md.render([memory_md.md_entry(r, now, table) for r in records], now)
         events: dict[int, list[HistoryEvent]] = defaultdict(list)
         for raw in self.ctx.store.history(F.eq("user_id", V.check_id("user_id", user_id))):

@@ -26,6 +26,7 @@ from ..models import (AddResult, Category, ConsolidationStats, DecayStats, Histo
                       ObserveResult, SearchResult, UndoResult)
 from ..store.writes import Writer
 from ..transfer.service import ImportReport, TransferService
+from ..tracing import instrument
 from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
 from .browse import BrowseService, Overview, SortKey
 from .observe import ChatHookService
@@ -148,6 +149,8 @@ class Memory:
         ts: Any = None,
         memory_type: MemoryType | str = MemoryType.EPISODIC,
         expires_at: Any = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> AddResult:
         """Remember a turn. With `infer=False` the text is stored as-is as one memory; with `infer=True`
         the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
@@ -155,19 +158,21 @@ class Memory:
         `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
         "到下周一", resolved once from when it was said: the end of that day in the user's zone) makes the
         memory leave search, list and the prompt block once it passes; decay archives it (docs/filters.md).
+        `agent_id` makes the memory that agent's within the user (without one it is the user's shared memory);
+        `run_id` records the run it was said in (docs/agents.md).
 
         Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
         a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
         validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
         failure is not raised: the turn is kept raw."""
         return self._records.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts, memory_type=memory_type,
-                                 expires_at=expires_at)
+                                 expires_at=expires_at, agent_id=agent_id, run_id=run_id)
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.
 
         Each item holds `messages` (or `text`), `user_id` and optionally `chat_id`, `who`, `metadata`,
-        `ts`, `memory_type`, `expires_at`, as for `add`. Every item is validated before anything is written; the
+        `ts`, `memory_type`, `expires_at`, `agent_id`, `run_id`, as for `add`. Every item is validated before anything is written; the
         ids come back in input order.
 
         Raises InvalidInput (naming the bad item's field) before anything is written, as `add` does;
@@ -227,6 +232,9 @@ class Memory:
         memory_types: Sequence[MemoryType | str] | None = None,
         graph: bool | None = None,
         include_expired: bool = False,
+        agent_id: str | None = None,
+        agent_scope: str = "both",
+        run_id: str | None = None,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
         procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
@@ -238,7 +246,9 @@ class Memory:
         config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
         a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
         stage (memories linked through the user's entities and triples) or not; None: config `graph`.
-        A memory past its `expires_at` is left out unless `include_expired`.
+        A memory past its `expires_at` is left out unless `include_expired`. `agent_id` with `agent_scope`
+        reads that agent's own memories ("own"), the user's shared ones ("shared") or both (default);
+        `run_id` keeps one run's (docs/agents.md).
 
         Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
         memory_type and memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown
@@ -247,7 +257,7 @@ class Memory:
         failure is not raised: BM25 answers instead.
         """
         return self._records.search(query, user_id, limit, memory_type, filters, mode, include_superseded, memory_types, graph,
-                                    include_expired=include_expired)
+                                    include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory of this user.
@@ -257,30 +267,37 @@ class Memory:
         return self._records.get(memory_id, user_id)
 
     def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                include_expired: bool = False) -> list[MemoryRecord]:
+                include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
+                run_id: str | None = None) -> list[MemoryRecord]:
         """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event
         first; paged internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
+        `agent_id`, `agent_scope` and `run_id` scope it as search's do (docs/agents.md).
 
         Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
-        return self._records.get_all(user_id, memory_type, filters, include_expired)
+        return self._records.get_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                     run_id=run_id)
 
     def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-             filters: dict[str, Any] | None = None, include_expired: bool = False) -> MemoryPage:
-        """A page of `get_all` (the same `filters` and `include_expired`): what a service or a UI lists
+             filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
+             agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
+        """A page of `get_all` (the same `filters`, `include_expired` and agent scope): what a service or a UI lists
         without sending every memory at once.
 
         Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
         StoreError on failure."""
-        return self._records.page(user_id, memory_type, offset, limit, filters, include_expired)
+        return self._records.page(user_id, memory_type, offset, limit, filters, include_expired, agent_id=agent_id,
+                                  agent_scope=agent_scope, run_id=run_id)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                 include_expired: bool = False) -> Iterator[MemoryRecord]:
+                 include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
+                 run_id: str | None = None) -> Iterator[MemoryRecord]:
         """Every memory of this user matching `filters`, a page at a time from the store, in no particular
         order (`get_all` sorts them); for exports too large to hold at once.
 
         Raises InvalidInput for a bad user_id, memory_type or filter (on the first `next`, as a generator
         does); StoreError on failure."""
-        return self._records.iter_all(user_id, memory_type, filters, include_expired)
+        return self._records.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                      run_id=run_id)
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first; kept after the memory is deleted or merged.
@@ -334,7 +351,8 @@ class Memory:
         return self._hook.mark_used(memory_ids, user_id, context)
 
     def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
-                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None) -> ObserveResult:
+                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
+                run_id: str | None = None) -> ObserveResult:
         """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of
         add(infer=True), mark_used and reconsolidation: given the turn (with the answer) and the
         memories `shown` for it (ids or search hits, best first; at most 50 reach the model), the
@@ -345,8 +363,10 @@ class Memory:
         the turn raw, pending, as add(infer=True) does; nothing else changes.
 
         Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A
-        shown id that is missing or another user's is not shown to the model (listed in `refused`)."""
-        return self._hook.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts)
+        shown id that is missing or another user's is not shown to the model (listed in `refused`). With
+        `agent_id` what it adds is that agent's and only its own and shared memories are shown or forgotten;
+        `run_id` is recorded (docs/agents.md)."""
+        return self._hook.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts, agent_id=agent_id, run_id=run_id)
 
     # ------------------------------------------------------------------ lifecycle
     def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
@@ -386,15 +406,18 @@ class Memory:
         return self._lifecycle.curate(memory_id, user_id, category=category, importance=importance)
 
     def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
-                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None) -> str:
+                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None, *,
+                agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> str:
         """The block an agent puts in its system prompt: active memories scoring at least `min_score`,
         at most `max_items`, core first, then (with `query`) what the search finds, then the rest by
         score, grouped by category; each line dated with `dates`. The texts sit inside <data>
-        delimiters that no stored text can close. "" when nothing qualifies.
+        delimiters that no stored text can close. "" when nothing qualifies. `agent_id`, `agent_scope` and
+        `run_id` scope it as search's do (docs/agents.md).
 
         Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now;
         StoreError on failure."""
-        return self._lifecycle.context(user_id, query, max_items, min_score, dates, now)
+        return self._lifecycle.context(user_id, query, max_items, min_score, dates, now, agent_id=agent_id,
+                                       agent_scope=agent_scope, run_id=run_id)
 
     # ------------------------------------------------------------------ transfer
     def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
@@ -508,3 +531,6 @@ class Memory:
 
         Raises InvalidInput for a bad user_id or limit; StoreError on failure."""
         return self._graph.graph(user_id, limit)
+
+
+instrument(Memory)  # a span per verb when tracing is on (tracing.py; the verbs are verbs.py's)

@@ -159,7 +159,7 @@ def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], use
         return []
     found = search(said, user_id, limit=CANDIDATES, memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])
     records = [h.memory for h in [*getattr(found, "episodic", []), *getattr(found, "semantic", [])] if h.memory.id not in new_ids]
-    table, now, done = decay_table(ctx.config.decay_preset), now_ts(), []
+    table, now, done = decay_table(ctx.config.decay_preset, ctx.config.categories), now_ts(), []
     by = new_ids[0] if new_ids else None
     for record in records:
         why = corrected(record, takes_back, new_slots)

@@ -7,6 +7,8 @@ like online.py; the monitor itself stays pure (processors/monitor.py).
 
 from __future__ import annotations
 
+import functools
+
 import logging
 import threading
 from datetime import datetime, tzinfo
@@ -16,13 +18,14 @@ from .. import validation as V
 from ..context import MemoryContext
 from ..embeddings import Embedder
 from ..errors import InvalidInput, NotFound
-from ..lifecycle.categories import new_life
+from ..lifecycle.categories import model_category, new_life
 from ..lifecycle.policy import PERMANENT, DecayRule
-from ..models import LIFE_KEY, Category, HistoryAction, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
+from ..models import LIFE_KEY, AnyCategory, Category, HistoryAction, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
 from .. import text as T
 from ..lifecycle.when import user_zone
 from .forget import ACTOR, _soft_delete, forget_asks, forget_named, forget_split, supersede_corrected
 from .online import record_use
+from ..processors.gate import refusals
 from ..processors.monitor import MonitorPlan
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
@@ -32,13 +35,10 @@ log = logging.getLogger(__name__)
 IMPORTANCE = {"high": 0.8, "medium": 0.6, "low": 0.4}  # the LLM's importance levels as scores
 
 
-def _category(name: str) -> Category | None:
-    """The monitor's category, or None (guessed from the text) for an unknown one; never core or system."""
-    try:
-        category = Category(name)
-    except ValueError:
-        return None
-    return None if category in PERMANENT else category
+def _category(name: str, declared: Sequence[Any] = ()) -> AnyCategory | None:
+    """The monitor's category: a built-in or a project's declared one, or None (guessed from the text) for an
+    unknown one, so a model never invents a category; never core or system (lifecycle/categories.py)."""
+    return model_category(name, declared)
 
 
 class TurnParts:
@@ -49,7 +49,7 @@ class TurnParts:
         self.user_id, self.chat_id, self.who, self.ts, self.text, self.metadata = user_id, chat_id, who, ts, text, metadata
         self.tz = tz
 
-    def row(self, text: str, category: Category | None, importance: float | None) -> dict[str, Any]:
+    def row(self, text: str, category: AnyCategory | None, importance: float | None) -> dict[str, Any]:
         """The one rule (lifecycle/when.py): importance read from the turn as said (a model's level kept, an
         explicit "remember" at least 0.8), the named day resolved from when it was said."""
         life = new_life(text, MemoryType.EPISODIC, now_ts(), self.ts, category, importance, said=self.text, tz=self.tz).stored()
@@ -62,7 +62,9 @@ def apply_plan(store: MilvusStore, embedder: Embedder, lock: threading.Lock, wri
                turn: TurnParts, table: dict[Category, DecayRule]) -> ObserveResult:
     """Apply a checked plan; a memory deleted or promoted to core meanwhile is skipped and said so."""
     out = ObserveResult(refused=list(plan.refused), reason=plan.reason)
-    rows = [turn.row(a.text, _category(a.category), IMPORTANCE.get(a.importance)) for a in plan.adds]
+    adds = [a for a in plan.adds if not refusals(a.text, writes.categories)]  # the project's instructions
+    out.refused += [f"add {a.text!r}: {why}" for a in plan.adds if a not in adds for why in refusals(a.text, writes.categories)]
+    rows = [turn.row(a.text, _category(a.category, writes.categories), IMPORTANCE.get(a.importance)) for a in adds]
     if rows:
         out.added = writes.insert(rows, actor=ACTOR)
     current: dict[int, MemoryRecord] = {}
@@ -75,6 +77,9 @@ def apply_plan(store: MilvusStore, embedder: Embedder, lock: threading.Lock, wri
     for mid, text in plan.updates.items():
         old = current.get(mid)
         if old is None or old.life.category in PERMANENT:
+            continue
+        if refusals(text, writes.categories):
+            out.refused += [f"update of memory {mid}: {why}" for why in refusals(text, writes.categories)]
             continue
         meta = {**old.metadata, "updated_at": now_ts()}
         if old.memory_type is MemoryType.EPISODIC and "thing" in meta:
@@ -123,16 +128,17 @@ class ChatHookService:
             raise NotFound(f"memories {missing} not found for this user; nothing was changed")
         records = [MemoryRecord.from_row(r) for r in rows]
         reconsolidator = self.ctx.processor(EpisodicReconsolidator) if context else None
-        table = decay_table(self.ctx.config.decay_preset)
+        table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         return [record_use(self.ctx.store, self.ctx.embedder, self.ctx.write_lock, rec, reconsolidator, context, table) for rec in records]
 
     def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
-                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None) -> ObserveResult:
+                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
+                run_id: str | None = None) -> ObserveResult:
         """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
         mark_used and reconsolidation. Memory.observe documents the arguments and errors."""
         from ..errors import LLMError
         from ..lifecycle.policy import decay_table
-        from ..processors.gate import gate
+        from ..processors.gate import gate, refused_turn
         from ..processors.monitor import KnowledgeMonitor, MonitorPlan
         from ..processors.results import MonitorAdd
         from ..processors.write_decider import gate_enabled, pending_metadata
@@ -140,7 +146,10 @@ class ChatHookService:
         user_id = V.check_id("user_id", user_id)
         chat_id = V.check_id("chat_id", chat_id)
         who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
-        turn_meta = V.check_caller_metadata(metadata)
+        from ..store import agents as A
+
+        agent_id, run_id = A.check_ids(agent_id, run_id)
+        turn_meta = A.stamp(V.check_caller_metadata(metadata), agent_id, run_id)  # what it adds is the agent's (store/agents.py)
         event_ts = V.event_ts(ts)
         text, turns = V.messages_to_text(messages)
         turns = V.exchange_turns(text) if isinstance(messages, str) else turns
@@ -149,15 +158,19 @@ class ChatHookService:
         ids = list(dict.fromkeys(V.check_memory_id(getattr(s, "id", s)) for s in shown))
         found = {int(r["id"]): MemoryRecord.from_row(r)
                  for r in (self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids)) if ids else [])}
+        found = {i: r for i, r in found.items() if A.visible(r.metadata, agent_id)}  # another agent's: as if missing
         records = [found[i] for i in ids if i in found]
         refused = [f"memory {i} not found for this user; not shown" for i in ids if i not in found]
         tz = user_zone(self.ctx.config, user_id)
         turn = TurnParts(user_id, chat_id, who, event_ts, text, turn_meta, tz)
         now_iso = datetime.fromtimestamp(event_ts, tz).isoformat()
         decided = gate(turns, now_iso) if not records and gate_enabled(self.ctx.config) else None
+        barred = refused_turn(turns or [{"role": "user", "content": text}], self.ctx.config.categories)
         calls = 0
         plan: MonitorPlan | None
-        if decided is not None:
+        if barred:  # the project's instructions forbid it: no model call, nothing kept raw
+            plan = MonitorPlan(refused=barred, reason=barred[0])
+        elif decided is not None:
             adds = [MonitorAdd(text=decided.thing)] if decided.write_episodic and decided.thing.strip() else []
             plan = MonitorPlan(adds=adds, reason=decided.reason)
         else:
@@ -177,13 +190,13 @@ class ChatHookService:
         if plan is not None:
             plan.refused = refused + plan.refused
             result = apply_plan(self.ctx.store, self.ctx.embedder, self.ctx.write_lock, self.ctx.writer, plan, turn,
-                                decay_table(self.ctx.config.decay_preset))
+                                decay_table(self.ctx.config.decay_preset, self.ctx.config.categories))
             result.llm_calls = calls
         said = T.user_lines(turns) if turns else text
         asks = forget_asks(said)
         from .records import RecordService
 
-        search = RecordService(self.ctx).search
+        search = functools.partial(RecordService(self.ctx).search, agent_id=agent_id)  # forget within the agent's view
         if asks:  # what the request names among all this user's memories, not only those shown (memory/forget.py)
             more = forget_named(self.ctx, search, user_id, asks, actor=ACTOR, skip=set(result.deleted))
             result.deleted += more.deleted

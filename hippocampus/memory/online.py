@@ -100,10 +100,11 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
     stored; what else the turn says is decided as usual. A correction ("I don't live in Paris anymore, I
     moved to Rome") supersedes what it corrects at once (`correct`). The turn's time is read in the user's zone
     (lifecycle/when.user_zone) and resolved once (lifecycle/when.py)."""
-    from ..processors.gate import gate
+    from ..processors.gate import gate, refusals, refused_turn
     from ..processors.write_decider import decide_turn, episodic_metadata, gate_enabled, pending_metadata
     from ..consolidation.rules import SAME_CHAT_WINDOW_S as W, said_again  # the same words said again: one chat, 30 minutes
     from .forget import forget_split
+    from ..store.agents import same_agent
 
     tz = user_zone(config, user_id)
     said = user_lines(turns) if turns else text
@@ -117,6 +118,10 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
             why = gated.reason if gated is not None else "rules: forget request (not stored)"
             return AddResult(stored=False, reason=why + (note or "; no memory it names was found"))
         turns, text = [{"role": "user", "content": rest}], rest
+    declared = getattr(config, "categories", ())
+    refused = refused_turn(turns or [{"role": "user", "content": text}], declared)  # the project's instructions
+    if refused:
+        return AddResult(stored=False, refused=refused, reason=refused[0] + note)
     try:
         decision = decide_turn(make_decider, config, chat_id, turns, now_iso)
         why = "deferred: kept raw; decide_pending or consolidation decides it later"
@@ -137,12 +142,16 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
     event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
     thing = meta["thing"] or text
     meta["thing"] = thing
+    refused = refusals(f"{thing}\n{meta.get('context', '')}", declared)  # what a model wrote is held to them too
+    if refused:
+        return AddResult(stored=False, refused=refused, reason=refused[0] + note + corrections([]))
     same = F.and_(F.eq("user_id", user_id), F.eq("memory_type", MemoryType.EPISODIC.value), F.eq("text", thing))
-    twin = [r for r in writes.store.query(F.and_(same, F.eq("chat_id", chat_id), F.cmp("ts", ">=", event_ts - W), F.cmp("ts", "<=", event_ts + W)), MEMORY_FIELDS, limit=16) if said_again(MemoryRecord.from_row(r), thing, chat_id, who, event_ts, meta["time"])]
+    twin = [r for r in writes.store.query(F.and_(same, F.eq("chat_id", chat_id), F.cmp("ts", ">=", event_ts - W), F.cmp("ts", "<=", event_ts + W)), MEMORY_FIELDS, limit=16) if said_again(MemoryRecord.from_row(r), thing, chat_id, who, event_ts, meta["time"])
+            and same_agent(r.get("metadata"), meta)]  # the same words from another agent are that agent's own (store/agents.py)
     if twin:
         record = MemoryRecord.from_row(twin[0])
         try:
-            record_use(writes.store, writes.embedder, writes.lock, record, None, None, decay_table(config.decay_preset))
+            record_use(writes.store, writes.embedder, writes.lock, record, None, None, decay_table(config.decay_preset, config.categories))
             return AddResult(ids=[record.id], stored=False, reason=f"already remembered as memory {record.id}; its use was counted")
         except NotFound:
             pass  # deleted meanwhile: store it anew

@@ -4,6 +4,8 @@ history, while storage, embeddings and retrieval each live in their own folder."
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Iterator, Sequence
 
 from .. import validation as V
@@ -17,6 +19,7 @@ from ..models import LIFE_KEY, AddResult, HistoryAction, HistoryEvent, MemoryPag
 from ..processors.write_decider import EpisodicWriteDecider
 from ..retrieval import check_search_mode
 from ..store import MEMORY_FIELDS
+from ..store import agents as A
 from ..store import filters as F
 from ..store.removal import remove_with_history
 from ..store.writes import plain_row
@@ -28,6 +31,13 @@ def deletion_event(old: MemoryRecord, user_id: str, **details: Any) -> dict[str,
     """The "deleted" history event of `delete` and `delete_many` (batch.py), keeping the row for `undo`."""
     return HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.DELETED, old_text=old.text, actor="api",
                         details={**details, "row": forgotten_row(old)}).model_dump(mode="json")
+
+
+def unchanged(old: MemoryRecord, text: str, metadata: dict[str, Any], until: int | None) -> bool:
+    """Whether an update would change nothing: the same text and every given key already holding its value."""
+    if until is not None:
+        metadata = {**metadata, expiry.KEY: until}
+    return old.text == text and all(k in old.metadata and old.metadata[k] == v for k, v in metadata.items())
 
 
 class RecordService:
@@ -48,12 +58,15 @@ class RecordService:
         ts: Any = None,
         memory_type: MemoryType | str = MemoryType.EPISODIC,
         expires_at: Any = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> AddResult:
         """Remember a turn. Memory.add documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         chat_id = V.check_id("chat_id", chat_id)
         who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
-        metadata = V.check_caller_metadata(metadata)
+        agent_id, run_id = A.check_ids(agent_id, run_id)
+        metadata = A.stamp(V.check_caller_metadata(metadata), agent_id, run_id)  # store/agents.py: the writer's scope
         event_ts = V.event_ts(ts)
         mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
         text, turns = V.messages_to_text(messages)
@@ -61,11 +74,13 @@ class RecordService:
         until = expiry.resolve(expires_at, event_ts, tz)  # resolved once, from when it was said
         if infer and mtype is MemoryType.EPISODIC:
             ctx = self.ctx
+            seen = functools.partial(self.search, agent_id=agent_id)  # forget and correct within the agent's view
+
             def forget(asks: list[str]) -> list[int]:  # memory/forget.py: as observe honours a forget request
-                return forget_named(ctx, self.search, user_id, asks, actor="write_decider").deleted
+                return forget_named(ctx, seen, user_id, asks, actor="write_decider").deleted
 
             def correct(said: str, new_ids: list[int]) -> list[int]:  # memory/forget.py: a correction supersedes at once
-                return supersede_corrected(ctx, self.search, user_id, said, new_ids, event_ts, actor="write_decider")
+                return supersede_corrected(ctx, seen, user_id, said, new_ids, event_ts, actor="write_decider")
 
             added = add_inferred(ctx.writer, lambda: ctx.processor(EpisodicWriteDecider), ctx.config, user_id, chat_id, who,
                                  metadata, event_ts, text, turns, forget=forget, correct=correct)
@@ -90,7 +105,8 @@ class RecordService:
             user_id = V.check_id("user_id", item.get("user_id"))
             chat_id = V.check_id("chat_id", item.get("chat_id", "default"))
             who = V.check_id("who", item.get("who") or user_id, V.WHO_MAX)
-            metadata = V.check_caller_metadata(item.get("metadata"))
+            agent_id, run_id = A.check_ids(item.get("agent_id"), item.get("run_id"))
+            metadata = A.stamp(V.check_caller_metadata(item.get("metadata")), agent_id, run_id)
             event_ts = V.event_ts(item.get("ts"))
             mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
             text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
@@ -113,6 +129,8 @@ class RecordService:
         extra = V.check_caller_metadata(metadata)
         until = expiry.resolve(expires_at, now_ts(), user_zone(self.ctx.config, user_id))  # relative words: from now
         old = self.get(memory_id, user_id=user_id)
+        if unchanged(old, text, extra, until):  # nothing to record: no event, no re-embedding
+            return old
         new_meta = {**old.metadata, **extra, "updated_at": now_ts()}
         if until is not None:
             new_meta = expiry.stamp(new_meta, until)
@@ -157,12 +175,16 @@ class RecordService:
         memory_types: Sequence[MemoryType | str] | None = None,
         graph: bool | None = None,
         include_expired: bool = False,
+        agent_id: str | None = None,
+        agent_scope: str = "both",
+        run_id: str | None = None,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first. Memory.search
         documents the arguments and errors."""
         query = V.check_text(query, "query")
         user_id = V.check_id("user_id", user_id)
         metadata = V.check_metadata(filters, "filters")
+        metadata = self.scoped(metadata, agent_id, agent_scope, run_id) or {}
         if memory_type is None and not memory_types and isinstance(metadata.get("memory_type"), str):
             memory_type = metadata["memory_type"]  # filters={"memory_type": "procedural"} picks the kind searched
         kinds = V.check_memory_types(memory_type, memory_types)
@@ -190,29 +212,40 @@ class RecordService:
             raise NotFound(f"memory {memory_id} not found for this user")
         return MemoryRecord.from_row(rows[0])
 
+    def scoped(self, filters: dict[str, Any] | None, agent_id: Any, agent_scope: Any, run_id: Any) -> dict[str, Any] | None:
+        """The caller's filters with the agent scope and run ANDed in (store/agents.py), every id checked."""
+        agent_id, run_id = A.check_ids(agent_id, run_id)
+        return A.with_scope(filters, agent_id, A.check_scope(agent_id, agent_scope), run_id)
+
     def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                include_expired: bool = True) -> list[MemoryRecord]:
+                include_expired: bool = True, *, agent_id: str | None = None, agent_scope: str = "both",
+                run_id: str | None = None) -> list[MemoryRecord]:
         """Every memory of this user, oldest event first. Memory.get_all documents the arguments and errors
         (there `include_expired` is False; here, for the services that read every memory, True)."""
-        return sorted(self.iter_all(user_id, memory_type, filters, include_expired), key=lambda r: (r.ts, r.id))
+        return sorted(self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                    run_id=run_id), key=lambda r: (r.ts, r.id))
 
     def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-             filters: dict[str, Any] | None = None, include_expired: bool = False) -> MemoryPage:
+             filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
+             agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
         """A page of `get_all`. Memory.page documents the arguments and errors."""
         offset = V.check_offset(offset)
         limit = V.check_limit(limit)
-        records = self.get_all(user_id, memory_type, filters, include_expired)
+        records = self.get_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                               run_id=run_id)
         end = offset + limit
         return MemoryPage(items=records[offset:end], total=len(records), offset=offset,
                           next_offset=end if end < len(records) else None)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                 include_expired: bool = True) -> Iterator[MemoryRecord]:
+                 include_expired: bool = True, *, agent_id: str | None = None, agent_scope: str = "both",
+                 run_id: str | None = None) -> Iterator[MemoryRecord]:
         """Every memory of this user, a page at a time from the store, in no particular order (`get_all` sorts
         them). Memory.iter_all documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         mtype = V.check_memory_type(memory_type)
         keep_expired = V.check_flag("include_expired", include_expired)
+        filters = self.scoped(V.check_metadata(filters, "filters") if filters is not None else None, agent_id, agent_scope, run_id)
         where = self.ctx.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
         scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None, where)
         now = now_ts()

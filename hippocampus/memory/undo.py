@@ -270,7 +270,7 @@ class UndoService:
     def _undo_promoted(self, event: HistoryEvent) -> UndoResult:
         row = self._alive(event)
         try:
-            before = Category(event.details.get("from"))
+            before = Lifecycle(category=event.details.get("from")).category  # a built-in or a project's own
         except ValueError:
             raise InvalidInput(f"event {event.event_id} kept no category to go back to") from None
         if MemoryRecord.from_row(row).life.category is not Category.CORE:

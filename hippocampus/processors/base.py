@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from ..errors import ConfigError, LLMError
 from ..llm import ChatModel, Prompt
 from ..models import MemoryRecord
+from ..tracing import chat_json  # model.chat_json, in a span when a traced verb runs
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)
@@ -122,16 +123,31 @@ class Processor(Generic[R]):
 
     prompt_name: ClassVar[str]
     result_model: ClassVar[type[BaseModel]]
+    reads_project: ClassVar[bool] = False  # the steps that decide what is stored read the project's policy
+    project: Any = None  # processors/project.Project: the operator's categories and instructions
 
     def __init__(self, llm: ChatModel, prompts_dir: str | Path | None = None):
         self.llm = llm
         self.template = load_prompt(self.prompt_name, prompts_dir)
 
+    def with_project(self, config: Any) -> "Processor[R]":
+        """This processor reading the project's categories and instructions of `config` (when it reads them)."""
+        if self.reads_project:
+            from .project import Project
+
+            self.project = Project.of(config)
+        return self
+
+    def _render(self, prompt: Any) -> Any:
+        from .project import with_project
+
+        return with_project(prompt, self.project)
+
     def ask(self, **inputs: Any) -> R:
         """Raises LLMError when the model fails; callers choose the safe outcome."""
-        prompt = self.template.render(**inputs)
+        prompt = self._render(self.template.render(**inputs))
         try:
-            return _tagged(self.llm, self.llm.chat_json(prompt, self.result_model))  # type: ignore[return-value]
+            return _tagged(self.llm, chat_json(self.llm, prompt, self.result_model))  # type: ignore[return-value]
         except LLMError:
             log.warning("%s: the model failed; the caller keeps the safe outcome", self.prompt_name)
             raise
@@ -139,9 +155,9 @@ class Processor(Generic[R]):
     def ask_again(self, missing: Any, **inputs: Any) -> R | None:
         """The fact guard's one retry: the same inputs plus a note listing `missing`.
         None when the model fails (the caller falls back to its deterministic result)."""
-        prompt = self.template.render_retry(missing, **inputs)
+        prompt = self._render(self.template.render_retry(missing, **inputs))
         try:
-            return _tagged(self.llm, self.llm.chat_json(prompt, self.result_model))  # type: ignore[return-value]
+            return _tagged(self.llm, chat_json(self.llm, prompt, self.result_model))  # type: ignore[return-value]
         except LLMError:
             log.warning("%s: the retry for lost facts failed; falling back", self.prompt_name)
             return None

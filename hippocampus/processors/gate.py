@@ -17,7 +17,12 @@ A forget request ("忘掉我刚才说的", "forget what I said about Paris", "�
 flow), not to the gate. A forget request that also states something personal ("forget Paris,
 I'm moving to Rome") is not certain and goes to the model.
 
-Pure: no store, no model, no configuration. `write_decider.decide_turn` decides when it runs.
+Before the rows, `refusals`: what the project's declared categories forbid (`sensitive` / `never_store`
+with keywords) is refused on every write path that infers (add(infer=True), observe, a session's
+extraction), with the reason in the result's `refused` list.
+
+Pure: no store, no model; the declared categories are passed in. `write_decider.decide_turn` decides when
+the rows run.
 """
 
 from __future__ import annotations
@@ -226,6 +231,28 @@ RULES: tuple[GateRule, ...] = (
     GateRule("content request", "skip", content_request),
     GateRule("weather remark", "skip", weather_remark),
 )
+
+
+# --- the project's instructions (MemoryConfig.categories; docs/categories.md) ----------------------------
+def refusals(text: str, categories: Sequence[Any]) -> list[str]:
+    """Why the project's declared categories forbid storing `text`, or [] when none does: a category marked
+    `sensitive` or `never_store` whose keywords (or a whole example) the text holds. Certain as far as the
+    operator's words are, so it runs before the other rows and before any model, whatever `llm_gate` says;
+    a turn that holds one is refused whole (a clause split could leave the rest of a diagnosis behind)."""
+    from ..lifecycle.categories import first_match
+
+    found = first_match(text, categories, refused=True) if categories and text.strip() else None
+    if found is None:
+        return []
+    spec, word = found
+    return [f"instructions: {spec.name} is never stored (it says {word!r})"]
+
+
+def refused_turn(turns: Sequence[dict[str, Any]], categories: Sequence[Any]) -> list[str]:
+    """`refusals` of what the user said in these turns (every turn when none is the user's)."""
+    turns = [{"role": str(t.get("role", "user")), "content": str(t.get("content", ""))} for t in turns]
+    said = T.user_lines(turns) or " ".join(t["content"] for t in turns)
+    return refusals(said, categories)
 
 
 def read_turn(turns: Sequence[dict[str, Any]], now_iso: str = "") -> Turn:

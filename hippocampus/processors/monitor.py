@@ -116,6 +116,7 @@ def plan(result: MonitorResult, short: dict[str, MemoryRecord]) -> MonitorPlan:
 class KnowledgeMonitor(Processor[MonitorResult]):
     prompt_name = "knowledge_monitor"
     result_model = MonitorResult
+    reads_project = True
 
     def observe(self, turns: Sequence[dict[str, str]], shown: Sequence[MemoryRecord], now_iso: str = "",
                 chat_id: str = "default") -> MonitorPlan:

@@ -16,6 +16,8 @@ from typing import Any, Sequence
 
 from ..models import MemoryRecord
 from .base import Processor
+from .gate import refusals
+from .project import declared
 from .monitor import MAX_SHOWN, repeats, shown_memories, shown_view
 from .results import MonitorAdd, SessionExtraction
 
@@ -51,9 +53,12 @@ def recent(messages: Sequence[dict[str, Any]], max_chars: int = MAX_CHARS) -> tu
     return list(reversed(kept)), len(messages) - len(kept)
 
 
-def plan(result: SessionExtraction, short: dict[str, MemoryRecord]) -> SessionPlan:
-    """Check the model's answer against what it was shown. Pure."""
+def plan(result: SessionExtraction, short: dict[str, MemoryRecord], declared: Sequence[Any] = ()) -> SessionPlan:
+    """Check the model's answer against what it was shown and the project's declared categories
+    (MemoryConfig.categories: a new memory or an update they forbid is refused, a category outside the
+    built-in and declared ones is dropped for the guess). Pure."""
     out = SessionPlan(reason=result.reason)
+    names = {*_CATEGORIES, *(spec.name for spec in declared)}
     for update in result.updates:
         rec = short.get(update.id)
         text = " ".join(update.text.split())
@@ -63,6 +68,8 @@ def plan(result: SessionExtraction, short: dict[str, MemoryRecord]) -> SessionPl
             out.refused.append(f"{update.id}: a {rec.life.category.value} memory is never updated by a session")
         elif not text:
             out.refused.append(f"{update.id}: update without a text; ignored")
+        elif refusals(text, declared):
+            out.refused += [f"{update.id}: update {why}" for why in refusals(text, declared)]
         elif rec.id in out.updates:
             out.refused.append(f"{update.id}: updated twice; the first kept")
         elif text != rec.text:
@@ -72,10 +79,12 @@ def plan(result: SessionExtraction, short: dict[str, MemoryRecord]) -> SessionPl
         if not text:
             continue
         twin = next((k for k, rec in short.items() if repeats(text, rec.text)), None)
-        if twin is not None:
+        if refusals(text, declared):
+            out.refused += [f"new {text!r}: {why}" for why in refusals(text, declared)]
+        elif twin is not None:
             out.refused.append(f"new {text!r}: repeats {twin}; dropped")
         elif not any(repeats(text, k.text) for k in out.new):
-            category = new.category if new.category in _CATEGORIES else ""
+            category = new.category if new.category in names else ""
             out.new.append(new.model_copy(update={"text": text, "category": category}))
     return out
 
@@ -83,6 +92,7 @@ def plan(result: SessionExtraction, short: dict[str, MemoryRecord]) -> SessionPl
 class SessionExtractor(Processor[SessionExtraction]):
     prompt_name = "session_extractor"
     result_model = SessionExtraction
+    reads_project = True
 
     def extract(self, messages: Sequence[dict[str, Any]], shown: Sequence[MemoryRecord], now_iso: str = "",
                 chat_id: str = "default") -> SessionPlan:
@@ -91,6 +101,6 @@ class SessionExtractor(Processor[SessionExtraction]):
         memories = shown_memories(short)
         turns, left_out = recent(messages)
         result: SessionExtraction = self.ask(now=now_iso, chat_id=chat_id, turns=turns, memories=memories)
-        out = plan(result, short)
+        out = plan(result, short, declared(self.project))
         out.left_out = left_out
         return out

@@ -27,6 +27,7 @@ def user_text(turns: Sequence[dict[str, str]]) -> str:
 class EpisodicWriteDecider(Processor[WriteDecision]):
     prompt_name = "write_decider"
     result_model = WriteDecision
+    reads_project = True
 
     def decide(self, chat_id: str, turns: Sequence[dict[str, str]], now_iso: str = "") -> WriteDecision:
         """One model call. Raises LLMError when the model fails; the caller keeps the turn

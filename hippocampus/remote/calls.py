@@ -106,11 +106,12 @@ class _Verbs:
 
     def add(self, messages: Any, user_id: str, chat_id: str = "default", who: Optional[str] = None,
             metadata: Optional[dict[str, Any]] = None, *, infer: bool = False, ts: Any = None,
-            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None) -> Call[AddResult]:
+            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None, agent_id: Optional[str] = None,
+            run_id: Optional[str] = None) -> Call[AddResult]:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
         body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
-                    ts=ts, memory_type=memory_type, expires_at=_when(expires_at))
+                    ts=ts, memory_type=memory_type, expires_at=_when(expires_at), agent_id=agent_id, run_id=run_id)
         return Call("POST", "/memories", AddResult, body=body)
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
@@ -123,11 +124,11 @@ class _Verbs:
     def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
                filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None,
                include_superseded: bool = False, memory_types: Optional[Sequence[Any]] = None,
-               graph: Optional[bool] = None, include_expired: bool = False) -> Call[SearchResult]:
+               graph: Optional[bool] = None, include_expired: bool = False, agent_id: Optional[str] = None, agent_scope: str = "both", run_id: Optional[str] = None) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
         body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
                     include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None,
-                    graph=graph, include_expired=include_expired)
+                    graph=graph, include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
@@ -135,11 +136,13 @@ class _Verbs:
         return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
 
     def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
-             limit: int = 100, filters: Optional[dict[str, Any]] = None, include_expired: bool = False) -> Call[MemoryPage]:
+             limit: int = 100, filters: Optional[dict[str, Any]] = None, include_expired: bool = False, *,
+             agent_id: Optional[str] = None, agent_scope: str = "both", run_id: Optional[str] = None) -> Call[MemoryPage]:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
         params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
                   "limit": V.check_limit(limit), "filters": _filters_param(filters),
-                  "include_expired": "true" if V.check_flag("include_expired", include_expired) else None}
+                  "include_expired": "true" if V.check_flag("include_expired", include_expired) else None,
+                  **_agent_params(agent_id, agent_scope, run_id)}
         return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
 
     def update(self, memory_id: int, text: str, user_id: str, metadata: Optional[dict[str, Any]] = None,
@@ -194,14 +197,16 @@ class _Verbs:
         return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
 
     def observe(self, messages: Any, user_id: str, shown: Sequence[Any] = (), chat_id: str = "default", who: Optional[str] = None,
-                metadata: Optional[dict[str, Any]] = None, *, ts: Any = None) -> Call[ObserveResult]:
+                metadata: Optional[dict[str, Any]] = None, *, ts: Any = None, agent_id: Optional[str] = None,
+                run_id: Optional[str] = None) -> Call[ObserveResult]:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
         if isinstance(shown, (str, bytes)):
             raise InvalidInput("shown must be a list of memory ids or search hits")
         ids = [getattr(s, "id", s) for s in shown]
         return Call("POST", "/observe", ObserveResult, body={"messages": messages, "user_id": user_id, "shown": ids,
-                                                             "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts})
+                                                             "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts,
+                                                             "agent_id": agent_id, "run_id": run_id})
 
     def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> Call[ConsolidationStats]:
         """Run consolidation in the service (after any run in progress); `progress` is not streamed.
@@ -221,13 +226,13 @@ class _Verbs:
         return Call("GET", "/graph", GraphView, params=params)
 
     def context(self, user_id: str, query: Optional[str] = None, max_items: int = 20, min_score: float = 0.5,
-                dates: bool = False, now: Any = None) -> Call[str]:
+                dates: bool = False, now: Any = None, *, agent_id: Optional[str] = None, agent_scope: str = "both", run_id: Optional[str] = None) -> Call[str]:
         """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
         Raises InvalidInput for a bad argument."""
         if now is not None:
             raise InvalidInput("context(now=...) is for in-process simulations; a service uses its own clock")
         params = {"user_id": _uid(user_id), "query": query, "max_items": V.check_limit(max_items, "max_items"),
-                  "min_score": min_score, "dates": bool(dates)}
+                  "min_score": min_score, "dates": bool(dates), **_agent_params(agent_id, agent_scope, run_id)}
         call: Call[Any] = Call("GET", "/context", None, params={k: v for k, v in params.items() if v is not None})
         call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
         return call
@@ -334,3 +339,11 @@ def _local_text(source: Any, verb: str, lines: bool) -> tuple[str, str]:
         return "", f"{source} does not exist; nothing imported"
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read {str(source)!r}: {exc}") from None
+
+
+def _agent_params(agent_id: Optional[str], agent_scope: str, run_id: Optional[str]) -> dict[str, Any]:
+    """The agent scope as query parameters (store/agents.py); the defaults are left out."""
+    out: dict[str, Any] = {"agent_id": agent_id, "run_id": run_id}
+    if agent_scope != "both":
+        out["agent_scope"] = agent_scope
+    return {k: v for k, v in out.items() if v is not None}

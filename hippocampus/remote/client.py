@@ -124,18 +124,22 @@ class Client(_Base):
     build_graph = _sync(_Verbs.build_graph)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                 include_expired: bool = False) -> Iterator[MemoryRecord]:
-        """Every memory of this user matching `filters`, a page at a time."""
+                 include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
+                 run_id: Optional[str] = None) -> Iterator[MemoryRecord]:
+        """Every memory of this user matching `filters` (and the agent scope), a page at a time."""
         offset: Optional[int] = 0
         while offset is not None:
-            page = self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired)
+            page = self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired,
+                             agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
             yield from page.items
             offset = page.next_offset
 
     def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                include_expired: bool = False) -> list[MemoryRecord]:
-        """Every memory of this user matching `filters`, oldest event first."""
-        return list(self.iter_all(user_id, memory_type, filters, include_expired))
+                include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
+                run_id: Optional[str] = None) -> list[MemoryRecord]:
+        """Every memory of this user matching `filters` (and the agent scope), oldest event first."""
+        return list(self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                  run_id=run_id))
 
     def healthy(self) -> bool:
         """Whether the service answers /healthz."""
@@ -197,17 +201,21 @@ class AsyncClient(_Base):
     build_graph = _async(_Verbs.build_graph)
 
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                       include_expired: bool = False) -> AsyncIterator[MemoryRecord]:
+                       include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
+                       run_id: Optional[str] = None) -> AsyncIterator[MemoryRecord]:
         offset: Optional[int] = 0
         while offset is not None:
-            page = await self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired)
+            page = await self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired,
+                                   agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
             for record in page.items:
                 yield record
             offset = page.next_offset
 
     async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                      include_expired: bool = False) -> list[MemoryRecord]:
-        return [r async for r in self.iter_all(user_id, memory_type, filters, include_expired)]
+                      include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
+                      run_id: Optional[str] = None) -> list[MemoryRecord]:
+        return [r async for r in self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id,
+                                               agent_scope=agent_scope, run_id=run_id)]
 
     async def _send(self, call: Call[R]) -> R:
         try:

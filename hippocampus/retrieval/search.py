@@ -14,9 +14,8 @@ no working embedder either the scope's newest memories are returned.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -26,13 +25,13 @@ from ..models import MemoryRecord, MemoryType, SearchHit, now_ts
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import expiry
 from ..store import filters as F
+from . import stages
 from .context import ContextParams, apply_context, in_context, neighbours, windows
-from .fusion import Candidate, FusionMethod, collect, fuse
-from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple_links
-from .graph import apply as apply_graph
-from .hubness import PROBES, corrections, hub_scores
-from .ranking import RankParams, diversify, rank
-from .subject import apply as apply_subject
+from .fusion import Candidate, collect
+from .graph import GraphParams
+from .hubness import PROBES
+from .ranking import RankParams
+from .rows import MARGIN, kept_row, lite_scope
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +61,7 @@ class RetrievalParams:
     graph: GraphParams = GraphParams()
     rank: RankParams = RankParams()
     context: ContextParams = ContextParams()
+    categories: tuple[str, ...] = ()  # the project's own category names (MemoryConfig.categories): filterable
 
     @classmethod
     def from_config(cls, config: Any) -> "RetrievalParams":
@@ -76,6 +76,7 @@ class RetrievalParams:
             graph=GraphParams(weight=float(config.rank_graph_weight)),
             rank=RankParams.from_config(config),
             context=ContextParams.from_config(config),
+            categories=tuple(spec.name for spec in getattr(config, "categories", ())),
         )
 
 
@@ -92,7 +93,7 @@ class Retriever:
               include_superseded: bool = False, include_expired: bool = True) -> str:
         """The filter of a search: the user, the kind, the caller's filters (store/filters.py
         `caller_filter`), and (unless asked for) no memory that a newer fact superseded (a store whose
-        server lacks JSON `exists` filters those after retrieval instead: `_current`)."""
+        server lacks JSON `exists` filters those after retrieval instead: `current_row`)."""
         parts = [F.eq("user_id", user_id)]
         if not include_superseded and self.store.capabilities.json_exists:
             parts.append(F.json_missing("metadata", "life", "superseded_by"))
@@ -100,13 +101,13 @@ class Retriever:
             parts.append(F.eq("memory_type", memory_type.value))
         caller = metadata if isinstance(metadata, F.CallerFilter) else F.caller_filter(metadata)
         parts.append(caller.expr)
-        if not include_expired and self.store.capabilities.json_exists:  # last: _lite_scope finds it there
+        if not include_expired and self.store.capabilities.json_exists:  # last: lite_scope finds it there
             parts.append(expiry.live(now_ts()))
         return F.and_(*parts)
 
     def caller_filter(self, user_id: str, filters: dict[str, Any] | None) -> F.CallerFilter:
         """The caller's filters compiled once per search, bare keys checked (store/filters.py `checked_filter`)."""
-        return F.checked_filter(self.store, user_id, filters)
+        return F.checked_filter(self.store, user_id, filters, self.params.categories)
 
     def encode_query(self, query: str, mode: SearchMode | None = None) -> Sequence[float] | None:
         """The query's vector, or None when BM25 alone will serve (bm25 mode, or the embedder failed)."""
@@ -152,12 +153,12 @@ class Retriever:
         use_graph = (self.params.graph_on if graph is None else bool(graph)) and self.params.graph.active and query_vector is not None
         reorder = (mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0 or use_graph
                    or self.params.subject_weight > 0)
-        q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded, include_expired),
+        q = stages.Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded, include_expired),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
                   include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph,
                   include_expired=include_expired)
         cands: list[Candidate] = []
-        for stage in STAGES:
+        for stage in stages.STAGES:  # read at call time: scripts/eval_crosslang.py traces them
             cands = stage(self, q, cands)
         return [_hit(c) for c in cands[:limit]]
 
@@ -174,11 +175,11 @@ class Retriever:
     # ------------------------------------------------------------------ per mode
     def _dense(self, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[dict[str, Any]]:
         fields = [*MEMORY_FIELDS, "vector"] if self.params.hubness_weight > 0 else MEMORY_FIELDS  # the hubness stage reads them
-        fast = _lite_scope(self.store, scope)
-        if fast is not None:  # milvus-lite: superseded memories dropped here, not by the filter (_lite_scope)
-            rows = self.store.search_dense([vector], fast, limit + _MARGIN, fields=fields, partition=part)[0]
-            kept = [r for r in rows if _kept(r)]
-            if len(kept) >= limit or (len(rows) < limit + _MARGIN and self.store.count(fast, partition=part) == len(rows)):
+        fast = lite_scope(self.store, scope)
+        if fast is not None:  # milvus-lite: superseded memories dropped here, not by the filter (lite_scope)
+            rows = self.store.search_dense([vector], fast, limit + MARGIN, fields=fields, partition=part)[0]
+            kept = [r for r in rows if kept_row(r)]
+            if len(kept) >= limit or (len(rows) < limit + MARGIN and self.store.count(fast, partition=part) == len(rows)):
                 return kept[:limit]  # exact: the top `limit` current rows, or every current row there is
         rows = self.store.search_dense([vector], scope, limit, fields=fields, partition=part)[0]
         if len(rows) < limit and self.store.count(scope, partition=part) > len(rows):
@@ -192,22 +193,22 @@ class Retriever:
         for c in cands:
             c.score = c.bm25 or 0.0
         if len(cands) < limit:
-            seen, fast = {c.id for c in cands}, _lite_scope(self.store, scope)  # milvus-lite: no JSON filter (_lite_scope)
-            extra = self.store.query(fast or scope, limit=limit + len(seen) + (_MARGIN if fast else 0), partition=part)
-            extra = [r for r in extra if int(r["id"]) not in seen and (not fast or _kept(r))]
+            seen, fast = {c.id for c in cands}, lite_scope(self.store, scope)  # milvus-lite: no JSON filter (lite_scope)
+            extra = self.store.query(fast or scope, limit=limit + len(seen) + (MARGIN if fast else 0), partition=part)
+            extra = [r for r in extra if int(r["id"]) not in seen and (not fast or kept_row(r))]
             extra.sort(key=lambda r: (-int(r.get("ts", 0)), int(r["id"])))  # no shared word: newest first
             cands += [Candidate(row=r, bm25=0.0, score=0.0) for r in extra[: limit - len(cands)]]
         return cands
 
     def _lexical(self, query: str, scope: str, limit: int, fields: Sequence[str], part: str | None) -> list[dict[str, Any]]:
         """BM25's top `limit` in the scope. Milvus returns only rows sharing a word with the query, so a
-        short answer holds all of them: with superseded rows dropped here (_lite_scope), it is exact
+        short answer holds all of them: with superseded rows dropped here (lite_scope), it is exact
         when it keeps `limit` rows or when the unfiltered answer was short."""
-        fast = _lite_scope(self.store, scope)
+        fast = lite_scope(self.store, scope)
         if fast is not None:
-            rows = self.store.search_bm25([query], fast, limit + _MARGIN, fields=fields, partition=part)[0]
-            kept = [r for r in rows if _kept(r)]
-            if len(kept) >= limit or len(rows) < limit + _MARGIN:
+            rows = self.store.search_bm25([query], fast, limit + MARGIN, fields=fields, partition=part)[0]
+            kept = [r for r in rows if kept_row(r)]
+            if len(kept) >= limit or len(rows) < limit + MARGIN:
                 return kept[:limit]
         return self.store.search_bm25([query], scope, limit, fields=fields, partition=part)[0]
 
@@ -240,7 +241,7 @@ class Retriever:
                 F.and_(F.eq("chat_id", chat), F.cmp("ts", ">=", lo), F.cmp("ts", "<=", hi))
                 for chat, lo, hi in windows(targets, params.window_seconds)
             ))
-            fast = _lite_scope(self.store, scope)  # milvus-lite: superseded rows dropped here, not by the filter
+            fast = lite_scope(self.store, scope)  # milvus-lite: superseded rows dropped here, not by the filter
             rows = self.store.query(
                 F.and_(fast or scope, F.eq("memory_type", "episodic"), chats),
                 fields=["id", "chat_id", "ts", "who", *(["metadata"] if fast else [])], limit=_NEIGHBOUR_ROWS, partition=part,
@@ -248,7 +249,7 @@ class Retriever:
             if len(rows) >= _NEIGHBOUR_ROWS:  # cut off: a farther turn could pass for a neighbour
                 log.info("more than %d memories around the candidates; no neighbour bonus this time", _NEIGHBOUR_ROWS)
                 rows = []
-            rows = [r for r in rows if _kept(r)] if fast else rows
+            rows = [r for r in rows if kept_row(r)] if fast else rows
             near = neighbours(targets, rows, params.window_seconds)
             known = {c.id for c in cands}
             missing = sorted({j for ids in near.values() for j in ids} - known)
@@ -272,161 +273,3 @@ def _hit(c: Candidate) -> SearchHit:
     signals.update({k: float(v) for k, v in (("dense_rank", c.dense_rank), ("bm25_rank", c.bm25_rank), ("bm25", c.bm25))
                     if v is not None})
     return SearchHit(memory=record, score=float(c.score), similarity=c.similarity, signals=signals)
-
-
-def _current(row: dict[str, Any]) -> bool:
-    """Not superseded by a newer fact (the filter's twin, for servers without JSON `exists`)."""
-    life = (row.get("metadata") or {}).get("life")
-    return not (isinstance(life, dict) and life.get("superseded_by") is not None)
-
-
-def _live(row: dict[str, Any]) -> bool:
-    """Not past a caller's `expires_at` (lifecycle/expiry.py; the filter's twin)."""
-    return not expiry.expired(row.get("metadata") or {}, now_ts())
-
-
-def _kept(row: dict[str, Any]) -> bool:
-    """What _lite_scope's fast path keeps: neither superseded nor expired (both parts were in the scope)."""
-    return _current(row) and _live(row)
-
-
-# ---------------------------------------------------------------------- the stages
-@dataclass
-class Query:
-    """What every stage may read of one search."""
-
-    text: str
-    vector: Sequence[float] | None
-    mode: SearchMode
-    scope: str
-    part: str
-    depth: int  # candidates gathered: the limit, or more when a later stage reorders
-    use_context: bool
-    include_superseded: bool
-    now: int | None
-    user_id: str = ""
-    use_graph: bool = False
-    include_expired: bool = False
-
-
-def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
-    """Candidates by mode: dense, BM25 (filled with the scope's newest when few share a word), both,
-    or Milvus's own hybrid ranking (already scored)."""
-    if q.mode == "bm25":
-        return r._bm25(q.text, q.scope, q.depth, q.part)
-    if q.mode == "dense":
-        return collect(r._dense(q.vector, q.scope, q.depth, q.part), [])
-    if r.params.fusion.startswith("milvus_"):
-        return r._milvus_hybrid(q.text, q.vector, q.scope, q.depth, q.part)
-    dense = r._dense(q.vector, q.scope, q.depth, q.part)
-    lexical = r._lexical(q.text, q.scope, q.depth, [*MEMORY_FIELDS, "vector"], q.part)
-    return collect(dense, lexical, q.vector)
-
-
-_CURRENT = F.json_missing("metadata", "life", "superseded_by")
-_LIVE = re.compile(r' and \(\(not exists metadata\["expires_at"\]\) or \(metadata\["expires_at"\] >= \d+\)\)$')
-_MARGIN = 10  # rows asked for beyond the depth when the search itself does not drop superseded memories
-
-
-def _lite_scope(store: MilvusStore, scope: str) -> str | None:
-    """On milvus-lite, the scope without `not exists metadata["life"]["superseded_by"]` (the caller drops
-    superseded rows itself, asking for _MARGIN more); None where nothing is gained (another engine, no such
-    part, or another JSON condition left). Why: milvus-lite evaluates a JSON path row by row in Python
-    after converting every column of the partition's rows, 384-d vectors included; at 100k memories that
-    filter took ~90% of a dense search and half of the BM25 one (docs/hybrid_at_scale.md)."""
-    part = f" and ({_CURRENT})"
-    live = _LIVE.search(scope)
-    if store.capabilities.engine != "milvus-lite" or part not in scope or live is None:
-        return None
-    fast = scope[:live.start()].replace(part, "", 1)
-    return None if "metadata[" in fast else fast
-
-
-def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """Lower the similarity of memories close to every query (retrieval/hubness.py); the dense
-    ranks follow the corrected similarity. Not for BM25 alone nor Milvus's own hybrid ranking."""
-    weight = r.params.hubness_weight
-    scored = [c for c in cands if c.similarity is not None]
-    if weight <= 0 or len(scored) < 2 or q.mode == "bm25" or (q.mode == "hybrid" and r.params.fusion.startswith("milvus_")):
-        return cands
-    probes = r.probe_vectors()
-    if probes is None:
-        return cands
-    missing = [c.id for c in scored if c.vector is None]
-    found = r.store.vectors(missing) if missing else {}  # every search path returns them; a safety net
-    scored = [c for c in scored if c.vector is not None or c.id in found]
-    hubs = hub_scores(np.asarray([c.vector if c.vector is not None else found[c.id] for c in scored], dtype=np.float32), probes)
-    for c, gain in zip(scored, corrections(hubs, weight)):
-        c.hub = gain
-    for rank_, c in enumerate(sorted(scored, key=lambda c: (-(c.similarity or 0.0) - c.hub, c.dense_rank or 0))):
-        c.dense_rank = rank_
-    return cands
-
-
-def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """One score per candidate: BM25's, the (corrected) similarity, or the weighted / RRF fusion of both."""
-    if q.mode == "bm25":
-        for c in cands:
-            c.score = c.bm25 or 0.0
-        return cands
-    if q.mode == "dense":
-        for c in cands:
-            c.score = (c.similarity or 0.0) + c.hub
-        return sorted(cands, key=lambda c: (-c.score, c.dense_rank if c.dense_rank is not None else 0))
-    if r.params.fusion.startswith("milvus_"):
-        return cands
-    method: FusionMethod = "rrf" if r.params.fusion == "rrf" else "weighted"
-    return fuse(cands, q.text, method, r.params.bm25_weight, script_aware=r.params.script_aware)
-
-
-def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """A question about the user passes over memories only about someone else, and the reverse
-    (retrieval/subject.py). Not for BM25 alone, whose scores are on another scale."""
-    return cands if q.mode == "bm25" else apply_subject(cands, q.text, q.user_id, r.params.subject_weight)
-
-
-def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """Memories linked to the query through the user's graph join or rise (retrieval/graph.py; with `graph: on`)."""
-    g, p = r.store.graph, r.params.graph
-    if not q.use_graph or q.vector is None or not g.exists():
-        return cands
-    memories = g.count(q.user_id, "memory")
-    if not memories:
-        return cands
-    seeds = [c.id for c in cands[: p.seeds]]
-    linked = combine({
-        "triple": triple_links(g.search(q.user_id, q.vector, "triple", p.triples), p),
-        "entity": entity_links(g.search(q.user_id, q.vector, "entity", p.entities), q.text, memories, p),
-        "hop": hop_links(seeds, g.rows(q.user_id, "entity", extra=F.contains_any("supports", seeds)) if seeds else [], memories, p),
-    })
-    known = {c.id for c in cands}
-    wanted = sorted((m for m in linked if m not in known), key=lambda m: -linked[m][0])[: p.max_new]
-    joined = []
-    if wanted:  # read within the search's scope: the user, the type, current facts only (milvus-lite: dropped here)
-        rows = r.store.query(F.and_(_lite_scope(r.store, q.scope) or q.scope, F.in_("id", wanted)),
-                             fields=[*MEMORY_FIELDS, "vector"], partition=q.part)
-        for row in (rw for rw in rows if (q.include_superseded or _current(rw)) and (q.include_expired or _live(rw))):
-            vec = row.pop("vector")
-            sim = cosine(q.vector, vec)
-            joined.append(Candidate(row=row, similarity=sim, vector=vec, score=sim, parts={"similarity": sim}))
-    return apply_graph(cands, linked, joined, p.weight)
-
-
-def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """The best match's chat, a named who, and (opt-in) chat neighbours (retrieval/context.py)."""
-    return r._in_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
-
-
-def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """Facts a newer one superseded leave, and memories past a caller's `expires_at`, unless asked for (the
-    filter's twin for servers without JSON exists)."""
-    return [c for c in cands if (q.include_superseded or _current(c.row)) and (q.include_expired or _live(c.row))]
-
-
-def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
-    """Recency, use and importance bonuses, then MMR diversity (retrieval/ranking.py; off by default)."""
-    return diversify(rank(cands, r.params.rank, q.now), r.params.rank.mmr_weight, r.store.vectors)
-
-
-Stage = Callable[[Retriever, Query, list[Candidate]], list[Candidate]]
-STAGES: tuple[Stage, ...] = (gather, hubness, fusion, subject, graph, context, current, ranking)  # the order a query walks, once

@@ -31,6 +31,7 @@ from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, 
 from .jobs import Consolidations
 from .metrics import CountingLLM, ServiceMetrics, timer
 from .rest import router
+from .trace_requests import export_to_collector, install_tracing, without_native_spans
 
 log = logging.getLogger("hippocampus.server")
 
@@ -85,7 +86,8 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
             log.info("store closed")
 
     app = GuardedApp(title="Hippocampus", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Long-term memory for LLM agents. Every error answer is {\"error\": {\"type\", \"message\"}}.")
+                  description="Long-term memory for LLM agents. Every error answer is {\"error\": {\"type\", \"message\"}}.",
+                  **without_native_spans())  # FastAPI's own spans carry raw paths and queries (ids): ours replace them
     app.state.memory, app.state.keys, app.state.metrics, app.state.consolidations = memory, keys, metrics, jobs
     app.state.behind_https, app.state.ui_session_s = behind_https, ui_session_s
     install(app, hosts, max_body_bytes=max_body_bytes, public_docs=public_docs,
@@ -119,6 +121,7 @@ def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional
     if mcp_app is not None:  # a route, not a mount: the endpoint is /mcp itself, never a redirect to /mcp/
         app.add_route("/mcp", mcp_app, include_in_schema=False)
     app.add_middleware(_Observe, metrics=metrics)
+    install_tracing(app, memory.config)  # a span per request, joining the caller's traceparent (trace_requests.py)
     return app
 
 
@@ -245,6 +248,7 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
         raise ConfigError(f"--ui-session-hours must be above 0, not {ui_session_hours}")
     _check_port(host, port)
     memory = Memory(**overrides)
+    export_to_collector(memory.config)  # OTEL_EXPORTER_OTLP_ENDPOINT, with tracing on (docs/tracing.md)
     app = create_app(memory, keys, cron=cron, mcp=mcp, decay_cron=decay_cron,
                      decay_at_start=memory.config.decay_preset != "off", allowed_hosts=names,
                      max_body_bytes=max_body_bytes, public_docs=public_docs, debug_access_log=debug_access_log,

@@ -10,6 +10,7 @@ Keys come from the environment or a keys file, never from config.yaml:
         - name: support-bot          # shown in logs and metrics instead of the key
           key: "s3cr3t..."           # or sha256: "<hex digest of the key>", so the file holds no secret
           users: [alice, bob]        # or "*" for an operator key
+          agents: [planner]          # optional: the key acts only as these agents (docs/agents.md)
 
 A presented key is hashed and compared with every stored digest in constant time; keys are never
 logged (a tenant is named by its `name`, or by the first 8 hex digits of its digest).
@@ -33,11 +34,12 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 import yaml
 
-from ..errors import AuthError, ConfigError, NotFound
+from ..errors import AuthError, ConfigError, InvalidInput, NotFound
+from ..store.agents import agent_of
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 ENV_KEYS = "HIPPOCAMPUS_API_KEYS"
@@ -88,10 +90,14 @@ def digest(key: str) -> bytes:
 
 @dataclass(frozen=True)
 class Tenant:
-    """Who a request speaks for: a set of user ids, or every user (`users is None`, an operator)."""
+    """Who a request speaks for: a set of user ids, or every user (`users is None`, an operator); with
+    `agents`, only as those agents within them (store/agents.py): such a key reads and writes its agents'
+    own memories and the users' shared ones, never another agent's, and only through the verbs that
+    take an agent (check_agent, check_owned); every other verb refuses it (`check`)."""
 
     name: str
     users: Optional[frozenset[str]] = None
+    agents: Optional[frozenset[str]] = None
 
     @property
     def is_operator(self) -> bool:
@@ -102,8 +108,47 @@ class Tenant:
 
     def check(self, user_id: Optional[str], missing: str) -> None:
         """A user id this tenant may not touch is answered like a missing memory: `missing` is the
-        very message the library gives for one, so the answer tells nothing about other tenants."""
+        very message the library gives for one, so the answer tells nothing about other tenants.
+        A key bound to agents is refused here too: a whole-user verb (export, reset, consolidate, ...)
+        would reach other agents' memories."""
+        self._check_user(user_id, missing)
+        if self.agents is not None:
+            raise NotFound(missing)
+
+    def _check_user(self, user_id: Optional[str], missing: str) -> None:
         if user_id is not None and isinstance(user_id, str) and not self.may(user_id):
+            raise NotFound(missing)
+
+    def check_agent(self, user_id: Optional[str], agent_id: Optional[str], missing: str) -> Optional[str]:
+        """The user check, then the agent a call acts as: the caller's for an unbound key; for a bound key
+        one of its agents (the one it has when the call names none), another agent answered as `missing`."""
+        self._check_user(user_id, missing)
+        if self.agents is None:
+            return agent_id
+        if agent_id is None:
+            if len(self.agents) != 1:
+                raise InvalidInput(f"this key acts as one of several agents; name it with agent_id ({sorted(self.agents)})")
+            return next(iter(self.agents))
+        if agent_id not in self.agents:
+            raise NotFound(missing)
+        return agent_id
+
+    def may_touch(self, metadata: Optional[Mapping[str, Any]]) -> bool:
+        """Whether this key may read or change a memory with this metadata: a shared one or its agents'."""
+        owner = agent_of(metadata)
+        return self.agents is None or owner is None or owner in self.agents
+
+    def check_owned(self, user_id: Optional[str], missing: str, metadata_of: Callable[[], Optional[Mapping[str, Any]]]) -> None:
+        """A by-id verb (get, update, delete, history): the user check; for a bound key the memory
+        (`metadata_of` reads it) must be shared or its agents', else `missing`, as for an unknown id."""
+        self._check_user(user_id, missing)
+        if self.agents is None:
+            return
+        try:
+            metadata = metadata_of()
+        except NotFound:
+            raise NotFound(missing) from None
+        if not self.may_touch(metadata):
             raise NotFound(missing)
 
     def scope(self, user_id: Optional[str]) -> list[Optional[str]]:
@@ -182,12 +227,23 @@ def _users(value: Any, where: str) -> Optional[frozenset[str]]:
     return frozenset(u.strip() for u in value)
 
 
-def _entry(key: str, users: Any, where: str, name: Optional[str] = None) -> _Entry:
+def _agents(value: Any, where: str) -> Optional[frozenset[str]]:
+    """A keys-file entry's `agents`: absent (any agent) or a non-empty list of agent ids."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [a.strip() for a in value.split(",")]
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) and a.strip() for a in value):
+        raise ConfigError(f"{where}: agents must be a non-empty list of agent ids")
+    return frozenset(a.strip() for a in value)
+
+
+def _entry(key: str, users: Any, where: str, name: Optional[str] = None, agents: Any = None) -> _Entry:
     if not isinstance(key, str) or not key.strip():
         raise ConfigError(f"{where}: an API key must be a non-empty string (or give its sha256)")
     check_key_strength(key.strip(), where)
     d = digest(key.strip())
-    return _Entry(d, Tenant(name=name or f"key:{d.hex()[:8]}", users=_users(users, where)))
+    return _Entry(d, Tenant(name=name or f"key:{d.hex()[:8]}", users=_users(users, where), agents=_agents(agents, where)))
 
 
 def _read_keys_file(path: Path) -> list[_Entry]:
@@ -215,7 +271,8 @@ def _read_keys_file(path: Path) -> list[_Entry]:
                 d = b""
             if len(d) != 32:
                 raise ConfigError(f"{where}: sha256 must be 64 hex digits")
-            entries.append(_Entry(d, Tenant(name=str(name or f"key:{d.hex()[:8]}"), users=_users(row.get("users"), where))))
+            entries.append(_Entry(d, Tenant(name=str(name or f"key:{d.hex()[:8]}"), users=_users(row.get("users"), where),
+                                            agents=_agents(row.get("agents"), where))))
         else:
-            entries.append(_entry(row.get("key"), row.get("users"), where, str(name) if name else None))
+            entries.append(_entry(row.get("key"), row.get("users"), where, str(name) if name else None, row.get("agents")))
     return entries

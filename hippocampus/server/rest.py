@@ -61,9 +61,10 @@ def _missing(memory_id: int) -> str:
 @router.post("/memories", response_model=AddResult, summary="Remember a turn (add)")
 def add(request: Request, body: AddRequest, tenant: Tenant = Depends(authenticate),
         memory: Memory = Depends(memory_of)) -> AddResult:
-    tenant.check(body.user_id, f"user {body.user_id!r} not found")
+    agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
     result = memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
-                        infer=body.infer, ts=body.ts, memory_type=body.memory_type, expires_at=body.expires_at)
+                        infer=body.infer, ts=body.ts, memory_type=body.memory_type, expires_at=body.expires_at,
+                        agent_id=agent, run_id=body.run_id)
     if result.pending_decision:
         consolidations(request).nudge()  # the background worker decides it (write_decision: deferred)
     return result
@@ -79,10 +80,11 @@ def add_many(body: AddManyRequest, tenant: Tenant = Depends(authenticate), memor
 
 @router.post("/search", response_model=SearchResult, summary="Recall memories for a query")
 def search(body: SearchRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> SearchResult:
-    tenant.check(body.user_id, f"user {body.user_id!r} not found")
+    agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
     return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
                          filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
-                         memory_types=body.memory_types, graph=body.graph, include_expired=body.include_expired)
+                         memory_types=body.memory_types, graph=body.graph, include_expired=body.include_expired,
+                         agent_id=agent, agent_scope=body.agent_scope, run_id=body.run_id)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
@@ -94,30 +96,33 @@ def page(
     filters: Optional[str] = Query(None, description="search's filters as a JSON object, e.g. {\"priority\": {\"gte\": 3}} "
                                    "(docs/filters.md)"),
     include_expired: bool = Query(False, description="also memories past their expires_at"),
+    agent_id: Optional[str] = Query(None, description="the agent reading (docs/agents.md)"),
+    agent_scope: str = Query("both", description="own, shared or both"),
+    run_id: Optional[str] = Query(None, description="only memories of this run"),
     tenant: Tenant = Depends(authenticate),
     memory: Memory = Depends(memory_of),
 ) -> MemoryPage:
-    tenant.check(user_id, f"user {user_id!r} not found")
+    agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
     return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=json_filters(filters),
-                       include_expired=include_expired)
+                       include_expired=include_expired, agent_id=agent, agent_scope=agent_scope, run_id=run_id)
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="One memory")
 def get(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> MemoryRecord:
-    tenant.check(user_id, _missing(memory_id))
+    tenant.check_owned(user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=user_id).metadata)
     return memory.get(memory_id, user_id=user_id)
 
 
 @router.patch("/memories/{memory_id}", response_model=MemoryRecord, summary="Replace a memory's text (the id stays)")
 def update(memory_id: int, body: UpdateRequest, tenant: Tenant = Depends(authenticate),
            memory: Memory = Depends(memory_of)) -> MemoryRecord:
-    tenant.check(body.user_id, _missing(memory_id))
+    tenant.check_owned(body.user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=body.user_id).metadata)
     return memory.update(memory_id, body.text, user_id=body.user_id, metadata=body.metadata, expires_at=body.expires_at)
 
 
 @router.delete("/memories/{memory_id}", response_model=Deleted, summary="Delete one memory (its history stays)")
 def delete(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> Deleted:
-    tenant.check(user_id, _missing(memory_id))
+    tenant.check_owned(user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=user_id).metadata)
     memory.delete(memory_id, user_id=user_id)
     return Deleted(deleted=memory_id)
 
@@ -125,7 +130,8 @@ def delete(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate),
 @router.get("/memories/{memory_id}/history", response_model=list[HistoryEvent], summary="Every change to a memory")
 def history(memory_id: int, user_id: str, tenant: Tenant = Depends(authenticate),
             memory: Memory = Depends(memory_of)) -> list[HistoryEvent]:
-    tenant.check(user_id, f"no history for memory {memory_id} for this user")
+    tenant.check_owned(user_id, f"no history for memory {memory_id} for this user",
+                       lambda: memory.get(memory_id, user_id=user_id).metadata)  # a bound key: a memory still there
     return memory.history(memory_id, user_id=user_id)
 
 
@@ -138,9 +144,9 @@ def mark_used(body: MarkUsedRequest, tenant: Tenant = Depends(authenticate),
 
 @router.post("/observe", response_model=ObserveResult, summary="After a turn: one KnowledgeMonitor call (add, update, use, delete)")
 def observe(body: ObserveRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> ObserveResult:
-    tenant.check(body.user_id, f"user {body.user_id!r} not found")
+    agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
     return memory.observe(body.messages, user_id=body.user_id, shown=body.shown, chat_id=body.chat_id, who=body.who,
-                          metadata=body.metadata, ts=body.ts)
+                          metadata=body.metadata, ts=body.ts, agent_id=agent, run_id=body.run_id)
 
 
 @router.delete("/memories", response_model=ResetResult, summary="Erase a user's memories and history")
@@ -167,10 +173,12 @@ def decay(body: Optional[DecayRequest] = None, tenant: Tenant = Depends(authenti
 
 @router.get("/context", response_model=ContextReply, summary="The prompt block of a user's memories")
 def context(user_id: str, query: Optional[str] = None, max_items: int = Query(20, ge=0, le=1000),
-            min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, tenant: Tenant = Depends(authenticate),
+            min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, agent_id: Optional[str] = None,
+            agent_scope: str = "both", run_id: Optional[str] = None, tenant: Tenant = Depends(authenticate),
             memory: Memory = Depends(memory_of)) -> ContextReply:
-    tenant.check(user_id, f"user {user_id!r} not found")
-    return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates))
+    agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
+    return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates,
+                                               agent_id=agent, agent_scope=agent_scope, run_id=run_id))
 
 
 @router.get("/graph", response_model=GraphView, summary="A user's entities and triples (graph memory)")

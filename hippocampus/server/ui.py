@@ -19,10 +19,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Red
 from fastapi.staticfiles import StaticFiles
 
 from .. import validation as V
+from ..lifecycle.categories import category_names
 from ..memory.browse import SORT_KEYS
 from ..errors import AuthError, InvalidInput, NotFound
 from ..memory import Memory
-from ..models import Category, MemoryType, State, now_ts
+from ..models import MemoryType, State, now_ts
 from .rest import without_paths
 from .sessions import DEFAULT_LIFETIME_S, Sessions
 from .ui_support import (HERE, UI_PREFIX, LoginRequired, attachment, bar_chart, clear_session_cookie, column_chart,
@@ -33,7 +34,7 @@ router = APIRouter(prefix=UI_PREFIX, include_in_schema=False)
 PAGE = 25
 UNDOABLE = {"created", "updated", "reconsolidated", "separated", "deleted", "forgotten", "merged", "archived",
             "promoted", "superseded", "compressed"}
-FILTERS = ("memory_type", "category", "state", "chat_id", "text", "sort", "order")
+FILTERS = ("memory_type", "category", "state", "chat_id", "agent_id", "text", "sort", "order")
 
 
 def _page(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
@@ -141,7 +142,8 @@ def _filters(params: dict[str, Any]) -> dict[str, Any]:
     return {"memory_type": params.get("memory_type") or None, "category": params.get("category") or None,
             "state": params.get("state") or None, "chat_id": params.get("chat_id") or None,
             "text": params.get("text") or None, "sort": sort if sort in SORT_KEYS else "time",
-            "descending": params.get("order", "desc") != "asc"}
+            "descending": params.get("order", "desc") != "asc",
+            "filters": {"agent_id": params["agent_id"]} if params.get("agent_id") else None}  # one agent's (docs/agents.md)
 
 
 @router.get("/users/{user_id}/memories", response_class=HTMLResponse)
@@ -152,7 +154,7 @@ def memories(request: Request, user_id: str, offset: int = 0) -> Response:
     now = now_ts()
     scores = {r.id: memory.score_now(r, now) for r in page.items}
     return _page(request, "memories.html", user_id=user_id, page=page, params=params, scores=scores,
-                 categories=[c.value for c in Category], types=[t.value for t in MemoryType], sorts=SORT_KEYS,
+                 categories=category_names(memory.config.categories), types=[t.value for t in MemoryType], sorts=SORT_KEYS,
                  msg=request.query_params.get("msg", ""))
 
 
@@ -160,7 +162,7 @@ def memories(request: Request, user_id: str, offset: int = 0) -> Response:
 def add(request: Request, user_id: str, text: str = Form(...), memory_type: str = Form("episodic"),
         category: str = Form(""), csrf: str = Form("")) -> Response:
     memory = _posted(request, user_id, csrf)
-    if category and category not in {c.value for c in Category}:
+    if category and category not in category_names(memory.config.categories):
         raise InvalidInput(f"unknown category {category!r}")
     mid = memory.add(from_form(text), user_id=user_id, chat_id="ui", who=user_id, memory_type=memory_type).ids[0]
     if category:
@@ -186,7 +188,7 @@ def detail(request: Request, user_id: str, memory_id: int) -> Response:
     events = memory.history(memory_id, user_id)  # NotFound when it never existed for this user
     undone = {e.details.get("undo_of") for e in events if e.details.get("undo_of") is not None}
     return _page(request, "memory.html", user_id=user_id, memory_id=memory_id, record=record, events=list(reversed(events)),
-                 undoable=UNDOABLE, undone=undone, categories=[c.value for c in Category],
+                 undoable=UNDOABLE, undone=undone, categories=category_names(memory.config.categories),
                  score=memory.score_now(record, now_ts()) if record else None, msg=request.query_params.get("msg", ""))
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import threading
+import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, Callable, NoReturn
 
 # milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
 # unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments.
@@ -20,6 +22,7 @@ from typing import NoReturn
 os.environ.setdefault("MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES", str(8 << 20))
 
 from pymilvus import MilvusClient  # noqa: E402
+from pymilvus.exceptions import MilvusException  # noqa: E402
 
 from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
 from .private import forget_socket, lite_address, private_store, tighten_files
@@ -79,6 +82,8 @@ except ImportError:  # pragma: no cover
     pass
 
 
+_LITE_KEEPALIVE = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
+
 def connect(uri: str, token: str | None) -> MilvusClient:
     """A client for a server URI, or for a milvus-lite path after checking it is (or can become) a store."""
     if "://" not in uri:
@@ -102,7 +107,11 @@ def connect(uri: str, token: str | None) -> MilvusClient:
     _START_FAILURE.take()
     try:
         address = uri if "://" in uri else lite_address(uri)
-        client = MilvusClient(uri=address, token=token or "")
+        # milvus-lite's gRPC server keeps grpc's default ping policy (at most one ping in 5 minutes without
+        # data), so pymilvus' 10 s keepalive drew GOAWAY too_many_pings lines on stderr in long runs; a local
+        # store needs no keepalive to find a dead peer
+        options = {} if "://" in uri else {"grpc_options": _LITE_KEEPALIVE}
+        client = MilvusClient(uri=address, token=token or "", **options)
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
         if "://" not in uri:
@@ -213,3 +222,60 @@ def _lock_holder(path: str) -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+# What another process creating the same collection at the same moment makes us see: its create won
+# ("already exists"; milvus-lite's server: "File exists", "No such file" for its half-written files), or
+# it made the collection but not yet its index ("index not found" on load, Milvus 2.3), or both of us
+# made the index at once.
+_RACE_MARKERS = ("already exist", "index not found", "index not exist", "index doesn't exist", "no index", "not found",
+                 "at most one distinct index", "not loaded", "creating index", "duplicate", "file exists",
+                 "no such file")
+CREATE_ATTEMPTS = 8
+
+
+def ensure_collection(client: MilvusClient, uri: str, name: str, make: Callable[[], tuple[Any, Any, dict[str, Any]]],
+                      check: Callable[[], None] | None = None) -> bool:
+    """Create `name` if it is missing, else index and load it; True when this call created it.
+
+    Idempotent under races (several replicas starting together on a fresh server): a process that
+    finds the collection made by another checks it (`check`), creates any index the other has not
+    made yet (the same parameters, so whoever is first wins and the rest are no-ops), and loads it;
+    one that loses the create ("already exists") or loads too early ("index not found") looks again
+    after a short random wait. `make` gives (schema, index_params, create kwargs)."""
+    from .schema import remove_half_created
+
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            if client.has_collection(name):
+                if check is not None:
+                    check()
+                _index_missing(client, name, make()[1])
+                client.load_collection(name)
+                return False
+            schema, index, kwargs = make()
+            client.create_collection(name, schema=schema, index_params=index, **kwargs)
+            return True
+        except MilvusException as exc:
+            if remove_half_created(uri, name):  # a milvus-lite creation a killed process left half done
+                continue
+            text = str(exc).lower()
+            if attempt == CREATE_ATTEMPTS - 1 or not any(m in text for m in _RACE_MARKERS):
+                raise
+            log.info("collection %r being made by another process (%s); looking again", name, exc)
+            time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _index_missing(client: MilvusClient, name: str, index: Any) -> None:
+    """Create the indexes of `index` whose field has none yet (another process' creation stopped, or is
+    still going, between making the collection and indexing it)."""
+    if not index:
+        return
+    fields = {f["name"] for f in client.describe_collection(name).get("fields", [])}
+    for param in list(index):  # a collection made by an older version may lack a field (sparse, xvector): left alone
+        if param.field_name not in fields or client.list_indexes(name, field_name=param.field_name):
+            continue
+        one = client.prepare_index_params()
+        one.append(param)
+        client.create_index(name, one)

@@ -10,7 +10,8 @@ test_filter_ops.py), a JSON comparison is three-valued (`not (metadata["k"] == 1
 without `k`), `true == 1`, `in` on a JSON path is refused and `like` escapes differ between JSON and
 VARCHAR; Milvus 2.3 has no `exists`. So pushed down are only: column atoms (chat_id, who,
 memory_type, ts: never null) with eq/ne/gt/gte/lt/lte/in/nin, and, outside any NOT, a JSON or
-category/state atom compared to a string (a positive string match is exact everywhere).
+category/state atom compared to a string (a positive string match is exact everywhere), and `exists` on
+agent_id / run_id where the engine has it (store/agents.py: always strings when present).
 Everything else (numbers and booleans in metadata, contains, icontains, exists, NOT over JSON) is
 the residual. The semantics are two-valued and type-strict: a missing key or a value of another
 type makes an atom false (and its NOT true); booleans equal only booleans; numbers compare with
@@ -137,15 +138,15 @@ def _check(key: str, name: Any, op: Any, value: Any) -> Any:
 def _operand(key: str, name: Any, op: str, value: Any) -> Any:
     if name == "ts":
         return _epoch(key, value)
-    if name in ("chat_id", "who"):
+    if name in ("chat_id", "who", ("metadata", "agent_id"), ("metadata", "run_id")):
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)  # `--filter '{"chat_id": 123}'`: ids are text
         if not isinstance(value, str):
             raise InvalidInput(f"filter {key!r}: {op} takes a string, got {type(value).__name__}")
     if name in ENUMS:
-        from .filters import ENUM_VALUES  # the one list of each field's values
+        from .filters import ENUM_VALUES, project_category  # the one list of each field's values
 
-        if value not in ENUM_VALUES[name]:
+        if value not in ENUM_VALUES[name] and not (name == "category" and project_category(value)):
             raise InvalidInput(f"filter {key!r} must be one of {list(ENUM_VALUES[name])}, got {_short(value)}")
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
         raise InvalidInput(f"filter {key!r}: numbers must be finite")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import InvalidInput
@@ -129,7 +130,7 @@ METADATA_PREFIX = "metadata."
 # Metadata keys the library writes (docs/limits.md; validation.OWNED_KEYS): known by name, taken bare without a look.
 LIBRARY_KEYS: frozenset[str] = frozenset({*OWNED_KEYS, "context", "thing", "time", "fact", "source_chatid",
                                           "first_seen", "updates", "importance", "last_used_at"})
-FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state, or metadata.<key> for a key of the memory's "
+FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state, agent_id, run_id, or metadata.<key> for a key of the memory's "
                       "own metadata")
 
 
@@ -147,12 +148,12 @@ class CallerFilter:
         self.expr, self.bare, self.wants_superseded, self.residual = expr, bare, wants_superseded, residual
 
 
-def caller_filter(filters: dict[str, object] | None) -> CallerFilter:
+def caller_filter(filters: dict[str, object] | None, json_exists: bool = True) -> CallerFilter:
     """Compile a `filters` dict into one escaped expression, ANDed: field -> exact value, or mem0's
     operators and AND/OR/NOT (filter_ops.py). Raises InvalidInput for a bad value, operator or a key
     that cannot be a field (see the rule above)."""
     if filter_ops.uses_operators(filters):  # type: ignore[arg-type]
-        return _operator_filter(filters)  # type: ignore[arg-type]
+        return _operator_filter(filters, json_exists)  # type: ignore[arg-type]
     parts: list[str] = []
     bare: list[str] = []
     superseded = False
@@ -208,9 +209,17 @@ def _resolve(raw_key: object, bare: list[str]) -> "str | tuple[str, ...]":
     return ("metadata", key)
 
 
-def _render(atom: "filter_ops.Atom") -> str | None:
+# The agent and run keys (store/agents.py): always a string when present, so `exists` on them is exact
+# in Milvus (2.4 and later, milvus-lite); an agent scope's "shared" part is pushed down, not scanned.
+_ID_KEYS = (("metadata", "agent_id"), ("metadata", "run_id"))
+
+
+def _render(atom: "filter_ops.Atom", json_exists: bool = True) -> str | None:
     """An atom's Milvus expression where Milvus evaluates it exactly (filter_ops.py says which), else None."""
     name, op, value = atom.field, atom.op, atom.value
+    if op == "exists" and name in _ID_KEYS and json_exists:
+        found = json_exists_expr("metadata", name[1])
+        return found if value else f"not {found}"
     if name in (*FILTER_COLUMNS, "ts"):
         if op in ("in", "nin"):
             inside = in_(str(name), value) if value else NEVER
@@ -224,10 +233,10 @@ def _render(atom: "filter_ops.Atom") -> str | None:
     return or_(*(json_path_eq("metadata", list(name[1:]), v) for v in values)) or NEVER
 
 
-def _operator_filter(filters: dict[str, object]) -> CallerFilter:
+def _operator_filter(filters: dict[str, object], json_exists: bool = True) -> CallerFilter:
     bare: list[str] = []
     tree = filter_ops.parse(filters, lambda key: _resolve(key, bare))
-    pushed, residual = filter_ops.plan(tree, _render)
+    pushed, residual = filter_ops.plan(tree, lambda atom: _render(atom, json_exists))
     rest = None if not residual else residual[0] if len(residual) == 1 else filter_ops.Node("AND", tuple(residual))
     superseded = "state" in filter_ops.fields_of(tree)  # a filter that names the state decides superseded itself
     return CallerFilter(and_(*pushed), bare, superseded, rest)
@@ -248,12 +257,17 @@ def resolve_residual(store: "MilvusStore", user_id: str, caller: CallerFilter) -
     return CallerFilter(and_(caller.expr, in_("id", ids) if ids else NEVER), caller.bare, caller.wants_superseded)
 
 
-def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object] | None) -> CallerFilter:
+def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object] | None,
+                   categories: Iterable[str] = ()) -> CallerFilter:
     """`caller_filter`, each bare key proven to be a metadata key of some memory of this user (one
     row read per such key) or refused: a misspelt field is an InvalidInput naming the fields, never
     an empty answer. A server without JSON `exists` (Milvus before 2.4) cannot be asked; there a
     bare key is taken as a metadata key."""
-    caller = caller_filter(filters)
+    token = _DECLARED.set(frozenset(categories))  # the project's categories are filterable names
+    try:
+        caller = caller_filter(filters, store.capabilities.json_exists)
+    finally:
+        _DECLARED.reset(token)
     if caller.bare and store.capabilities.json_exists:
         part = store.partition_for(user_id)
         for key in caller.bare:
@@ -282,14 +296,27 @@ def json_exists(field: str, *keys: str) -> str:
     return f"exists {_field(field)}{''.join(f'[{literal(_json_key(k))}]' for k in keys)}"
 
 
+json_exists_expr = json_exists  # _render's name for it (its own argument `json_exists` is the capability)
+
+
 _LIFE_CATEGORY = 'metadata["life"]["category"]'
 _LIFE_STATE = 'metadata["life"]["state"]'
 
 
+# The project's own category names (MemoryConfig.categories) while `checked_filter` compiles a filter for a
+# retriever that knows them: the store itself does not read the config.
+_DECLARED: ContextVar[frozenset[str]] = ContextVar("declared_categories", default=frozenset())
+
+
+def project_category(value: object) -> bool:
+    """Whether `value` is one of the project's own categories (declared in the config)."""
+    return isinstance(value, str) and value in _DECLARED.get()
+
+
 def _category(value: object) -> str:
     known = [c.value for c in Category]
-    if value not in known:
-        raise InvalidInput(f"filter category must be one of {known}, got {value!r} "
+    if value not in known and not project_category(value):
+        raise InvalidInput(f"filter category must be one of {known} or a project's own category name, got {value!r} "
                            "(a metadata key named category: metadata.category)")
     stored = f"{_LIFE_CATEGORY} == {literal(value)}"
     default = {"fact": eq("memory_type", "semantic"), "experience": cmp("memory_type", "!=", "semantic")}.get(str(value))

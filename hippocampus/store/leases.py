@@ -169,23 +169,18 @@ class LeaseTable:
 
     # ------------------------------------------------------------------ the collection
     def ensure(self) -> None:
-        """Make the collection on first use; another process making it at the same moment is fine."""
+        """Make the collection on first use; another process making it at the same moment is fine
+        (MilvusStore._create_collection is create-if-missing, idempotent under races)."""
         if self._ready:
             return
         h = self.host
-        for attempt in range(5):
-            try:
-                with h._lock:
-                    if not h._call("has_collection", self.name):
-                        schema, index = leases_schema(h.client)
-                        h._create_collection(self.name, schema=schema, index_params=index, **h.capabilities.create_kwargs())
-                    h._call("load_collection", self.name)
-                self._ready = True
-                return
-            except Exception as exc:  # a concurrent creation ("index not found", "already exists"): look again
-                if attempt == 4:
-                    raise StoreError(f"cannot make the lease collection {self.name!r}: {exc}", uri=h.uri) from exc
-                time.sleep(0.2 + random.random() * 0.5)
+        try:
+            with h._lock:
+                schema, index = leases_schema(h.client)
+                h._create_collection(self.name, schema=schema, index_params=index, **h.capabilities.create_kwargs())
+        except Exception as exc:
+            raise StoreError(f"cannot make the lease collection {self.name!r}: {exc}", uri=h.uri) from exc
+        self._ready = True
 
     def _rows(self, group: str) -> list[dict[str, Any]]:
         with self.host._lock:

@@ -14,15 +14,17 @@ from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
+from ..tracing import store_call
 from . import filters as F
 from .buckets import bucket_of, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
-from .connection import connect, release
+from .connection import connect, ensure_collection, release
 from .graph import GraphCollection, owners_of
 from .ids import IdAllocator, LeasedWorker
 from .leases import LeaseTable
 from .leases_local import LocalLeases
-from .schema import PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema, remove_half_created
+from .schema import PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema
+from .xvector import CrossVectors
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +36,9 @@ class MilvusStore:
     """Thin, typed access to the memories collection; knows nothing of processors."""
 
     def __init__(self, uri: str, dim: int, embedding_model: str, collection: str = "memories", token: str | None = None,
-                 client_ids: bool | None = None):
+                 client_ids: bool | None = None, crosslang: Any = None):
         self.uri = uri
+        self.cross = CrossVectors(crosslang)  # the optional second vector `xvector` (store/xvector.py)
         self.dim = dim
         self.embedding_model = embedding_model
         self.collection = collection
@@ -91,16 +94,22 @@ class MilvusStore:
         return self._client
 
     def _ensure_memories(self) -> None:
-        c, server, info = self.client, self.capabilities, None
-        if c.has_collection(self.collection):
-            info = self._check_existing()
-            self.capabilities = for_collection(server, info)
-            c.load_collection(self.collection)
-        else:
-            schema, index = memories_schema(c, self.dim, server.full_text, auto_id=not server.client_ids)
-            props = {PROP_MODEL: self.embedding_model, PROP_VERSION: SCHEMA_VERSION}
+        c, server, found = self.client, self.capabilities, {}
+
+        def make() -> tuple[Any, Any, dict[str, Any]]:
+            schema, index = memories_schema(c, self.dim, server.full_text, auto_id=not server.client_ids, xdim=self.cross.new_dim)
+            props = {PROP_MODEL: self.embedding_model, PROP_VERSION: SCHEMA_VERSION, **self.cross.new_props}
             props.update({} if server.full_text else {PROP_FULL_TEXT: "false"})
-            self._create_collection(self.collection, schema=schema, index_params=index, properties=props, **server.create_kwargs())
+            return schema, index, {"properties": props, **server.create_kwargs()}
+
+        def check() -> None:  # made before, or by another replica a moment ago: its schema and embedder must fit
+            found["info"] = self._check_existing()
+
+        ensure_collection(c, self.uri, self.collection, make, check)  # idempotent under races (connection.py)
+        info = found.get("info")
+        if info is not None:
+            self.capabilities = for_collection(server, info)
+        self.cross.opened(info, self.collection)
         self._buckets = set(c.list_partitions(self.collection))
         for line in warnings(server, self.capabilities, self.uri, self.collection, info):
             log.warning("%s", line)
@@ -136,21 +145,14 @@ class MilvusStore:
         return info
 
     def _ensure_history(self) -> None:
-        c = self.client
-        if c.has_collection(self.history_collection):
-            c.load_collection(self.history_collection)
-            return
-        schema, index = history_schema(c)
+        schema, index = history_schema(self.client)
         self._create_collection(self.history_collection, schema=schema, index_params=index, **self.capabilities.create_kwargs())
 
-    def _create_collection(self, name: str, **kwargs: Any) -> None:
-        """Create a collection; on milvus-lite, first clear what a process killed mid-creation left behind."""
-        try:
-            self.client.create_collection(name, **kwargs)
-        except MilvusException:
-            if not remove_half_created(self.uri, name):
-                raise
-            self.client.create_collection(name, **kwargs)
+    def _create_collection(self, name: str, schema: Any = None, index_params: Any = None, **kwargs: Any) -> None:
+        """Create a collection if it is missing, else index and load it: idempotent when several processes
+        make it at once (connection.ensure_collection); on milvus-lite, what a process killed mid-creation
+        left behind is cleared first."""
+        ensure_collection(self.client, self.uri, name, lambda: (schema, index_params, kwargs))
 
     # ---------------------------------------------------------------- memories
     def _check_vectors(self, rows: Sequence[dict[str, Any]]) -> None:
@@ -168,6 +170,7 @@ class MilvusStore:
         if not rows:
             return []
         self._check_vectors(rows)
+        rows = self.cross.fill(rows)
         if self.capabilities.client_ids:
             rows = [{**row, "id": pk} for row, pk in zip(rows, self._ids.take(len(rows)))]  # store/ids.py
         ids = [0] * len(rows)
@@ -189,6 +192,7 @@ class MilvusStore:
         if not rows:
             return
         self._check_vectors(rows)
+        rows = self.cross.fill(rows)
         ids = [int(r["id"]) for r in rows]
         with self._lock:
             found = self._call("query", self.collection, filter=F.in_("id", ids), output_fields=["id", "user_id"], limit=len(ids))
@@ -247,16 +251,17 @@ class MilvusStore:
 
     def search_dense(
         self, vectors: Sequence[Sequence[float]], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS,
-        partition: str | None = None,
+        partition: str | None = None, anns_field: str = "vector",
     ) -> list[list[dict[str, Any]]]:
         """Nearest neighbours by cosine similarity; each hit carries `distance` (= similarity).
-        `partition` (from partition_for) restricts the search to one user bucket."""
+        `partition` (from partition_for) restricts the search to one user bucket; `anns_field` "xvector"
+        searches the cross-language vectors (store/xvector.py)."""
         with self._lock:
             res = self._call(
                 "search",
                 self.collection,
                 data=[list(map(float, v)) for v in vectors],
-                anns_field="vector",
+                anns_field=anns_field,
                 filter=filter_expr,
                 limit=limit,
                 output_fields=list(fields),
@@ -392,7 +397,7 @@ class MilvusStore:
     # ---------------------------------------------------------------- helpers
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         try:
-            return getattr(self.client, method)(*args, **kwargs)
+            return store_call(getattr(self.client, method), method, *args, **kwargs)  # a span inside a traced verb
         except MilvusException as exc:
             raise StoreError(f"Milvus {method} failed: {exc}", uri=self.uri, original_error=exc) from exc
 

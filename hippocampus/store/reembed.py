@@ -16,6 +16,10 @@ milvus-lite 3.x) can rename a collection but has no atomic swap, so:
    `<name>__pre_reembed_<time>` (kept unless `drop_old`, its graph as `<that>_graph`) and the targets
    take `<name>` and `<name>_graph`. A run interrupted between those renames is finished by the next run.
 
+With `crosslang` (`hippocampus reembed --crosslang`, schema version 4: store/xvector.py) the target also gets
+the cross-language vector `xvector` of every memory; re-embedding to the embedder the store already has then
+keeps each memory's `vector` as it is and only adds `xvector`: the same resumable copy and switch.
+
 Writers must be stopped meanwhile (milvus-lite's lock enforces it for a local store): a memory updated
 in the source during a run keeps its old text in the target.
 """
@@ -35,7 +39,7 @@ from . import filters as F
 from .buckets import group_by_bucket
 from .capabilities import detect
 from .connection import connect, release
-from .schema import PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, memories_schema
+from .schema import COMPATIBLE_VERSIONS, PROP_CROSS, PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, XVECTOR, memories_schema
 
 TARGET_SUFFIX = "__reembed"
 PROP_FROM = "hippocampus.reembed_from"  # on the target: the source's model, checked when a run resumes
@@ -61,6 +65,7 @@ class ReembedReport:
     kept_as: str | None = None
     nothing_to_do: bool = False
     graph_rows: int = 0  # rows of `<name>_graph` (entities, triples, ledger) given new vectors
+    crosslang: str | None = None  # the model of the `xvector` the target got (store/xvector.py)
 
 
 def _describe(c: MilvusClient, name: str) -> tuple[dict[str, Any], str, int, bool]:
@@ -69,7 +74,7 @@ def _describe(c: MilvusClient, name: str) -> tuple[dict[str, Any], str, int, boo
     props = info.get("properties") or {}
     fields = {f["name"]: f for f in info.get("fields", [])}
     vec = fields.get("vector")
-    if vec is None or props.get(PROP_VERSION) != SCHEMA_VERSION:
+    if vec is None or props.get(PROP_VERSION) not in COMPATIBLE_VERSIONS:
         raise SchemaMismatchError(
             f"collection {name!r} was not created by this version of hippocampus (schema version "
             f"{props.get(PROP_VERSION)!r}, expected {SCHEMA_VERSION!r}); nothing was changed"
@@ -80,17 +85,19 @@ def _describe(c: MilvusClient, name: str) -> tuple[dict[str, Any], str, int, boo
 
 def reembed_store(
     uri: str, collection: str, embedder: Embedder, token: str | None = None, batch_size: int = 128,
-    drop_old: bool = False, restart: bool = False, progress: Progress = print,
+    drop_old: bool = False, restart: bool = False, progress: Progress = print, crosslang: Embedder | None = None,
 ) -> ReembedReport:
     """Give every memory of `collection` a vector from `embedder`, keeping ids, fields and history.
 
     Resumable (rerun the same command); `restart` drops a target left by a run towards another model.
+    `crosslang`: also give every memory the cross-language vector (a store that lacks it gets it, its
+    `vector` kept when `embedder` is the store's own).
     Raises StoreError when the store or collection is missing, SchemaMismatchError for a foreign one."""
     if "://" not in uri and not Path(uri).expanduser().is_dir():
         raise StoreError(f"no milvus-lite store at {uri}; nothing to re-embed", uri=uri)
     c = connect(uri, token)
     try:
-        return _run(c, uri, collection, embedder, batch_size, drop_old, restart, progress)
+        return _run(c, uri, collection, embedder, batch_size, drop_old, restart, progress, crosslang)
     finally:
         try:
             c.close()
@@ -98,8 +105,16 @@ def reembed_store(
             release(uri)
 
 
+def _xdim(c: MilvusClient, name: str) -> int | None:
+    """The dimension of the collection's `xvector`, or None without one."""
+    for f in c.describe_collection(name).get("fields", []):
+        if f["name"] == XVECTOR:
+            return int((f.get("params") or {}).get("dim", -1))
+    return None
+
+
 def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: int, drop_old: bool, restart: bool,
-         progress: Progress) -> ReembedReport:
+         progress: Progress, crosslang: Embedder | None = None) -> ReembedReport:
     target = name + TARGET_SUFFIX
     new_model, new_dim = embedder.model_name, embedder.dim
     has_src, has_tgt = c.has_collection(name), c.has_collection(target)
@@ -117,9 +132,12 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
             progress(f"finished an interrupted switch: {name!r} now holds the {dim}-d vectors from {model!r}")
             return ReembedReport(name, "?", 0, model, dim)
         raise StoreError(f"no collection {name!r} at {uri}; nothing to re-embed", uri=uri)
-    _, old_model, old_dim, full_text = _describe(c, name)
+    src_props, old_model, old_dim, full_text = _describe(c, name)
     report = ReembedReport(name, old_model, old_dim, new_model, new_dim)
-    if (old_model, old_dim) == (new_model, new_dim):
+    src_x = _xdim(c, name)
+    add_x = crosslang is not None and src_x is None  # compute xvector (else copied when the source has it)
+    keep_vector = (old_model, old_dim) == (new_model, new_dim)
+    if keep_vector and not add_x:
         if _switch_graph(c, name, f"{name}__pre_reembed_{int(time.time())}"):  # stopped before the graph's renames
             progress(f"finished an interrupted switch: {name + GRAPH!r} now follows {new_model!r}")
             return report
@@ -136,15 +154,19 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
             )
         progress(f"resuming into {target!r}")
     else:
-        schema, index = memories_schema(c, new_dim, full_text, auto_id=False)
+        xdim = crosslang.dim if add_x else src_x
+        schema, index = memories_schema(c, new_dim, full_text, auto_id=False, xdim=xdim)
         props = {PROP_MODEL: new_model, PROP_VERSION: SCHEMA_VERSION, PROP_FROM: old_model}
         props.update({} if full_text else {PROP_FULL_TEXT: "false"})
+        cross_model = crosslang.model_name if add_x else src_props.get(PROP_CROSS)
+        props.update({PROP_CROSS: cross_model} if xdim else {})
         c.create_collection(target, schema=schema, index_params=index, properties=props, **caps.create_kwargs())
     c.load_collection(name)
     c.load_collection(target)
-    _copy(c, name, target, embedder, batch_size, report, progress)
+    _copy(c, name, target, None if keep_vector else embedder, batch_size, report, progress, crosslang if add_x else None)
     _reconcile(c, name, target)
-    graph_rows = _reembed_graph(c, name, embedder, batch_size, progress)
+    graph_rows = 0 if keep_vector else _reembed_graph(c, name, embedder, batch_size, progress)
+    report.crosslang = crosslang.model_name if add_x else src_props.get(PROP_CROSS)
     c.alter_collection_properties(target, {PROP_DONE: "1"})
     report.kept_as = f"{name}__pre_reembed_{int(time.time())}"
     c.release_collection(name)
@@ -158,6 +180,7 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
         report.kept_as = None
     report.graph_rows = graph_rows
     progress(f"{name!r} now holds {new_dim}-d vectors from {new_model!r}"
+             + (f" and cross-language vectors from {report.crosslang!r}" if report.crosslang else "")
              + (f"; the old collection is kept as {report.kept_as!r}" if report.kept_as else "; the old collection was dropped"))
     return report
 
@@ -166,9 +189,11 @@ def _count(c: MilvusClient, name: str) -> int:
     return int(c.query(name, filter="", output_fields=["count(*)"])[0]["count(*)"])
 
 
-def _copy(c: MilvusClient, src: str, dst: str, embedder: Embedder, batch_size: int, report: ReembedReport,
-          progress: Progress) -> None:
-    """Every source row not yet in the target, with a new vector; progress once per page."""
+def _copy(c: MilvusClient, src: str, dst: str, embedder: Embedder | None, batch_size: int, report: ReembedReport,
+          progress: Progress, cross: Embedder | None = None) -> None:
+    """Every source row not yet in the target, with a new vector (its own when `embedder` is None) and,
+    with `cross`, a new `xvector`; progress once per page."""
+    dropped = _NO_VECTOR if embedder is not None else ("sparse",)
     report.total = _count(c, src)
     partitions = set(c.list_partitions(dst))
     it = c.query_iterator(src, batch_size=batch_size, filter="", output_fields=["*"])
@@ -179,12 +204,13 @@ def _copy(c: MilvusClient, src: str, dst: str, embedder: Embedder, batch_size: i
                 break
             ids = [int(r["id"]) for r in page]
             present = {int(r["id"]) for r in c.query(dst, filter=F.in_("id", ids), output_fields=["id"], limit=len(ids))}
-            todo = [{k: v for k, v in r.items() if k not in _NO_VECTOR} for r in page if int(r["id"]) not in present]
+            todo = [{k: v for k, v in r.items() if k not in dropped} for r in page if int(r["id"]) not in present]
             report.resumed += len(page) - len(todo)
             if todo:
-                vectors = embedder.encode([r["text"] for r in todo], role="passage")
-                for row, vec in zip(todo, vectors):
-                    row["vector"] = vec.tolist()
+                for enc, field in ((embedder, "vector"), (cross, XVECTOR)):
+                    if enc is not None:
+                        for row, vec in zip(todo, enc.encode([r["text"] for r in todo], role="passage")):
+                            row[field] = vec.tolist()
                 for part, idx in group_by_bucket(todo).items():  # each row in its user's bucket, as MilvusStore does
                     if part not in partitions:
                         c.create_partition(dst, part)

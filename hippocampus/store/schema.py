@@ -16,7 +16,12 @@ from .analyzer import analyzer_params
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py)
+SCHEMA_VERSION = "4"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py);
+# 4: the optional cross-language vector `xvector` (embeddings/crosslang.py). A version-3 collection is a version-4 one
+# without it: it opens and searches as before (`hippocampus reembed --crosslang` adds the field)
+COMPATIBLE_VERSIONS = ("3", "4")
+XVECTOR = "xvector"
+PROP_CROSS = "hippocampus.crosslang_model"  # the model of `xvector`, when the collection has one
 ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 PROP_MODEL = "hippocampus.embedding_model"
@@ -24,11 +29,12 @@ PROP_VERSION = "hippocampus.schema_version"
 PROP_FULL_TEXT = "hippocampus.full_text"  # "false" on a collection made without BM25 (absent otherwise)
 
 
-def memories_schema(c: MilvusClient, dim: int, full_text: bool = True, auto_id: bool = True) -> tuple[Any, Any]:
+def memories_schema(c: MilvusClient, dim: int, full_text: bool = True, auto_id: bool = True,
+                    xdim: int | None = None) -> tuple[Any, Any]:
     """Every memory, episodic and semantic: scalar fields, the dense vector and the BM25 sparse
     vector that Milvus computes from `text`. Without `full_text` (a server before Milvus 2.5:
     store/capabilities.py) there is no analyzer, sparse field or BM25 function; without `auto_id`
-    hippocampus assigns the ids (store/ids.py)."""
+    hippocampus assigns the ids (store/ids.py); with `xdim`, the cross-language vector `xvector` too."""
     schema = c.create_schema(auto_id=auto_id, enable_dynamic_field=True)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
@@ -40,12 +46,16 @@ def memories_schema(c: MilvusClient, dim: int, full_text: bool = True, auto_id: 
     analyzed = {"enable_analyzer": True, "analyzer_params": analyzer_params()} if full_text else {}
     schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES, **analyzed)
     schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+    if xdim:
+        schema.add_field(XVECTOR, DataType.FLOAT_VECTOR, dim=xdim)
     if full_text:
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
     schema.add_field("hit_count", DataType.INT64)
     schema.add_field("metadata", DataType.JSON)
     index = c.prepare_index_params()
     index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
+    if xdim:
+        index.add_index(XVECTOR, index_type="AUTOINDEX", metric_type="COSINE")
     if full_text:
         schema.add_function(
             Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
@@ -75,7 +85,7 @@ def check_existing(info: dict[str, Any], collection: str, uri: str, dim: int, mo
     vec = fields.get("vector")
     props = info.get("properties") or {}
     sparse_ok = "sparse" in fields or props.get(PROP_FULL_TEXT) == "false"
-    if vec is None or not sparse_ok or props.get(PROP_VERSION) != SCHEMA_VERSION:
+    if vec is None or not sparse_ok or props.get(PROP_VERSION) not in COMPATIBLE_VERSIONS:
         raise SchemaMismatchError(
             f"collection {collection!r} at {uri} was not created by this version of hippocampus "
             f"(schema version {props.get(PROP_VERSION)!r}, expected {SCHEMA_VERSION!r})",

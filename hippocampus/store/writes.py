@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 from ..embeddings import Embedder
 from ..lifecycle import when
-from ..lifecycle.categories import new_life
-from ..models import LIFE_KEY, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from ..lifecycle.categories import new_life, with_declared
+from ..models import LIFE_KEY, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, now_ts, ts_to_iso
 from .removal import take_back
 from .milvus import MilvusStore
 from . import filters as F
@@ -67,12 +67,25 @@ def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, 
 class Writer:
     """Embeds, writes and records history for the facade."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock):
+    def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock, categories: Sequence[Any] = ()):
         self.store, self.embedder, self.lock = store, embedder, lock
+        self.categories = tuple(categories)  # the project's own (MemoryConfig.categories): their keywords categorise
+
+    def _declared(self, row: dict[str, Any]) -> None:
+        """A project category whose keywords the text holds replaces the built-in category guessed for it
+        (lifecycle/categories.with_declared: never one a model or a person gave)."""
+        life = Lifecycle.stored_in(row["metadata"])
+        if life is None:
+            return
+        category = with_declared(row["text"], MemoryType(row["memory_type"]), life.category, self.categories)
+        if category is not life.category:
+            row["metadata"] = {**row["metadata"], LIFE_KEY: life.model_copy(update={"category": category}).stored()}
 
     def insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED,
                details: dict[str, Any] | None = None) -> list[int]:
         """Embed and insert rows, then record their creation (with `details`); the ids in row order."""
+        for row in rows if self.categories else ():
+            self._declared(row)
         vectors = self.embedder.encode([r["text"] for r in rows], role="passage")
         for row, vec in zip(rows, vectors):
             row["vector"] = vec.tolist()

@@ -25,7 +25,8 @@ from ..validation import OWNED_KEYS
 
 HISTORY_KEY = "history"
 HASH_KEY = "source_hash"  # in an exported line, and in the metadata of a memory an import stored
-_NOT_CONTENT = frozenset({*OWNED_KEYS, HASH_KEY, "last_used_at"})  # bookkeeping that moves with use
+_NOT_CONTENT = frozenset({*OWNED_KEYS, HASH_KEY, "last_used_at"}) - {"agent_id", "run_id"}  # bookkeeping that moves with use
+# (an agent and run are content: the same words from two agents are two memories, docs/agents.md)
 
 
 def content_hash(text: str, memory_type: str, ts: int, chat_id: str, who: str, metadata: Mapping[str, Any]) -> str:

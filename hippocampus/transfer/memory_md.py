@@ -51,7 +51,7 @@ from typing import Iterable, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..lifecycle.policy import DecayRule, score_of
-from ..models import Category, MemoryRecord, MemoryType, State
+from ..models import AnyCategory, CustomCategory, Category, MemoryRecord, MemoryType, State
 
 Section = Literal["active", "archived"]
 TITLE = "# Agent Memory"
@@ -71,7 +71,7 @@ class MdEntry(BaseModel):
     """One `###` entry as the file shows it; `line` is where `parse` found its heading (0 otherwise)."""
 
     id: int | None = Field(None, ge=0, le=_INT64_MAX)
-    category: Category
+    category: AnyCategory = Field(union_mode="left_to_right")  # a built-in one, or a project's own (MemoryConfig.categories)
     score: float = Field(ge=0.0, le=1.0)
     last_activated: date
     hits: int = Field(0, ge=0)
@@ -136,8 +136,10 @@ def render(entries: Iterable[MdEntry], now: int) -> str:
     return "\n".join(out)
 
 
-def parse(text: str) -> tuple[list[MdEntry], list[str]]:
-    """Entries in file order and warnings ("line N: ..."); never raises on content."""
+def parse(text: str, categories: Iterable[str] = ()) -> tuple[list[MdEntry], list[str]]:
+    """Entries in file order and warnings ("line N: ..."); never raises on content. A category is a built-in
+    one or one of `categories` (the project's own, MemoryConfig.categories); another is a damaged entry."""
+    declared = set(categories)
     if "\r\n" in text and "\n" not in text.replace("\r\n", ""):
         text = text.replace("\r\n", "\n")  # a file an editor saved with CRLF throughout
     entries: list[MdEntry] = []
@@ -148,7 +150,9 @@ def parse(text: str) -> tuple[list[MdEntry], list[str]]:
     def flush() -> None:
         if block is not None:
             entry = _entry(*block, section=section, warnings=warnings)
-            if entry is not None:
+            if entry is not None and isinstance(entry.category, CustomCategory) and entry.category not in declared:
+                warnings.append(f"line {block[0]}: unknown category {entry.category.value!r}; {SKIPPED}")
+            elif entry is not None:
                 entries.append(entry)
 
     for n, line in enumerate(text.split("\n"), 1):

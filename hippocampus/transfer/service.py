@@ -61,7 +61,7 @@ class TransferService:
         arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         now = V.check_ts(now) if now is not None else now_ts()
-        table = decay_table(self.ctx.config.decay_preset)
+        table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         records = sorted(self.lister.iter_all(user_id), key=lambda r: r.id)
         text = memory_md.render([memory_md.md_entry(r, now, table) for r in records], now)
         if path is not None:
@@ -72,10 +72,10 @@ class TransferService:
         """Bring an edited MEMORY.md back. Memory.import_md documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
         text, missing = _md_source(text_or_path)
-        entries, warnings = memory_md.parse(text)
+        entries, warnings = memory_md.parse(text, [c.name for c in self.ctx.config.categories])
         report = ImportReport(warnings=[*missing, *warnings], skipped=sum(w.endswith(memory_md.SKIPPED) for w in warnings))
         now = now_ts()
-        table = decay_table(self.ctx.config.decay_preset)
+        table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         shown_at = [t for t in {now, memory_md.stamp(text)} if t is not None]
         known = self._own(user_id, [e.id for e in entries if e.id is not None])
         stored = self._hashes(user_id, computed=False)  # the [new] entries an earlier import stored
@@ -280,7 +280,7 @@ def _change(old: MemoryRecord, entry: MdEntry, now: int, shown_at: list[int],
     equal to the one shown now or when the file was rendered is no edit (decay since is not one)."""
     life = old.life
     update: dict[str, Any] = {}
-    if entry.category is not life.category:
+    if entry.category != life.category:
         update["category"] = entry.category
     if all(entry.score != float(f"{score_of(life, t, table):.2f}") for t in shown_at):
         update.update(importance=entry.score, last_activated=now)

@@ -25,7 +25,7 @@ from tests.service_support import free_port
 BLOCK_TIMEOUT_S = 180
 _SET_UP = {
     "python3 -m venv .venv && . .venv/bin/activate && pip install . && hippocampus demo",
-    'python3 -m venv .venv && . .venv/bin/activate && pip install ".[test]" && python -m pytest -q -n auto --dist loadfile',
+    'python3 -m venv .venv && . .venv/bin/activate && pip install ".[test]" && python -m pytest -q -n 4 --dist loadfile',
 }
 
 
@@ -45,7 +45,7 @@ def test_the_two_set_up_commands_are_what_ci_runs():
     readme = [b for b in blocks("README.md") if b.code.strip() in _SET_UP]
     assert {b.code.strip() for b in readme} == _SET_UP and all(b.kind == "not run" for b in readme)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert 'pip install --quiet ".[test]"' in ci and "\npython -m pytest -q -n auto --dist loadfile\n" in ci
+    assert 'pip install --quiet ".[test]"' in ci and "\npython -m pytest -q -n 4 --dist loadfile\n" in ci
 
 
 def _environment(home: Path) -> dict[str, str]:

@@ -58,8 +58,12 @@ def test_undoing_the_last_event_restores_the_visible_state_before_it(memory: Mem
     for op in ops[:-1]:
         _apply(memory, user, op, ids)
     before = _seen(memory, user)
+    earlier = {e.event_id for i in ids for e in memory.history(i, user)}
     touched = _apply(memory, user, ops[-1], ids)
     event = memory.history(touched, user)[-1]
+    if event.event_id in earlier:  # an update or curate that changed nothing records nothing
+        assert ops[-1][0] in ("update", "curate") and _seen(memory, user) == before
+        return
     result = memory.undo(event.event_id, user)
     assert result.event_id == event.event_id and result.action is event.action
     assert _seen(memory, user) == before

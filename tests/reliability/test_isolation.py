@@ -221,3 +221,53 @@ def test_memory_ids_are_validated(module_memory: Memory):
             module_memory.get(bad, user_id="u")  # type: ignore[arg-type]
     with pytest.raises(NotFound):
         module_memory.get(2**63 - 1, user_id="u")
+
+
+# **Agent isolation (docs/agents.md)**: within one user, one agent never sees another agent's own memories.
+VICTIM_AGENTS = ("victim-agent", 'planner" or metadata["agent_id"] != "')  # the second needs escaping itself
+AGENT_USER = "agent-owner"
+
+
+@pytest.fixture(scope="module")
+def agent_victims(module_memory: Memory):
+    """Each victim agent's secret (episodic and semantic) and one shared memory, all of AGENT_USER."""
+    memory = module_memory
+    secrets = {memory.add(VICTIM_SECRET, user_id=AGENT_USER, agent_id=a, run_id="r1").ids[0] for a in VICTIM_AGENTS}
+    secrets |= {memory.add("Prefers tea over coffee 4711", user_id=AGENT_USER, agent_id=a, memory_type="semantic").ids[0]
+                for a in VICTIM_AGENTS}
+    shared = memory.add("the household wifi is on the fridge", user_id=AGENT_USER).ids[0]
+    return _Victims((memory, secrets, shared))
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(40))
+@given(attacker=adversarial_ids)
+def test_property_agent_isolation(agent_victims, attacker: str):
+    """An adversarial agent id of the same user reads none of another agent's own memories through search,
+    get_all, page or context in any scope, as a filter value it stays one literal, and its own write lands
+    under exactly its own id; the victims' rows never change."""
+    memory, secrets, shared = agent_victims
+    assume(attacker not in VICTIM_AGENTS)
+    COUNTS["adversarial agent ids"] += 1
+    before = snapshot(memory, (AGENT_USER,))
+    if not id_is_valid(attacker):
+        for call in (lambda: memory.search(VICTIM_SECRET, AGENT_USER, agent_id=attacker),
+                     lambda: memory.get_all(AGENT_USER, agent_id=attacker), lambda: memory.add("x", AGENT_USER, agent_id=attacker)):
+            with pytest.raises(InvalidInput):
+                call()
+    else:
+        for scope in ("own", "shared", "both"):
+            hits = memory.search(VICTIM_SECRET, AGENT_USER, agent_id=attacker, agent_scope=scope, limit=50)
+            listed = {r.id for r in memory.get_all(AGENT_USER, agent_id=attacker, agent_scope=scope)}
+            assert not ({h.id for h in hits.all} | listed) & secrets
+            assert listed == ({shared} if scope != "own" else set())
+        assert "4711" not in memory.context(AGENT_USER, query=VICTIM_SECRET, agent_id=attacker, min_score=0)
+        assert memory.get_all(AGENT_USER, filters={"agent_id": attacker}) == []
+        mid = memory.add(f"note of {attacker}", user_id=AGENT_USER, agent_id=attacker, run_id=attacker).ids[0]
+        record = memory.get(mid, AGENT_USER)
+        assert (record.metadata["agent_id"], record.metadata["run_id"]) == (attacker, attacker)
+        assert [r.id for r in memory.get_all(AGENT_USER, agent_id=attacker, agent_scope="own")] == [mid]
+        memory.delete(mid, AGENT_USER)
+        before = (before[0], before[1] + [e for e in snapshot(memory, (AGENT_USER,))[1] if e[0] == mid])
+        before = (before[0], sorted(before[1]))
+    assert snapshot(memory, (AGENT_USER,)) == before

@@ -16,6 +16,7 @@ from hippocampus.models import HistoryAction
 from hippocampus.store.leases import JOBS, LeaseLost
 from hippocampus.testing import DeterministicEmbedder
 from tests.consolidation_helpers import episode_row, merge_union, scripted_chat, vector_pair
+from tests.scale.history_check import check_users
 
 T0 = 1_767_225_600
 
@@ -86,6 +87,7 @@ def test_a_run_that_lost_its_lease_deletes_nothing_and_the_next_finishes(mem: Me
     assert pending.metadata["merge_pending"] and {r.id for r in mem.get_all(user)} == {*ids, pending.id}  # nothing deleted or undone
     mem.consolidate(user_id=user)
     assert {r.id for r in mem.get_all(user)} == {pending.id} and _creations(mem, pending.id, user) == 1
+    assert check_users(mem.store, [user]), check_users(mem.store, [user]).summary()  # history replays to this state
 
 
 def test_a_scheduled_run_skips_a_user_another_holds_and_a_manual_run_waits(mem: Memory):

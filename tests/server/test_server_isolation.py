@@ -12,6 +12,7 @@ import pytest
 
 from hippocampus import Client, Memory, NotFound
 from hippocampus.server import KeyRing, create_app
+from hippocampus.server.auth import _entry
 from tests.service_support import served
 
 COMBINATIONS = 1200
@@ -97,3 +98,54 @@ def test_no_request_crosses_tenants(world):
     assert sum(counted.values()) == COMBINATIONS and min(counted.values()) > 50, counted
     assert _snapshot(memory) == before  # nothing read-only changed, nothing forbidden happened
     assert memory.stats()["total"] == len(owner)
+
+
+AGENT_KEYS = {f"agent-{a}-{_STRONG[i]}": a for i, a in enumerate(("planner", "coder", "writer"))}  # each bound to one agent
+AGENT_COMBINATIONS = 150
+
+
+def test_no_request_crosses_agents(world):
+    """Keys bound to one agent of the same user (docs/agents.md): 150 generated (key, verb, memory) requests. A key
+    never reads, changes or deletes another agent's own memory (404 worded like a missing one), names another
+    agent (404), nor reaches a whole-user verb; its reads see its own and the shared memories only."""
+    _url, memory, _owner = world
+    user = "t0-user-a"
+    mine = {a: [memory.add(f"{a} keeps a private note {n}", user, agent_id=a).ids[0] for n in range(2)] for a in AGENT_KEYS.values()}
+    shared = memory.add("a shared note about the drawer", user).ids[0]
+    agent_of = {i: a for a, ids in mine.items() for i in ids} | {shared: None}
+    keys = KeyRing([_entry(k, [user], a, agents=[a]) for k, a in AGENT_KEYS.items()])
+    before = {r.id: (r.text, r.metadata.get("agent_id")) for r in memory.get_all(user)}
+    rng = random.Random(20261126)
+    counted = {"foreign agent": 0, "own or shared": 0, "reads": 0}
+    with served(create_app(memory, keys, mcp=False, ui=False, close_memory=False)) as url:
+        clients = {k: Client(url, api_key=k) for k in AGENT_KEYS}
+        try:
+            for _ in range(AGENT_COMBINATIONS):
+                key = rng.choice(list(AGENT_KEYS))
+                client, agent = clients[key], AGENT_KEYS[key]
+                mid = rng.choice(list(agent_of))
+                kind = rng.random()
+                if kind < 0.3:  # reads: never another agent's
+                    scope = rng.choice(["own", "shared", "both"])
+                    seen = {h.memory.id for h in client.search("private note drawer", user, limit=50, agent_scope=scope).all}
+                    seen |= {r.id for r in client.page(user, agent_scope=scope).items}
+                    assert seen and all(agent_of.get(i) in (agent, None) for i in seen)
+                    counted["reads"] += 1
+                elif agent_of[mid] not in (agent, None):
+                    verb = rng.choice(["get", "history", "update", "delete", "name", "export"])
+                    with pytest.raises(NotFound):
+                        {"get": lambda: client.get(mid, user), "history": lambda: client.history(mid, user),
+                         "update": lambda: client.update(mid, "overwritten", user), "delete": lambda: client.delete(mid, user),
+                         "name": lambda: client.search("note", user, agent_id=agent_of[mid]),
+                         "export": lambda: client.export_md(user)}[verb]()
+                    counted["foreign agent"] += 1
+                else:
+                    assert client.get(mid, user).id == mid and client.history(mid, user)
+                    counted["own or shared"] += 1
+        finally:
+            for c in clients.values():
+                c.close()
+    assert sum(counted.values()) == AGENT_COMBINATIONS and min(counted.values()) > 20, counted
+    assert {r.id: (r.text, r.metadata.get("agent_id")) for r in memory.get_all(user)} == before
+    for i in agent_of:
+        memory.delete(i, user)  # the module's other test counts this user's memories

@@ -21,12 +21,14 @@ METADATA: list[dict[str, Any]] = [
     {}, {"s": "", "n": 7, "tags": []}, {"nest": {"k": None}, "s": "ÉCOLE"},
 ]
 KINDS = ["episodic", "semantic", "procedural"]
+AGENTS = {1: "planner", 2: "coder"}
 
 
 def fill(m: Memory, user: str) -> list[int]:
     """The memories of the property, for `user` (one row per METADATA entry)."""
     items = [{"text": f"note {i} about the garden", "user_id": user, "chat_id": f"c{i % 3}", "who": "ana" if i % 2 else "ben",
-              "memory_type": KINDS[i % 3] if i % 4 else "episodic", "ts": BASE_TS + 1000 * i, "metadata": md}
+              "memory_type": KINDS[i % 3] if i % 4 else "episodic", "ts": BASE_TS + 1000 * i, "metadata": md,
+              **({"agent_id": AGENTS[i % 4], "run_id": f"r{i % 2}"} if i % 4 in (1, 2) else {})}  # docs/agents.md; else shared
              for i, md in enumerate(METADATA)]
     ids = m.add_many(items)
     m.curate(ids[1], user, category="preference")
@@ -120,6 +122,11 @@ def _atom(field: str) -> st.SearchStrategy[dict[str, Any]]:
     if field == "ts":
         when = st.integers(BASE_TS - 500, BASE_TS + 12_500)
         return st.builds(lambda o, v: {field: {o: v}}, st.sampled_from(["eq", "ne", "gt", "gte", "lt", "lte"]), when)
+    if field in ("agent_id", "run_id"):  # metadata keys the library writes, absent on a shared memory
+        one = st.sampled_from(["planner", "coder", "r0", "r1", "x"])
+        return st.one_of(one.map(lambda v: {field: v}), st.booleans().map(lambda v: {field: {"exists": v}}),
+                         st.builds(lambda o, v: {field: {o: v}}, st.sampled_from(["ne", "contains"]), one),
+                         st.builds(lambda o, v: {field: {o: v}}, st.sampled_from(["in", "nin"]), st.lists(one, max_size=3)))
     if field in ("chat_id", "who"):
         one = st.sampled_from(["c0", "c1", "c2", "ana", "ben", "c"])
         return st.one_of(one.map(lambda v: {field: v}),
@@ -136,7 +143,7 @@ def _atom(field: str) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-ATOMS = st.sampled_from(["chat_id", "who", "memory_type", "ts", "category", "state", *_META]).flatmap(_atom)
+ATOMS = st.sampled_from(["chat_id", "who", "memory_type", "ts", "category", "state", "agent_id", "run_id", *_META]).flatmap(_atom)
 FILTERS: st.SearchStrategy[dict[str, Any]] = st.recursive(
     ATOMS,
     lambda inner: st.one_of(

@@ -165,8 +165,8 @@ def test_every_face_takes_the_same_filter(store, tmp_path: Path):
 
 def test_the_default_search_keeps_milvus_lites_fast_path(store):
     """The expiry and superseded parts of a search's scope are dropped from milvus-lite's filter and checked
-    on the rows instead (retrieval/search.py `_lite_scope`): a JSON path in its filter costs ~90% of a search."""
-    from hippocampus.retrieval.search import _lite_scope
+    on the rows instead (retrieval/rows.py `lite_scope`): a JSON path in its filter costs ~90% of a search."""
+    from hippocampus.retrieval.rows import lite_scope as _lite_scope
 
     m, _ = store
     retriever = m._records.ctx.retriever

@@ -294,6 +294,45 @@ def test_two_processes_share_a_milvus_23_server(milvus23_server: tuple[str, str]
     _two_processes_share(*milvus23_server, tmp_path)
 
 
+_OPENER = r"""
+import sys, time
+from pathlib import Path
+from hippocampus import Memory
+from hippocampus.testing import DeterministicEmbedder
+
+uri, collection, me, sync = sys.argv[1:5]
+Path(sync, me).touch()  # imported: wait for the others, then all open at once
+deadline = time.monotonic() + 60
+while len(list(Path(sync).iterdir())) < 3 and time.monotonic() < deadline:
+    time.sleep(0.01)
+with Memory(milvus_uri=uri, collection_name=collection, embedder=DeterministicEmbedder()) as m:
+    m.store.leases.ensure()
+    print(m.add(f"{me} opened it", user_id="fresh", chat_id=me).ids[0])
+"""
+
+
+def test_three_processes_make_one_fresh_collection_on_milvus_23(milvus23_server: tuple[str, str], tmp_path: Path):
+    """The "index not found" race (store/connection.ensure_collection, issue 34): three processes open a
+    collection nobody made yet at the same moment; each makes or finds it (memories, history, leases),
+    indexed and loaded, and writes to it."""
+    uri, name = milvus23_server[0], f"fresh_{uuid.uuid4().hex[:8]}"
+    procs = [subprocess.Popen([sys.executable, "-c", _OPENER, uri, name, f"p{n}", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True) for n in range(3)]
+    ids = []
+    try:
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=WORKER_TIMEOUT)
+            assert proc.returncode == 0, stderr[-3000:]
+            ids.append(int(stdout.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+    with Memory(milvus_uri=uri, collection_name=name, embedder=DeterministicEmbedder()) as m:
+        assert sorted(r.id for r in m.get_all("fresh")) == sorted(ids) and len(set(ids)) == 3
+
+
 # ------------------------------------------------------------------ the filter property (docs/filters.md) on Milvus 2.3
 @pytest.fixture(scope="module")
 def filter_store_23(milvus23_server: tuple[str, str]) -> Iterator[tuple[Memory, list]]:

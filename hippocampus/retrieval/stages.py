@@ -1,0 +1,151 @@
+"""The stages a query walks, in order: `STAGES`. Each takes the retriever, the query and the candidates so
+far and returns the candidates for the next; the retriever (search.py) runs them once per search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
+
+from ..store import MEMORY_FIELDS
+from ..store import filters as F
+from . import crosslang as X
+from .fusion import Candidate, FusionMethod, collect, fuse
+from .graph import apply as apply_graph
+from .graph import combine, cosine, entity_links, hop_links, triple_links
+from .hubness import corrections, hub_scores
+from .ranking import diversify, rank
+from .rows import current_row, lite_scope, live_row
+from .subject import apply as apply_subject
+
+if TYPE_CHECKING:
+    from .search import Retriever, SearchMode
+
+
+@dataclass
+class Query:
+    """What every stage may read of one search."""
+
+    text: str
+    vector: Sequence[float] | None
+    mode: SearchMode
+    scope: str
+    part: str
+    depth: int  # candidates gathered: the limit, or more when a later stage reorders
+    use_context: bool
+    include_superseded: bool
+    now: int | None
+    user_id: str = ""
+    use_graph: bool = False
+    include_expired: bool = False
+
+
+def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
+    """Candidates by mode: dense, BM25 (filled with the scope's newest when few share a word), both,
+    or Milvus's own hybrid ranking (already scored)."""
+    if q.mode == "bm25":
+        return r._bm25(q.text, q.scope, q.depth, q.part)
+    if q.mode == "dense":
+        return collect(r._dense(q.vector, q.scope, q.depth, q.part), [])
+    if r.params.fusion.startswith("milvus_"):
+        return r._milvus_hybrid(q.text, q.vector, q.scope, q.depth, q.part)
+    dense = r._dense(q.vector, q.scope, q.depth, q.part)
+    lexical = r._lexical(q.text, q.scope, q.depth, [*MEMORY_FIELDS, "vector"], q.part)
+    return collect(dense, lexical, q.vector)
+
+
+def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Lower the similarity of memories close to every query (retrieval/hubness.py); the dense
+    ranks follow the corrected similarity. Not for BM25 alone nor Milvus's own hybrid ranking."""
+    weight = r.params.hubness_weight
+    scored = [c for c in cands if c.similarity is not None]
+    if weight <= 0 or len(scored) < 2 or q.mode == "bm25" or (q.mode == "hybrid" and r.params.fusion.startswith("milvus_")):
+        return cands
+    probes = r.probe_vectors()
+    if probes is None:
+        return cands
+    missing = [c.id for c in scored if c.vector is None]
+    found = r.store.vectors(missing) if missing else {}  # every search path returns them; a safety net
+    scored = [c for c in scored if c.vector is not None or c.id in found]
+    hubs = hub_scores(np.asarray([c.vector if c.vector is not None else found[c.id] for c in scored], dtype=np.float32), probes)
+    for c, gain in zip(scored, corrections(hubs, weight)):
+        c.hub = gain
+    for rank_, c in enumerate(sorted(scored, key=lambda c: (-(c.similarity or 0.0) - c.hub, c.dense_rank or 0))):
+        c.dense_rank = rank_
+    return cands
+
+
+def crosslang(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Memories in a script the query does not use, found and scored by the cross-language vector
+    (retrieval/crosslang.py); only with `crosslang_embedder` set and a store that has the field."""
+    return X.stage(r, q, cands)
+
+
+def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """One score per candidate: BM25's, the (corrected) similarity, or the weighted / RRF fusion of both."""
+    if q.mode == "bm25":
+        for c in cands:
+            c.score = c.bm25 or 0.0
+        return cands
+    if q.mode == "dense":
+        for c in cands:
+            c.score = (c.similarity or 0.0) + c.hub
+        return sorted(cands, key=lambda c: (-c.score, c.dense_rank if c.dense_rank is not None else 0))
+    if r.params.fusion.startswith("milvus_"):
+        return cands
+    method: FusionMethod = "rrf" if r.params.fusion == "rrf" else "weighted"
+    return fuse(cands, q.text, method, r.params.bm25_weight, script_aware=r.params.script_aware)
+
+
+def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """A question about the user passes over memories only about someone else, and the reverse
+    (retrieval/subject.py). Not for BM25 alone, whose scores are on another scale."""
+    return cands if q.mode == "bm25" else apply_subject(cands, q.text, q.user_id, r.params.subject_weight)
+
+
+def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Memories linked to the query through the user's graph join or rise (retrieval/graph.py; with `graph: on`)."""
+    g, p = r.store.graph, r.params.graph
+    if not q.use_graph or q.vector is None or not g.exists():
+        return cands
+    memories = g.count(q.user_id, "memory")
+    if not memories:
+        return cands
+    seeds = [c.id for c in cands[: p.seeds]]
+    linked = combine({
+        "triple": triple_links(g.search(q.user_id, q.vector, "triple", p.triples), p),
+        "entity": entity_links(g.search(q.user_id, q.vector, "entity", p.entities), q.text, memories, p),
+        "hop": hop_links(seeds, g.rows(q.user_id, "entity", extra=F.contains_any("supports", seeds)) if seeds else [], memories, p),
+    })
+    known = {c.id for c in cands}
+    wanted = sorted((m for m in linked if m not in known), key=lambda m: -linked[m][0])[: p.max_new]
+    joined = []
+    if wanted:  # read within the search's scope: the user, the type, current facts only (milvus-lite: dropped here)
+        rows = r.store.query(F.and_(lite_scope(r.store, q.scope) or q.scope, F.in_("id", wanted)),
+                             fields=[*MEMORY_FIELDS, "vector"], partition=q.part)
+        for row in (rw for rw in rows if (q.include_superseded or current_row(rw)) and (q.include_expired or live_row(rw))):
+            vec = row.pop("vector")
+            sim = cosine(q.vector, vec)
+            joined.append(Candidate(row=row, similarity=sim, vector=vec, score=sim, parts={"similarity": sim}))
+    return apply_graph(cands, linked, joined, p.weight)
+
+
+def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """The best match's chat, a named who, and (opt-in) chat neighbours (retrieval/context.py)."""
+    return r._in_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
+
+
+def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Facts a newer one superseded leave, and memories past a caller's `expires_at`, unless asked for (the
+    filter's twin for servers without JSON exists)."""
+    return [c for c in cands if (q.include_superseded or current_row(c.row)) and (q.include_expired or live_row(c.row))]
+
+
+def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Recency, use and importance bonuses, then MMR diversity (retrieval/ranking.py; off by default)."""
+    return diversify(rank(cands, r.params.rank, q.now), r.params.rank.mmr_weight, r.store.vectors)
+
+
+Stage = Callable[["Retriever", Query, list[Candidate]], list[Candidate]]
+STAGES: tuple[Stage, ...] = (gather, hubness, crosslang, fusion, subject, graph, context, current, ranking)  # the order a query walks, once
