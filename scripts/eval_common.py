@@ -179,3 +179,33 @@ class Metered:
         return {"seconds_per_call": ratio(after["seconds"] - before["seconds"], asks),
                 "valid_json_rate": ratio(after["valid"] - before["valid"], replies) if replies == replies else float("nan"),
                 "model_calls": asks, "llm_requests": after["calls"] - before["calls"]}
+
+
+def add_model_arguments(p: Any, max_tokens_help: str = "a reply's token cap") -> None:
+    """--local / --base-url / --model / --timeout / --max-tokens: the model the behaviour sets are run with
+    (scripts/eval_forget.py, scripts/eval_instructions.py); the offline rules without them."""
+    p.add_argument("--local", action="store_true", help="the server and model `scripts/local_llm.py serve` recorded")
+    p.add_argument("--base-url", help="an OpenAI-compatible endpoint (loopback) instead of the offline rules")
+    p.add_argument("--model", help="model name at --base-url (with --local: overrides the recorded one)")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds per model call")
+    p.add_argument("--max-tokens", type=int, default=512, help=max_tokens_help)
+
+
+def model_settings(p: Any, args: Any) -> tuple[dict[str, Any], str]:
+    """(MemoryConfig overrides for the chosen model, a line naming it); p.error() on a contradiction."""
+    if not (args.local or args.base_url):
+        return {}, "offline rules provider"
+    if args.local and args.base_url:
+        p.error("--local reads the server from scripts/local_llm.py's state; leave out --base-url")
+    if args.local:
+        from scripts import local_llm
+
+        state = local_llm.recorded_server(p.error)
+        url, model = state["url"], args.model or state["model"]
+    else:
+        if not args.model:
+            p.error("--base-url needs --model")
+        url, model = args.base_url, args.model
+    llm = {"llm_provider": "openai", "llm_base_url": url, "llm_model": model, "llm_timeout_s": args.timeout,
+           "llm_max_tokens": args.max_tokens}
+    return llm, f"model {model} at {url}"

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.eval_common import add_model_arguments, model_settings  # noqa: E402
+
 DEFAULT_DATA = ROOT / "tests" / "data" / "forget_correction.jsonl"
 PATHS = ("infer", "observe", "session", "deferred")
 KINDS = ("forget", "keep", "correction")
@@ -146,12 +148,8 @@ def memory_opener(folder: Path, llm: dict[str, Any]) -> Callable[[str], Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--local", action="store_true", help="the server and model `scripts/local_llm.py serve` recorded")
-    p.add_argument("--base-url", help="an OpenAI-compatible endpoint (loopback) instead of the offline rules")
-    p.add_argument("--model", help="model name at --base-url (with --local: overrides the recorded one)")
-    p.add_argument("--timeout", type=float, default=180.0, help="seconds per model call")
-    p.add_argument("--max-tokens", type=int, default=512, help="a reply's token cap (a small local model can repeat itself "
-                   "until the cap: 2048 tokens at a few tokens a second is minutes per call)")
+    add_model_arguments(p, "a reply's token cap (a small local model can repeat itself until the cap: 2048 tokens "
+                        "at a few tokens a second is minutes per call)")
     p.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)} (default all)")
     p.add_argument("--limit", type=int, help="only the first N rows")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -162,23 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in paths if s not in PATHS]
     if unknown or not paths:
         p.error(f"--paths takes {', '.join(PATHS)}; got {args.paths!r}")
-    llm: dict[str, Any] = {}
-    model_line = "offline rules provider"
-    if args.local or args.base_url:
-        if args.local and args.base_url:
-            p.error("--local reads the server from scripts/local_llm.py's state; leave out --base-url")
-        if args.local:
-            from scripts import local_llm
-
-            state = local_llm.recorded_server(p.error)
-            url, model = state["url"], args.model or state["model"]
-        else:
-            if not args.model:
-                p.error("--base-url needs --model")
-            url, model = args.base_url, args.model
-        llm = {"llm_provider": "openai", "llm_base_url": url, "llm_model": model, "llm_timeout_s": args.timeout,
-               "llm_max_tokens": args.max_tokens}
-        model_line = f"model {model} at {url}"
+    llm, model_line = model_settings(p, args)
     rows = load_rows(args.data)[: args.limit] if args.limit else load_rows(args.data)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="eval_forget_") as folder:

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.eval_common import add_model_arguments, model_settings  # noqa: E402
+
 DEFAULT_DATA = ROOT / "tests" / "data" / "instructions_health.jsonl"
 PATHS = ("infer", "observe", "session")
 INSTRUCTIONS = "Remember dietary needs. Never store health data: diagnoses, medications, symptoms, treatments."
@@ -144,11 +146,7 @@ def memory_opener(folder: Path, llm: dict[str, Any]) -> Callable[[str, str], Any
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--local", action="store_true", help="the server and model `scripts/local_llm.py serve` recorded")
-    p.add_argument("--base-url", help="an OpenAI-compatible endpoint (loopback) instead of the offline rules")
-    p.add_argument("--model", help="model name at --base-url (with --local: overrides the recorded one)")
-    p.add_argument("--timeout", type=float, default=180.0, help="seconds per model call")
-    p.add_argument("--max-tokens", type=int, default=512, help="a reply's token cap")
+    add_model_arguments(p)
     p.add_argument("--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)} (default all)")
     p.add_argument("--policies", default=",".join(POLICIES), help="comma-separated: 'with instructions', 'without'")
     p.add_argument("--limit", type=int, help="only the first N rows of each kind")
@@ -162,23 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--paths takes {', '.join(PATHS)}; got {args.paths!r}")
     if not policies or any(s not in POLICIES for s in policies):
         p.error(f"--policies takes {', '.join(POLICIES)}; got {args.policies!r}")
-    llm: dict[str, Any] = {}
-    model_line = "offline rules provider"
-    if args.local or args.base_url:
-        if args.local and args.base_url:
-            p.error("--local reads the server from scripts/local_llm.py's state; leave out --base-url")
-        if args.local:
-            from scripts import local_llm
-
-            state = local_llm.recorded_server(p.error)
-            url, model = state["url"], args.model or state["model"]
-        else:
-            if not args.model:
-                p.error("--base-url needs --model")
-            url, model = args.base_url, args.model
-        llm = {"llm_provider": "openai", "llm_base_url": url, "llm_model": model, "llm_timeout_s": args.timeout,
-               "llm_max_tokens": args.max_tokens}
-        model_line = f"model {model} at {url}"
+    llm, model_line = model_settings(p, args)
     rows = load_rows(args.data)
     if args.limit:
         rows = [r for r in rows if r["health"]][: args.limit] + [r for r in rows if not r["health"]][: args.limit]
