@@ -7,10 +7,9 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
-from .leases import ALL, WAIT_S, Lease, LeaseHeld, LeaseLost, _Held, conflicts, default_owner
+from .leases import ALL, WAIT_S, Lease, LeaseHeld, LeaseLost, LeaseTable, _Held, conflicts, default_owner
 
 
 class LocalLeases:
@@ -53,13 +52,7 @@ class LocalLeases:
                     raise LeaseHeld(f"{what} for {'every user' if name == ALL else repr(name)} is held by {got}", holder=got)
                 self._cond.wait(left)
 
-    @contextmanager
-    def hold(self, group: str, name: str, what: str, wait_s: float | None = 0.0) -> Iterator[Lease]:
-        lease = self.acquire(group, name, what, wait_s)
-        try:
-            yield lease
-        finally:
-            self.release(lease)
+    hold = LeaseTable.hold  # the same block: acquire, yield, release (only self.acquire/release are called)
 
     def release(self, lease: Lease) -> None:
         with self._cond:
