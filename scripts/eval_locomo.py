@@ -261,17 +261,21 @@ def add_embedder_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--model-path", type=Path, help="--embedder local: the model folder")
     ap.add_argument("--dim", type=int, help="--embedder local: truncate to this many dimensions (Matryoshka)")
     ap.add_argument("--threads", type=int, help="--embedder local: torch threads (default: torch's)")
+    ap.add_argument("--crosslang", choices=("auto", "off", "on"), default="auto",
+                    help="the cross-language vectors beside the embedder (crosslang_embedder): auto = the library's "
+                         "default (on with the bundled e5), off, or on whatever the embedder")
 
 
 def make_eval_embedder(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The embedder the flags ask for and the Memory settings that name it (thresholds are per model)."""
+    cross = {"crosslang_embedder": {"auto": "auto", "off": None, "on": "use-multilingual"}[getattr(args, "crosslang", "auto")]}
     if args.embedder in ("offline", "default"):
-        return OfflineEmbedder(), {}
+        return OfflineEmbedder(), cross
     if args.model_path is None:
         raise SystemExit("--embedder local needs --model-path (a sentence-transformers folder)")
     from hippocampus.embeddings.local import LocalEmbedder
 
-    settings = {"embedding_provider": "local", "embedding_model_path": str(args.model_path.expanduser())}
+    settings = {"embedding_provider": "local", "embedding_model_path": str(args.model_path.expanduser()), **cross}
     settings.update({"embedding_dim": args.dim} if args.dim else {})
     return LocalEmbedder(args.model_path.expanduser(), dim=args.dim, threads=args.threads), settings
 

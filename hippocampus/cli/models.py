@@ -70,8 +70,9 @@ def reembed(
     batch: int = typer.Option(128, "--batch", min=1, max=4096, help="memories per page (one progress line each)"),
     drop_old: bool = typer.Option(False, "--drop-old", help="drop the old collection after the switch (default: keep it)"),
     restart: bool = typer.Option(False, "--restart", help="drop what an interrupted run towards another model left"),
-    crosslang: bool = typer.Option(False, "--crosslang", help="also add the cross-language vector (crosslang_embedder: "
-                                   "use-multilingual; docs/crosslang.md); with the store's own embedder its vectors are kept"),
+    crosslang: bool = typer.Option(False, "--crosslang", help="also add the cross-language vectors (crosslang_embedder; "
+                                   "docs/crosslang.md) to a store made without them; with the store's own embedder nothing "
+                                   "else is copied"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Re-embed every memory of the store with another embedder, in pages, keeping ids, fields and history.
@@ -91,13 +92,15 @@ def reembed(
     settings.update({"embedding_dim": dim} if dim else {})
     config = MemoryConfig(**settings)
     token = config.milvus_token.get_secret_value() if config.milvus_token else None
-    from ..embeddings.crosslang import NAME, make_crosslang
+    from ..embeddings.crosslang import NAME, make_crosslang, resolve
 
-    report = reembed_store(config.milvus_uri, config.collection_name, make_embedder(config), token=token,
+    embedder = make_embedder(config)
+    report = reembed_store(config.milvus_uri, config.collection_name, embedder, token=token,
                            batch_size=batch, drop_old=drop_old, restart=restart, progress=_say,
                            crosslang=make_crosslang(NAME) if crosslang else None)
     to = config.embedding_provider
-    lines = [f"embedding_provider: {to}"] + ([f"crosslang_embedder: {NAME}"] if crosslang else [])
+    wanted = resolve(config.crosslang_embedder, embedder.model_name) if crosslang else NAME  # "auto" may already mean it
+    lines = [f"embedding_provider: {to}"] + ([f"crosslang_embedder: {NAME}"] if wanted != NAME else [])
     if to == "local":
         lines.append(f"embedding_model_path: {config.embedding_model_path}")
     if config.embedding_dim:

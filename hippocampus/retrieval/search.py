@@ -133,10 +133,14 @@ class Retriever:
         include_superseded: bool = False,
         graph: bool | None = None,
         include_expired: bool = False,
+        kinds: Sequence[str] = (),
+        memo: dict | None = None,
     ) -> list[SearchHit]:
         """Up to `limit` hits, best first: the query walks STAGES once. Pass `query_vector` to reuse
         one embedding across calls; without it the query is embedded here (or BM25 serves if that fails).
-        `graph` asks for the graph stage or not (None: the config's `graph`)."""
+        `graph` asks for the graph stage or not (None: the config's `graph`). A caller that searches
+        several kinds for one question passes them all as `kinds` and one `memo` dict to every call, so
+        work that does not depend on the kind (the cross-language search) is done once."""
         caller = metadata if isinstance(metadata, F.CallerFilter) else self.caller_filter(user_id, metadata)
         include_superseded = include_superseded or caller.wants_superseded  # filters={"state": "superseded"}
         if limit <= 0:
@@ -156,7 +160,8 @@ class Retriever:
         q = stages.Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded, include_expired),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
                   include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph,
-                  include_expired=include_expired)
+                  include_expired=include_expired, kind=memory_type.value if memory_type is not None else None,
+                  kinds=tuple(kinds), memo=memo if memo is not None else {}, plain=not caller.expr)
         cands: list[Candidate] = []
         for stage in stages.STAGES:  # read at call time: scripts/eval_crosslang.py traces them
             cands = stage(self, q, cands)

@@ -3,7 +3,7 @@ far and returns the candidates for the next; the retriever (search.py) runs them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
@@ -39,6 +39,10 @@ class Query:
     user_id: str = ""
     use_graph: bool = False
     include_expired: bool = False
+    kind: str | None = None  # the memory type searched (its condition is in `scope`)
+    kinds: tuple[str, ...] = ()  # every type the caller's one search asks for (crosslang shares work across them)
+    memo: dict = field(default_factory=dict)
+    plain: bool = False  # no caller filter: the scope is the user, kind, superseded and expiry conditions only  # shared by the kinds of one search (Retriever.search `memo`)
 
 
 def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:

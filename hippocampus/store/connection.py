@@ -108,9 +108,10 @@ def connect(uri: str, token: str | None) -> MilvusClient:
     try:
         address = uri if "://" in uri else lite_address(uri)
         # milvus-lite's gRPC server keeps grpc's default ping policy (at most one ping in 5 minutes without
-        # data), so pymilvus' 10 s keepalive drew GOAWAY too_many_pings lines on stderr in long runs; a local
-        # store needs no keepalive to find a dead peer
-        options = {} if "://" in uri else {"grpc_options": _LITE_KEEPALIVE}
+        # data), so pymilvus' 10 s keepalive drew GOAWAY too_many_pings in long runs (on stderr, and for
+        # `milvus-lite server` on loopback a dead shared channel: "Fail connecting to server"); a store on
+        # this machine needs no keepalive to find a dead peer
+        options = {"grpc_options": _LITE_KEEPALIVE} if "://" not in uri or _loopback(uri) else {}
         client = MilvusClient(uri=address, token=token or "", **options)
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
@@ -122,6 +123,12 @@ def connect(uri: str, token: str | None) -> MilvusClient:
             _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
         tighten_files(Path(uri))
     return client
+
+
+def _loopback(uri: str) -> bool:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(uri).hostname or "") in ("127.0.0.1", "localhost", "::1")
 
 
 def _lite_open_failed(uri: str, exc: Exception, cause: BaseException | None) -> NoReturn:

@@ -38,10 +38,10 @@ class MilvusStore:
     def __init__(self, uri: str, dim: int, embedding_model: str, collection: str = "memories", token: str | None = None,
                  client_ids: bool | None = None, crosslang: Any = None):
         self.uri = uri
-        self.cross = CrossVectors(crosslang)  # the optional second vector `xvector` (store/xvector.py)
         self.dim = dim
         self.embedding_model = embedding_model
         self.collection = collection
+        self.cross = CrossVectors(self, crosslang)  # the cross-language vectors' companion `<collection>_xvec`
         self.history_collection = f"{collection}_history"
         self._lock = threading.RLock()  # milvus-lite's in-process engine is not re-entrant
         self._buckets: set[str] = set()  # user-bucket partitions known to exist (store/buckets.py)
@@ -97,7 +97,7 @@ class MilvusStore:
         c, server, found = self.client, self.capabilities, {}
 
         def make() -> tuple[Any, Any, dict[str, Any]]:
-            schema, index = memories_schema(c, self.dim, server.full_text, auto_id=not server.client_ids, xdim=self.cross.new_dim)
+            schema, index = memories_schema(c, self.dim, server.full_text, auto_id=not server.client_ids)
             props = {PROP_MODEL: self.embedding_model, PROP_VERSION: SCHEMA_VERSION, **self.cross.new_props}
             props.update({} if server.full_text else {PROP_FULL_TEXT: "false"})
             return schema, index, {"properties": props, **server.create_kwargs()}
@@ -109,7 +109,7 @@ class MilvusStore:
         info = found.get("info")
         if info is not None:
             self.capabilities = for_collection(server, info)
-        self.cross.opened(info, self.collection)
+        self.cross.opened(info, self.capabilities.create_kwargs())
         self._buckets = set(c.list_partitions(self.collection))
         for line in warnings(server, self.capabilities, self.uri, self.collection, info):
             log.warning("%s", line)
@@ -170,7 +170,8 @@ class MilvusStore:
         if not rows:
             return []
         self._check_vectors(rows)
-        rows = self.cross.fill(rows)
+        xv = self.cross.encode(rows)  # the cross-language vectors, when the store keeps them (store/xvector.py)
+        rows = self.cross.inline(rows, xv)
         if self.capabilities.client_ids:
             rows = [{**row, "id": pk} for row, pk in zip(rows, self._ids.take(len(rows)))]  # store/ids.py
         ids = [0] * len(rows)
@@ -180,6 +181,7 @@ class MilvusStore:
                 res = self._call("insert", self.collection, data=[rows[i] for i in idx], partition_name=part)
                 for i, pk in zip(idx, res["ids"]):
                     ids[i] = int(pk)
+            self.cross.written(rows, ids, xv)
         return ids
 
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
@@ -192,24 +194,32 @@ class MilvusStore:
         if not rows:
             return
         self._check_vectors(rows)
-        rows = self.cross.fill(rows)
         ids = [int(r["id"]) for r in rows]
         with self._lock:
-            found = self._call("query", self.collection, filter=F.in_("id", ids), output_fields=["id", "user_id"], limit=len(ids))
+            found = self._call("query", self.collection, filter=F.in_("id", ids), output_fields=["id", "user_id", "text", "memory_type"],
+                               limit=len(ids))
             owner = {int(r["id"]): r["user_id"] for r in found}
             gone = [i for i, r in zip(ids, rows) if owner.get(i) != r.get("user_id")]
             if gone:
                 raise NotFound(f"memories {gone} no longer exist for their user; nothing was rewritten")
+            # the cross-language vector follows the text: a rewrite of metadata alone (mark_used, decay) keeps it
+            was = {int(r["id"]): (r.get("text"), r.get("memory_type")) for r in found}
+            fresh = [r for r in rows if self.cross.legacy or was[int(r["id"])] != (r.get("text"), r.get("memory_type"))]
+            xv = self.cross.encode(fresh)
+            rows = self.cross.inline(rows, xv)  # a version-4 collection: every row (fresh is all of them)
             for part, idx in group_by_bucket(rows).items():  # a row stays in its user's bucket
                 self._bucket_ready(part, create=True)
                 self._call("upsert", self.collection, data=[rows[i] for i in idx], partition_name=part)
+            self.cross.written(fresh, [int(r["id"]) for r in fresh], xv)
 
     def delete(self, filter_expr: str) -> int:
         if not filter_expr:
             raise StoreError("refusing to delete without a filter")
-        owners = owners_of(self.query(filter_expr, ["id", "user_id"])) if self.graph.exists() else {}
+        gone = self.query(filter_expr, ["id", "user_id"]) if self.graph.exists() or self.cross.filled else []
+        owners = owners_of(gone) if self.graph.exists() else {}
         with self._lock:
             res = self._call("delete", self.collection, filter=filter_expr)
+            self.cross.removed([int(r["id"]) for r in gone])
         self.graph.cascade(owners)  # in the same operation: their ids leave the graph, unsupported rows go
         if isinstance(res, dict):
             return int(res.get("delete_count", 0))

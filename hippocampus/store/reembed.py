@@ -16,9 +16,10 @@ milvus-lite 3.x) can rename a collection but has no atomic swap, so:
    `<name>__pre_reembed_<time>` (kept unless `drop_old`, its graph as `<that>_graph`) and the targets
    take `<name>` and `<name>_graph`. A run interrupted between those renames is finished by the next run.
 
-With `crosslang` (`hippocampus reembed --crosslang`, schema version 4: store/xvector.py) the target also gets
-the cross-language vector `xvector` of every memory; re-embedding to the embedder the store already has then
-keeps each memory's `vector` as it is and only adds `xvector`: the same resumable copy and switch.
+With `crosslang` (`hippocampus reembed --crosslang`, schema version 5: store/xvector.py) every memory also
+gets its cross-language vector in the companion `<name>_xvec`; with the embedder the store already has,
+that is all it does (resumable, nothing copied). A version-4 collection, which kept those vectors in a
+field of its own, is copied without the field (the same resumable copy and switch) and the companion filled.
 
 Writers must be stopped meanwhile (milvus-lite's lock enforces it for a local store): a memory updated
 in the source during a run keeps its old text in the target.
@@ -40,6 +41,7 @@ from .buckets import group_by_bucket
 from .capabilities import detect
 from .connection import connect, release
 from .schema import COMPATIBLE_VERSIONS, PROP_CROSS, PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, XVECTOR, memories_schema
+from .xvector import fill_companion
 
 TARGET_SUFFIX = "__reembed"
 PROP_FROM = "hippocampus.reembed_from"  # on the target: the source's model, checked when a run resumes
@@ -65,7 +67,7 @@ class ReembedReport:
     kept_as: str | None = None
     nothing_to_do: bool = False
     graph_rows: int = 0  # rows of `<name>_graph` (entities, triples, ledger) given new vectors
-    crosslang: str | None = None  # the model of the `xvector` the target got (store/xvector.py)
+    crosslang: str | None = None  # the model of the cross-language vectors the store has (store/xvector.py)
 
 
 def _describe(c: MilvusClient, name: str) -> tuple[dict[str, Any], str, int, bool]:
@@ -105,6 +107,15 @@ def reembed_store(
             release(uri)
 
 
+def _cross_for(props: dict[str, Any]) -> Embedder:
+    """The cross-language embedder that filled the store's vectors (store/xvector.py)."""
+    from ..embeddings.crosslang import MODEL_NAME, NAME, make_crosslang
+
+    if props.get(PROP_CROSS) != MODEL_NAME:
+        raise SchemaMismatchError(f"cross-language vectors from an unknown model {props.get(PROP_CROSS)!r}")
+    return make_crosslang(NAME)
+
+
 def _xdim(c: MilvusClient, name: str) -> int | None:
     """The dimension of the collection's `xvector`, or None without one."""
     for f in c.describe_collection(name).get("fields", []):
@@ -134,12 +145,17 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
         raise StoreError(f"no collection {name!r} at {uri}; nothing to re-embed", uri=uri)
     src_props, old_model, old_dim, full_text = _describe(c, name)
     report = ReembedReport(name, old_model, old_dim, new_model, new_dim)
-    src_x = _xdim(c, name)
-    add_x = crosslang is not None and src_x is None  # compute xvector (else copied when the source has it)
+    legacy = _xdim(c, name) is not None  # a version-4 collection: `xvector` inside, moved to the companion
+    cross = crosslang if crosslang is not None else (_cross_for(src_props) if legacy or PROP_CROSS in src_props else None)
     keep_vector = (old_model, old_dim) == (new_model, new_dim)
-    if keep_vector and not add_x:
+    if keep_vector and not legacy:
         if _switch_graph(c, name, f"{name}__pre_reembed_{int(time.time())}"):  # stopped before the graph's renames
             progress(f"finished an interrupted switch: {name + GRAPH!r} now follows {new_model!r}")
+            return report
+        if crosslang is not None:
+            report.embedded, report.resumed = fill_companion(c, name, crosslang, batch_size, progress, detect(c, uri).create_kwargs())
+            report.total, report.crosslang = report.embedded + report.resumed, crosslang.model_name
+            progress(f"{name!r} now has cross-language vectors from {crosslang.model_name!r} ({report.embedded} added)")
             return report
         report.nothing_to_do = True
         progress(f"{name!r} already holds {old_dim}-d vectors from {old_model!r}; nothing to do")
@@ -154,19 +170,15 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
             )
         progress(f"resuming into {target!r}")
     else:
-        xdim = crosslang.dim if add_x else src_x
-        schema, index = memories_schema(c, new_dim, full_text, auto_id=False, xdim=xdim)
+        schema, index = memories_schema(c, new_dim, full_text, auto_id=False)
         props = {PROP_MODEL: new_model, PROP_VERSION: SCHEMA_VERSION, PROP_FROM: old_model}
         props.update({} if full_text else {PROP_FULL_TEXT: "false"})
-        cross_model = crosslang.model_name if add_x else src_props.get(PROP_CROSS)
-        props.update({PROP_CROSS: cross_model} if xdim else {})
         c.create_collection(target, schema=schema, index_params=index, properties=props, **caps.create_kwargs())
     c.load_collection(name)
     c.load_collection(target)
-    _copy(c, name, target, None if keep_vector else embedder, batch_size, report, progress, crosslang if add_x else None)
+    _copy(c, name, target, None if keep_vector else embedder, batch_size, report, progress)
     _reconcile(c, name, target)
     graph_rows = 0 if keep_vector else _reembed_graph(c, name, embedder, batch_size, progress)
-    report.crosslang = crosslang.model_name if add_x else src_props.get(PROP_CROSS)
     c.alter_collection_properties(target, {PROP_DONE: "1"})
     report.kept_as = f"{name}__pre_reembed_{int(time.time())}"
     c.release_collection(name)
@@ -179,6 +191,9 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
                 c.drop_collection(old)
         report.kept_as = None
     report.graph_rows = graph_rows
+    if cross is not None:  # ids are kept, so the companion stays valid: only what it lacks is added
+        fill_companion(c, name, cross, batch_size, progress, caps.create_kwargs())
+        report.crosslang = cross.model_name
     progress(f"{name!r} now holds {new_dim}-d vectors from {new_model!r}"
              + (f" and cross-language vectors from {report.crosslang!r}" if report.crosslang else "")
              + (f"; the old collection is kept as {report.kept_as!r}" if report.kept_as else "; the old collection was dropped"))
@@ -190,10 +205,10 @@ def _count(c: MilvusClient, name: str) -> int:
 
 
 def _copy(c: MilvusClient, src: str, dst: str, embedder: Embedder | None, batch_size: int, report: ReembedReport,
-          progress: Progress, cross: Embedder | None = None) -> None:
-    """Every source row not yet in the target, with a new vector (its own when `embedder` is None) and,
-    with `cross`, a new `xvector`; progress once per page."""
-    dropped = _NO_VECTOR if embedder is not None else ("sparse",)
+          progress: Progress) -> None:
+    """Every source row not yet in the target, with a new vector (its own when `embedder` is None) and
+    without a version-4 `xvector` (store/xvector.py keeps those apart now); progress once per page."""
+    dropped = (*_NO_VECTOR, XVECTOR) if embedder is not None else ("sparse", XVECTOR)
     report.total = _count(c, src)
     partitions = set(c.list_partitions(dst))
     it = c.query_iterator(src, batch_size=batch_size, filter="", output_fields=["*"])
@@ -207,10 +222,9 @@ def _copy(c: MilvusClient, src: str, dst: str, embedder: Embedder | None, batch_
             todo = [{k: v for k, v in r.items() if k not in dropped} for r in page if int(r["id"]) not in present]
             report.resumed += len(page) - len(todo)
             if todo:
-                for enc, field in ((embedder, "vector"), (cross, XVECTOR)):
-                    if enc is not None:
-                        for row, vec in zip(todo, enc.encode([r["text"] for r in todo], role="passage")):
-                            row[field] = vec.tolist()
+                if embedder is not None:
+                    for row, vec in zip(todo, embedder.encode([r["text"] for r in todo], role="passage")):
+                        row["vector"] = vec.tolist()
                 for part, idx in group_by_bucket(todo).items():  # each row in its user's bucket, as MilvusStore does
                     if part not in partitions:
                         c.create_partition(dst, part)

@@ -16,12 +16,13 @@ from .analyzer import analyzer_params
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "4"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py);
-# 4: the optional cross-language vector `xvector` (embeddings/crosslang.py). A version-3 collection is a version-4 one
-# without it: it opens and searches as before (`hippocampus reembed --crosslang` adds the field)
-COMPATIBLE_VERSIONS = ("3", "4")
+SCHEMA_VERSION = "5"  # 2: stop filter on the BM25 analyzer (store/analyzer.py); 3: user buckets (store/buckets.py);
+# 4: a cross-language vector field `xvector` inside (opt-in, one release); 5: the cross-language vectors in the
+# companion `<name>_xvec` (store/xvector.py), the memories collection laid out as in 3. A version-3 or -4
+# collection opens and searches as before (`hippocampus reembed --crosslang` adds or moves the vectors)
+COMPATIBLE_VERSIONS = ("3", "4", "5")
 XVECTOR = "xvector"
-PROP_CROSS = "hippocampus.crosslang_model"  # the model of `xvector`, when the collection has one
+PROP_CROSS = "hippocampus.crosslang_model"  # the companion's model, once it holds every memory
 ID_MAX_LEN = 128
 WHO_MAX_LEN = 128  # who defaults to user_id (VARCHAR(128))
 PROP_MODEL = "hippocampus.embedding_model"
@@ -34,7 +35,8 @@ def memories_schema(c: MilvusClient, dim: int, full_text: bool = True, auto_id: 
     """Every memory, episodic and semantic: scalar fields, the dense vector and the BM25 sparse
     vector that Milvus computes from `text`. Without `full_text` (a server before Milvus 2.5:
     store/capabilities.py) there is no analyzer, sparse field or BM25 function; without `auto_id`
-    hippocampus assigns the ids (store/ids.py); with `xdim`, the cross-language vector `xvector` too."""
+    hippocampus assigns the ids (store/ids.py); with `xdim`, the cross-language vector field `xvector` of
+    schema version 4 (tests of the upgrade only: version 5 keeps them in store/xvector.py's companion)."""
     schema = c.create_schema(auto_id=auto_id, enable_dynamic_field=True)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)

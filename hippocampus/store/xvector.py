@@ -1,75 +1,350 @@
-"""The optional second vector of a memory, `xvector` (schema version 4): a cross-language embedding
-(embeddings/crosslang.py) beside e5's `vector`, read by the cross-language stage (retrieval/crosslang.py).
+"""The cross-language vectors (schema version 5): one row per memory in the companion collection
+`<name>_xvec` (the memory's id, its user and kind, and `xvector`, its embedding by the cross-language
+model of embeddings/crosslang.py), read by the cross-language stage (retrieval/crosslang.py).
+
+Why a companion collection and not a second vector field of the memories collection (version 4 did
+that): milvus-lite evaluates a filtered search over every column of its in-memory rows, so a 512-d
+field in the memories collection made every BM25 search 1.7-4x slower, and e5's dense search too, at
+1k-10k memories (docs/crosslang.md, "Cost"); and Milvus 2.3 refuses a collection with two vector
+fields. The memories collection keeps the version-3 layout.
 
 Why here, at the store's write door: memories are written by a dozen paths (add, consolidation,
-compression, restore, undo, import...); filling the field in MilvusStore.insert/upsert from the row's
-text keeps every one of them right without touching them. The field is not nullable, so a collection
-that has it gets it on every write, whatever the setting; the setting (`crosslang_embedder`) decides
-whether a new collection is made with it and whether search uses it.
+compression, restore, undo, import...); MilvusStore.insert/upsert/delete call `written` and `removed`,
+so every one of them keeps the companion right without knowing it. A collection that has the
+companion gets it on every write, whatever the setting; the setting (`crosslang_embedder`) decides
+whether a new store is made with it and whether search uses it.
+
+Nearest neighbours: on a local milvus-lite path this process is the store's only user (the directory
+lock), so the vectors of a user are read once into memory and kept current by the writes above; the
+search is then one matrix product (~1 ms at 10k memories against ~50-90 ms for milvus-lite's own
+filtered search). On a server (several processes may write) the companion is searched by Milvus.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+import threading
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+from pymilvus import DataType, MilvusClient
 
 from ..errors import SchemaMismatchError
-from .schema import PROP_CROSS, XVECTOR
+from ..text import script_of
+from . import filters as F
+from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
 
 log = logging.getLogger(__name__)
 
+SUFFIX = "_xvec"
+XVEC_FIELDS = ["id", "user_id", "memory_type", "script"]
+
+
+class CrossHost(Protocol):
+    """What the companion uses of its MilvusStore (store/milvus.py)."""
+
+    uri: str
+    collection: str
+    client: MilvusClient
+    _lock: threading.RLock
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    def _create_collection(self, name: str, schema: Any = None, index_params: Any = None, **kwargs: Any) -> None: ...
+
+
+def xvec_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
+    schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)  # the memory's id
+    schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
+    schema.add_field("memory_type", DataType.VARCHAR, max_length=32)
+    schema.add_field("script", DataType.VARCHAR, max_length=8)  # text.script_of: the stage wants the other scripts
+    schema.add_field(XVECTOR, DataType.FLOAT_VECTOR, dim=dim)
+    index = c.prepare_index_params()
+    index.add_index(XVECTOR, index_type="AUTOINDEX", metric_type="COSINE")
+    return schema, index
+
+
+class _UserVectors:
+    """One user's cross vectors in memory (local stores only): ids, kinds and unit rows."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], dim: int):
+        self.pos: dict[int, int] = {}
+        self.ids: list[int] = []
+        self.kinds: list[str] = []
+        self.scripts: list[str] = []
+        self.mat = np.zeros((0, dim), dtype=np.float32)
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self.put(rows)
+
+    def put(self, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        vecs = _units([r[XVECTOR] for r in rows])
+        self._arrays = None
+        fresh = []
+        for r, v in zip(rows, vecs):
+            i = int(r["id"])
+            if i in self.pos:
+                self.mat[self.pos[i]] = v
+                self.kinds[self.pos[i]], self.scripts[self.pos[i]] = str(r["memory_type"]), str(r["script"])
+            else:
+                self.pos[i] = len(self.ids) + len(fresh)
+                fresh.append((i, str(r["memory_type"]), str(r["script"]), v))
+        if fresh:
+            self.ids += [f[0] for f in fresh]
+            self.kinds += [f[1] for f in fresh]
+            self.scripts += [f[2] for f in fresh]
+            self.mat = np.vstack([self.mat, np.stack([f[3] for f in fresh])])
+
+    def drop(self, ids: Sequence[int]) -> None:
+        gone = {int(i) for i in ids} & self.pos.keys()
+        if not gone:
+            return
+        self._arrays = None
+        keep = [k for k, i in enumerate(self.ids) if i not in gone]
+        self.ids = [self.ids[k] for k in keep]
+        self.kinds = [self.kinds[k] for k in keep]
+        self.scripts = [self.scripts[k] for k in keep]
+        self.mat = self.mat[keep]
+        self.pos = {i: k for k, i in enumerate(self.ids)}
+
+    def nearest(self, qx: np.ndarray, kinds: Sequence[str] | None, scripts: Sequence[str], k: int) -> list[tuple[int, float]]:
+        if not self.ids:
+            return []
+        if self._arrays is None:  # the labels as arrays once per change, not once per search (~2 ms at 10k)
+            self._arrays = (np.asarray(self.scripts), np.asarray(self.kinds))
+        sims = self.mat @ qx
+        keep = np.isin(self._arrays[0], list(scripts))
+        if kinds is not None:
+            keep &= np.isin(self._arrays[1], list(kinds))
+        sims = np.where(keep, sims, -np.inf)
+        k = min(k, len(self.ids))
+        top = np.argpartition(-sims, k - 1)[:k]
+        return [(self.ids[j], float(sims[j])) for j in sorted(top, key=lambda j: -sims[j]) if np.isfinite(sims[j])]
+
+    def cosine(self, memory_id: int, qx: np.ndarray) -> float | None:
+        k = self.pos.get(int(memory_id))
+        return None if k is None else float(self.mat[k] @ qx)
+
+
+def xvec_row(row: dict[str, Any], memory_id: int, vec: Any) -> dict[str, Any]:
+    """The companion's row of a memory."""
+    return {"id": int(memory_id), "user_id": row["user_id"], "memory_type": row["memory_type"],
+            "script": script_of(str(row.get("text") or "")), XVECTOR: np.asarray(vec, dtype=np.float32).tolist()}
+
+
+def _units(vecs: Any) -> np.ndarray:
+    m = np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
+    n = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(n > 0, n, 1.0)
+
 
 class CrossVectors:
-    """What the store knows of `xvector`: whether the collection has it, and the embedder that fills it."""
+    """What the store knows of the cross-language vectors: whether its companion exists and is complete,
+    the embedder that fills it, and (local stores) the vectors of the users searched so far."""
 
-    def __init__(self, wanted: Any = None):
+    def __init__(self, host: CrossHost, wanted: Any = None):
+        self.host = host
         self.wanted = wanted  # the configured cross-language embedder, or None (setting null)
-        self.embedder: Any = None  # the one that fills the field, when the collection has it
-        self.present = False
-
-    @property
-    def new_dim(self) -> int | None:
-        """The field's dimension for a collection made now (None: made without it)."""
-        return int(self.wanted.dim) if self.wanted is not None else None
+        self.embedder: Any = None  # the one that fills the companion
+        self.name = host.collection + SUFFIX
+        self.filled = False  # the companion exists: every write keeps it current
+        self.present = False  # ... and holds every memory (made with the store, or a finished reembed)
+        self.legacy = False  # a version-4 collection with `xvector` inside: written, never searched
+        self._local = "://" not in host.uri
+        self._users: dict[str, _UserVectors] = {}
+        self._made = False
+        self._create_kwargs: dict[str, Any] = {}
 
     @property
     def new_props(self) -> dict[str, str]:
+        """The memories collection's properties when it is made now: the companion's model."""
         return {PROP_CROSS: self.wanted.model_name} if self.wanted is not None else {}
 
     @property
     def active(self) -> bool:
-        """Search may use the field: the collection has it and the setting asks for it."""
+        """Search may use the companion: it is complete and the setting asks for it."""
         return self.present and self.wanted is not None
 
-    def opened(self, info: dict[str, Any] | None, collection: str) -> None:
-        """After the collection was opened (`info`) or made (None): note what it holds."""
-        if info is None:
-            self.present, self.embedder = self.wanted is not None, self.wanted
-            return
-        fields = {f["name"] for f in info.get("fields", [])}
-        model = (info.get("properties") or {}).get(PROP_CROSS)
-        self.present = XVECTOR in fields
-        if not self.present:
+    def opened(self, info: dict[str, Any] | None, create_kwargs: dict[str, Any]) -> None:
+        """After the memories collection was opened (`info`) or made (None): find or make the companion.
+
+        The memories collection names the companion's model (PROP_CROSS) when the companion holds every
+        memory: it was made with it, or `hippocampus reembed --crosslang` finished filling it."""
+        c = self.host.client
+        exists = c.has_collection(self.name)
+        if info is None and exists:  # left by a memories collection of the same name that was dropped
+            c.drop_collection(self.name)
+            exists = False
+        props = {} if info is None else (info.get("properties") or {})
+        self.legacy = info is not None and XVECTOR in {f["name"] for f in info.get("fields", [])}
+        complete = not self.legacy and (info is None and self.wanted is not None or PROP_CROSS in props)
+        if not (complete or exists or self.legacy):
             if self.wanted is not None:
                 log.warning("collection %r has no cross-language vectors yet; searching as before "
-                            "(run `hippocampus reembed --crosslang` to add them)", collection)
+                            "(run `hippocampus reembed --crosslang` to add them)", self.host.collection)
             return
-        if self.wanted is not None and model != self.wanted.model_name:
-            raise SchemaMismatchError(f"collection {collection!r} holds cross-language vectors from {model!r}, "
-                                      f"but crosslang_embedder names {self.wanted.model_name!r}")
-        if self.wanted is None:
-            from ..embeddings.crosslang import MODEL_NAME, NAME, make_crosslang
+        found = props.get(PROP_CROSS) if info is not None else None
+        self.embedder = self._embedder_for(found or self._companion_model(exists))
+        if self.legacy:
+            log.warning("collection %r keeps its cross-language vectors inside (schema version 4), where they are "
+                        "not searched: run `hippocampus reembed --crosslang` to move them", self.host.collection)
+        self.filled, self.present, self._create_kwargs = True, complete, create_kwargs
+        if exists:
+            self._ensure(create=False)  # loads it
 
-            if model != MODEL_NAME:
-                raise SchemaMismatchError(f"collection {collection!r} holds cross-language vectors from an unknown "
-                                          f"model {model!r}")
-            self.embedder = make_crosslang(NAME)  # loads only when a memory is written
-        else:
-            self.embedder = self.wanted
+    def _ensure(self, create: bool) -> bool:
+        """The companion exists (made on first write, like the graph's: a store never written pays nothing);
+        another replica may have made it since we looked."""
+        if not self._made and (create or self.host.client.has_collection(self.name)):
+            schema, index = xvec_schema(self.host.client, self.embedder.dim)
+            self.host._create_collection(self.name, schema=schema, index_params=index,
+                                         properties={PROP_CROSS: self.embedder.model_name}, **self._create_kwargs)
+            self._made = True
+        return self._made
 
-    def fill(self, rows: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
-        """The rows with `xvector` computed from their text (every row: an update may change the text)."""
-        if not self.present or not rows:
+    def _companion_model(self, exists: bool) -> str | None:
+        if not exists:
+            return None
+        return (self.host.client.describe_collection(self.name).get("properties") or {}).get(PROP_CROSS)
+
+    def _embedder_for(self, model: str | None) -> Any:
+        from ..embeddings.crosslang import MODEL_NAME, NAME, make_crosslang
+
+        if self.wanted is not None:
+            if model is not None and model != self.wanted.model_name:
+                raise SchemaMismatchError(f"collection {self.host.collection!r} holds cross-language vectors from "
+                                          f"{model!r}, but crosslang_embedder names {self.wanted.model_name!r}")
+            return self.wanted
+        if model not in (None, MODEL_NAME):
+            raise SchemaMismatchError(f"collection {self.host.collection!r} holds cross-language vectors from an "
+                                      f"unknown model {model!r}")
+        return make_crosslang(NAME)  # loads only when a memory is written
+
+    # ------------------------------------------------------------ writes (MilvusStore calls these)
+    def encode(self, rows: Sequence[dict[str, Any]]) -> np.ndarray | None:
+        """The rows' cross vectors, from their text, when the store keeps them (else None: none kept, or no rows)."""
+        if not rows or not (self.filled or self.legacy):
+            return None
+        return self.embedder.encode([str(r.get("text") or "") for r in rows], role="passage")
+
+    def inline(self, rows: Sequence[dict[str, Any]], vecs: np.ndarray | None) -> Sequence[dict[str, Any]]:
+        """A version-4 collection's rows need `xvector` (the field is not nullable)."""
+        if not self.legacy or vecs is None:
             return rows
-        vecs = self.embedder.encode([str(r.get("text") or "") for r in rows], role="passage")
         return [{**r, XVECTOR: v.tolist()} for r, v in zip(rows, vecs)]
+
+    def written(self, rows: Sequence[dict[str, Any]], ids: Sequence[int], vecs: np.ndarray | None) -> None:
+        """After the memories were written: their rows in the companion (under the store's lock)."""
+        if not self.filled or vecs is None or not rows:
+            return
+        data = [xvec_row(r, i, v) for r, i, v in zip(rows, ids, vecs)]
+        self._ensure(create=True)
+        self.host._call("upsert", self.name, data=data)
+        for user in {d["user_id"] for d in data}:
+            if user in self._users:
+                self._users[user].put([d for d in data if d["user_id"] == user])
+
+    def removed(self, ids: Sequence[int]) -> None:
+        """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""
+        if not self.filled or not ids or not self._ensure(create=False):
+            return
+        for start in range(0, len(ids), 1000):
+            self.host._call("delete", self.name, filter=F.in_("id", [int(i) for i in ids[start:start + 1000]]))
+        for vectors in self._users.values():
+            vectors.drop(ids)
+
+    # ------------------------------------------------------------ search
+    def nearest(self, user_id: str, qx: Sequence[float], kinds: Sequence[str] | None, scripts: Sequence[str],
+                k: int) -> list[tuple[int, float]]:
+        """The user's `k` memories (of `kinds`, written in `scripts`) nearest the query's cross vector:
+        (id, cosine), best first."""
+        q = _units([qx])[0]
+        if not scripts:
+            return []
+        if not self._made:
+            with self.host._lock:
+                if not self._ensure(create=False):
+                    return []
+        if self._local:
+            with self.host._lock:
+                return self._user(user_id, q.shape[0]).nearest(q, kinds, scripts, k)
+        flt = F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts)), F.in_("memory_type", list(kinds)) if kinds else None)
+        with self.host._lock:
+            res = self.host._call("search", self.name, data=[q.tolist()], anns_field=XVECTOR, filter=flt, limit=k,
+                                  output_fields=["id"], search_params={"metric_type": "COSINE"})
+        return [(int(h["id"]), float(h["distance"])) for h in res[0]]
+
+    def cosines(self, user_id: str, ids: Sequence[int], qx: Sequence[float]) -> dict[int, float]:
+        """These memories' cosines with the query's cross vector (those the companion holds)."""
+        q = _units([qx])[0]
+        if not ids or not self._made:
+            return {}
+        if self._local:
+            with self.host._lock:
+                vectors = self._user(user_id, q.shape[0])
+                return {int(i): c for i in ids if (c := vectors.cosine(i, q)) is not None}
+        with self.host._lock:
+            rows = self.host._call("query", self.name, filter=F.and_(F.in_("id", [int(i) for i in ids]), F.eq("user_id", user_id)),
+                                   output_fields=["id", XVECTOR], limit=len(ids))
+        return {int(r["id"]): float(_units([r[XVECTOR]])[0] @ q) for r in rows}
+
+    def _user(self, user_id: str, dim: int) -> _UserVectors:
+        if user_id not in self._users and not self._made:
+            return _UserVectors([], dim)
+        if user_id not in self._users:
+            self._users[user_id] = _UserVectors(self._read(user_id), dim)
+        return self._users[user_id]
+
+    def _read(self, user_id: str) -> list[dict[str, Any]]:
+        it = self.host._call("query_iterator", self.name, batch_size=1000, filter=F.eq("user_id", user_id),
+                             output_fields=[*XVEC_FIELDS, XVECTOR])
+        rows: list[dict[str, Any]] = []
+        try:
+            while page := it.next():
+                rows += page
+        finally:
+            it.close()
+        return rows
+
+
+def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,
+                   create_kwargs: dict[str, Any] | None = None) -> tuple[int, int]:
+    """`hippocampus reembed --crosslang`: every memory of `name` not yet in its companion gets its cross
+    vector, page by page (an interrupted run resumes: what is there is kept), then the memories collection
+    names the model, which makes the companion searchable. Writers must be stopped meanwhile. Returns
+    (added, already there)."""
+    cname = name + SUFFIX
+    if c.has_collection(cname):
+        model = (c.describe_collection(cname).get("properties") or {}).get(PROP_CROSS)
+        if model != embedder.model_name:
+            raise SchemaMismatchError(f"{cname!r} holds cross-language vectors from {model!r}, not {embedder.model_name!r}")
+    else:
+        schema, index = xvec_schema(c, embedder.dim)
+        c.create_collection(cname, schema=schema, index_params=index, properties={PROP_CROSS: embedder.model_name},
+                            **(create_kwargs or {}))
+    c.load_collection(cname)
+    c.load_collection(name)
+    have: set[int] = set()
+    it = c.query_iterator(cname, batch_size=4096, filter="", output_fields=["id"])
+    try:
+        while page := it.next():
+            have.update(int(r["id"]) for r in page)
+    finally:
+        it.close()
+    total = int(c.query(name, filter="", output_fields=["count(*)"])[0]["count(*)"])
+    added = kept = 0
+    it = c.query_iterator(name, batch_size=batch_size, filter="", output_fields=["id", "user_id", "memory_type", "text"])
+    try:
+        while page := it.next():
+            todo = [r for r in page if int(r["id"]) not in have]
+            kept += len(page) - len(todo)
+            if todo:
+                vecs = embedder.encode([str(r.get("text") or "") for r in todo], role="passage")
+                c.upsert(cname, data=[xvec_row(r, r["id"], v) for r, v in zip(todo, vecs)])
+                added += len(todo)
+            progress(f"cross-language vectors: {added + kept}/{total}" + (f" ({kept} there before)" if kept else ""))
+    finally:
+        it.close()
+    c.alter_collection_properties(name, {PROP_CROSS: embedder.model_name})
+    return added, kept

@@ -1,8 +1,8 @@
 """The cross-language embedder (embeddings/crosslang.py) and the dual path (issue 35): USE multilingual v3
 loads from its wheel with no network and its pinned sha256s checked; a translation scores above an
-unrelated sentence; a store made without `xvector` opens and searches as before, `reembed_store(...,
-crosslang=)` fills the field in place (resuming when cut), and then a Chinese question finds the English
-memory through the cross-language stage (retrieval/crosslang.py)."""
+unrelated sentence; a store made without cross-language vectors opens and searches as before,
+`reembed_store(..., crosslang=)` fills its companion collection (resuming when cut), and then a Chinese
+question finds the English memory through the cross-language stage (retrieval/crosslang.py)."""
 
 from __future__ import annotations
 
@@ -85,12 +85,19 @@ def rank_of(memory: Memory, text: str) -> int | None:
     return texts.index(text) + 1 if text in texts else None
 
 
-def test_an_old_store_opens_reembed_fills_the_field_and_the_dual_path_finds_the_english_memory(
+def xvec(memory: Memory, memory_id: int) -> list[float]:
+    """A memory's cross vector, read from the companion collection."""
+    rows = memory.store.client.query(memory.store.cross.name, filter=f"id == {int(memory_id)}", output_fields=[XVECTOR])
+    assert len(rows) == 1
+    return rows[0][XVECTOR]
+
+
+def test_an_old_store_opens_reembed_fills_the_companion_and_the_dual_path_finds_the_english_memory(
         tmp_path: Path, embedder, cross: CrossLangEmbedder, caplog) -> None:
     uri = str(tmp_path / "x.db")
-    with Memory(milvus_uri=uri, embedder=embedder) as memory:  # made without the field (as a schema-3 store)
+    with Memory(milvus_uri=uri, embedder=embedder, crosslang_embedder=None) as memory:  # made without them (as a schema-3 store)
         ids = memory.add_many([{"text": t, "user_id": "mei", "chat_id": c} for t, c in MEMORIES])
-        assert XVECTOR not in {f["name"] for f in memory.store.client.describe_collection("memories")["fields"]}
+        assert not memory.store.client.has_collection(memory.store.cross.name)
     with caplog.at_level(logging.WARNING), Memory(milvus_uri=uri, embedder=embedder, crosslang_embedder="use-multilingual") as memory:
         assert not memory.store.cross.active
         assert len(memory.search(QUESTION, user_id="mei", limit=5).all) == 5  # searches as before
@@ -106,14 +113,13 @@ def test_an_old_store_opens_reembed_fills_the_field_and_the_dual_path_finds_the_
 
     with Memory(milvus_uri=uri, embedder=embedder, crosslang_embedder="use-multilingual") as memory:
         assert memory.store.cross.active
-        rows = memory.store.query(f"id in {ids}", fields=["id", "text", "vector", XVECTOR], limit=20)
+        rows = memory.store.query(f"id in {ids}", fields=["id", "text", "vector"], limit=20)
         assert sorted(int(r["id"]) for r in rows) == sorted(ids)  # every memory kept its id
         first = next(r for r in rows if r["text"] == MEMORIES[0][0])
         assert np.allclose(first["vector"], embedder.encode([MEMORIES[0][0]])[0], atol=1e-5)  # e5's vector kept
-        assert np.allclose(first[XVECTOR], cross.encode([MEMORIES[0][0]])[0], atol=1e-5)
+        assert np.allclose(xvec(memory, first["id"]), cross.encode([MEMORIES[0][0]])[0], atol=1e-5)
         assert rank_of(memory, MEMORIES[0][0]) in (1, 2, 3)  # the dual path finds it
-        new = memory.add("My blood type is O negative.", user_id="mei", infer=False)  # written with its xvector
-        row = memory.store.query(f"id in [{new.ids[0]}]", fields=["id", XVECTOR], limit=1)[0]
-        assert np.allclose(row[XVECTOR], cross.encode(["My blood type is O negative."])[0], atol=1e-5)
-    with Memory(milvus_uri=uri, embedder=embedder) as memory:  # the setting off: the field is kept but not searched
+        new = memory.add("My blood type is O negative.", user_id="mei", infer=False)  # written with its cross vector
+        assert np.allclose(xvec(memory, new.ids[0]), cross.encode(["My blood type is O negative."])[0], atol=1e-5)
+    with Memory(milvus_uri=uri, embedder=embedder, crosslang_embedder="off") as memory:  # the setting off: kept, not searched
         assert memory.store.cross.present and not memory.store.cross.active

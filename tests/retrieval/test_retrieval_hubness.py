@@ -39,8 +39,10 @@ def test_hub_scores_and_corrections_are_what_they_say():
 
 
 @pytest.fixture
-def bilingual(shared_db, embedder):
-    memory = Memory(milvus_uri=str(shared_db), collection_name=f"hub_{uuid.uuid4().hex[:10]}", embedder=embedder)
+def bilingual(shared_db, embedder, request):
+    """e5 alone (the hubness stage corrects e5's own bias), or with the cross-language vectors (the default)."""
+    memory = Memory(milvus_uri=str(shared_db), collection_name=f"hub_{uuid.uuid4().hex[:10]}", embedder=embedder,
+                    crosslang_embedder=getattr(request, "param", None))
     memory.add_many([{"text": t, "user_id": "alice"} for t in MEMORIES])
     yield memory
     memory.close()
@@ -58,7 +60,8 @@ def _top3(memory: Memory) -> tuple[int, int]:
 
 
 def test_the_readme_example_ranks_berlin_first_because_of_the_hubness_stage(shared_db, embedder):
-    with Memory(milvus_uri=str(shared_db), collection_name=f"hub_{uuid.uuid4().hex[:10]}", embedder=embedder) as memory:
+    with Memory(milvus_uri=str(shared_db), collection_name=f"hub_{uuid.uuid4().hex[:10]}", embedder=embedder,
+                crosslang_embedder=None) as memory:  # e5 alone: with the cross-language vectors the Chinese memory is placed by them
         for text in ["I moved to Berlin in May", "My favourite food is ramen", "我下个月要去东京出差"]:
             memory.add(text, user_id="alice")
         hit = memory.search("where does alice live?", user_id="alice").all[0]
@@ -73,3 +76,9 @@ def test_everyday_bilingual_questions_find_their_memory_with_the_stage_and_fewer
     without = _top3(bilingual)
     assert with_stage[0] >= 20 and with_stage[1] >= 7, with_stage  # of 22 questions, 10 of them cross-language
     assert with_stage[0] > without[0] and with_stage[1] >= without[1], (with_stage, without)
+
+
+@pytest.mark.parametrize("bilingual", ["auto"], indirect=True)
+def test_the_cross_language_vectors_find_every_cross_language_question(bilingual):
+    found, cross = _top3(bilingual)  # the default: e5 plus the cross-language vectors (retrieval/crosslang.py)
+    assert cross == 10 and found >= 21, (found, cross)

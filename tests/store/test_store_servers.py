@@ -361,3 +361,26 @@ def test_the_filter_property_holds_on_milvus_23(filter_store_23: tuple[Memory, l
 
     check(m, user, {"OR": [{"s": {"icontains": "hello"}}, {"n": {"gte": 2}}], "NOT": {"who": "ana"}}, everything)
     prop()
+
+
+# ------------------------------------------------------------------ the cross-language companion on both servers
+@pytest.mark.parametrize("server", ["lite_server", "milvus23_server"])
+def test_the_cross_language_companion_works_on_each_server(server: str, request, embedder):
+    """Milvus 2.3 refuses a second vector field ("multiple vector fields is not supported"), which is why the
+    cross vectors live in `<name>_xvec` (store/xvector.py); on a server Milvus searches it (no cache)."""
+    from tests.store.test_xvector_companion import ANSWER, OTHERS, QUESTION
+
+    uri, _ = request.getfixturevalue(server)
+    name = f"x_{uuid.uuid4().hex[:8]}"
+    with Memory(milvus_uri=uri, collection_name=name, embedder=embedder) as m:
+        assert m.store.cross.active and not m.store.cross._local
+        ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+        m.add("I'm allergic to penicillin too.", user_id="bob", infer=False)
+        top = [h.text for h in m.search(QUESTION, user_id="mei", limit=3).all[:3]]
+        assert ANSWER in top and all("too" not in t for t in top)
+        m.delete(ids[0], user_id="mei")
+        assert m.store.client.query(m.store.cross.name, filter=f"id == {ids[0]}", output_fields=["id"]) == []
+    with Memory(milvus_uri=uri, collection_name=name, embedder=embedder) as m:  # reopened: found and searched
+        assert m.store.cross.active
+        m.add(ANSWER, user_id="mei", infer=False)
+        assert ANSWER in [h.text for h in m.search(QUESTION, user_id="mei", limit=3).all[:3]]

