@@ -177,10 +177,8 @@ class ConsolidationJob:
                 log.warning("pending decision for memory %s failed again: %s", record.id, exc)
                 continue
             self.stats.pending_decided += 1
-            if not decision.write_episodic:
+            if not decision.write_episodic and not (self.honour is not None and self.honour.is_correction(rest)):  # a correction keeps the new state (memory/forget.py)
                 self._drop_pending(record, "write decider: not worth remembering")
-                if self.honour is not None:
-                    self.honour.correct(record.user_id, said, [], record.ts)
                 continue
             # as the online path stores a positive decision: the decided `thing` as text, the raw turn beside it
             text = (decision.thing or "").strip() or record.text
@@ -360,7 +358,7 @@ class ConsolidationJob:
 
     def _separate(self, a: MemoryRecord, b: MemoryRecord, sep: Any, similarity: float, reason: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         now = now_ts()
-        texts = [t if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]
+        texts = [R.strip_day_tags(t) if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]  # days are metadata
         changed = [i for i, (t, r) in enumerate(zip(texts, (a, b))) if t != r.text]
         vectors = self.embedder.encode([texts[i] for i in changed], role="passage") if changed else []
         old_vectors = self.store.vectors([r.id for i, r in enumerate((a, b)) if i not in changed])

@@ -1,8 +1,8 @@
 """Hard rules of consolidation: small pure functions, no store, no model.
 
-Two episodes may only merge when the same person is remembered (`who`),
-and when they are close in time: within 30 minutes in one chat, within 7 days
-across chats. Similarity only *proposes* a pair; these rules and then the Merger's
+Two episodes may only merge when the same person is remembered (`who`), when their events
+happened on one day (or one text names the other's day: `different_days`), and when they
+are close in time: within 30 minutes in one chat, within 7 days across chats. Similarity only *proposes* a pair; these rules and then the Merger's
 same-event judgement decide. Matching words never decide on their own: the same text
 told on different days or in different chats is judged like any other pair.
 
@@ -71,12 +71,35 @@ def merge_allowed(
         return False, "different agents (or an agent's and a shared memory)"
     if not same_who(a.who, b.who):
         return False, f"different who ({a.who!r} vs {b.who!r})"
+    apart = different_days(a, b)
+    if apart:
+        return False, apart
     same_chat = a.chat_id == b.chat_id
     if not within_time_window(a.ts, b.ts, same_chat, same_chat_window, diff_chat_window):
         window = same_chat_window if same_chat else diff_chat_window
         where = "same chat" if same_chat else "different chats"
         return False, f"{where}: {abs(a.ts - b.ts)} s apart, more than {window} s"
     return True, ""
+
+
+def different_days(a: MemoryRecord, b: MemoryRecord) -> str:
+    """Why two memories are two events by their days, or "": events on different days never merge unless a
+    text names the other's day ("the concert on Monday was great", said on Wednesday of Monday's concert:
+    its `named_date` is Monday). Two identical lunch reports five days apart are two lunches."""
+    day_a, day_b = event_day(a.metadata.get("time")), event_day(b.metadata.get("time"))
+    if not day_a or not day_b or day_a == day_b:
+        return ""
+    if a.metadata.get("named_date") == day_b or b.metadata.get("named_date") == day_a:
+        return ""
+    return f"events on different days ({min(day_a, day_b)} and {max(day_a, day_b)}): two events"
+
+
+_DAY_TAG = re.compile(r"\s*\[\d{4}-\d{2}-\d{2}\]")
+
+
+def strip_day_tags(text: str) -> str:
+    """A text without the "[2027-01-25]" tags an older Separator appended: a memory's day is its `time`."""
+    return _DAY_TAG.sub("", str(text or "")).strip()
 
 
 def event_day(value: Any) -> str:

@@ -20,7 +20,8 @@ from ..models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Obse
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store.removal import remove_with_history
 from ..store import filters as F
-from ..text import clauses, forget_clauses, forget_terms, is_chitchat, names_memory, names_taken_back, taken_back
+from ..text import (clauses, forget_clauses, forget_terms, has_cjk, is_chitchat, is_question, names_memory, names_taken_back, substantial,
+                    taken_back)
 
 if TYPE_CHECKING:
     from ..context import MemoryContext
@@ -80,6 +81,32 @@ def correction_of(said: str) -> tuple[list[str], dict[str, str]]:
     return takes_back, new_slots
 
 
+def is_correction(said: str) -> bool:
+    """Whether the turn corrects something the user said before ("I no longer work at Contoso", "我搬到了罗马"):
+    such a turn is always stored, so that the new state is never lost with the old one."""
+    takes_back, new_slots = correction_of(said)
+    return bool(takes_back or new_slots)
+
+
+def untouched_rest(text: str, takes_back: list[str], new_slots: dict[str, str]) -> str:
+    """What a corrected memory says beyond the corrected slot ("My name is Li Wei and I work at Contoso",
+    corrected by "I no longer work at Contoso": "My name is Li Wei"), or "" when the correction touches all
+    of it, or none of its clauses alone (then the memory is superseded whole)."""
+    from ..llm.rules.lifecycle import slots
+
+    parts = clauses(text)
+
+    def touched(clause: str) -> bool:
+        old = slots(clause)
+        return any(names_taken_back(clause, c) for c in takes_back) or any(k in old and old[k] != v for k, v in new_slots.items())
+
+    hit = [c for c in parts if touched(c)]
+    rest = [c for c in parts if c not in hit and not is_chitchat(c) and not is_question(c) and substantial(c)]
+    if not hit or not rest:
+        return ""
+    return ("，" if has_cjk(text) else ", ").join(rest)
+
+
 def says_to_memory(said: str) -> bool:
     """Whether a turn asks something of the memory itself: to forget, or a correction of what it holds."""
     takes_back, new_slots = correction_of(said)
@@ -95,6 +122,7 @@ class Honour:
         self.ctx, self.search, self.actor = ctx, search, actor
 
     split = staticmethod(forget_split)
+    is_correction = staticmethod(is_correction)
 
     def forget(self, user_id: str, asks: list[str], skip: set[int] | frozenset[int] = frozenset()) -> list[int]:
         """The ids of the memories the request names, soft-deleted (restorable)."""
@@ -147,9 +175,11 @@ def corrected(memory: MemoryRecord, takes_back: list[str], new_slots: dict[str, 
 def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], user_id: str, said: str, new_ids: list[int],
                         at: int, actor: str) -> list[int]:
     """A correction said in a turn supersedes what it corrects at once (not only at the next consolidation):
-    the old memory gets valid_to and superseded_by (the memory this turn stored; without one it is forgotten,
-    restorable), its score halved, a "superseded" history event, and it leaves the prompt block and default
-    search. The ids superseded or forgotten."""
+    the old memory gets valid_to and superseded_by (the memory this turn stored), its score halved, a
+    "superseded" history event, and it leaves the prompt block and default search. Only the slot that changed
+    goes: what else the old memory said ("My name is Li Wei" beside the old employer) is kept as a memory of
+    its own (`split_from`). Without a new memory nothing is touched: a correction never erases a fact and
+    stores nothing (the callers store the turn first). The ids superseded."""
     from ..lifecycle.policy import decay_table, superseded
     from ..lifecycle.supersede import _row
     from ..models import LIFE_KEY, HistoryAction, HistoryEvent, now_ts
@@ -159,17 +189,16 @@ def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], use
         return []
     found = search(said, user_id, limit=CANDIDATES, memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])
     records = [h.memory for h in [*getattr(found, "episodic", []), *getattr(found, "semantic", [])] if h.memory.id not in new_ids]
-    table, now, done = decay_table(ctx.config.decay_preset, ctx.config.categories), now_ts(), []
-    by = new_ids[0] if new_ids else None
+    if not new_ids:
+        return []
+    table, now, done, by = decay_table(ctx.config.decay_preset, ctx.config.categories), now_ts(), [], new_ids[0]
     for record in records:
         why = corrected(record, takes_back, new_slots)
-        if not why or record.life.superseded_by is not None:
+        if not why or record.life.superseded_by is not None or record.life.category.value in ("core", "system"):
             continue
-        if by is None:
-            out = ObserveResult()
-            if _soft_delete(ctx.store, ctx.write_lock, record, f"corrected ({why})", out, actor=actor):
-                done.append(record.id)
-            continue
+        rest = untouched_rest(record.text, takes_back, new_slots)
+        if rest:
+            _keep_rest(ctx, record, rest, actor)
         scope = F.and_(F.eq("id", record.id), F.eq("user_id", user_id))
         with ctx.write_lock:
             rows = ctx.store.query(scope, [*MEMORY_FIELDS, "vector"], limit=1)
@@ -185,3 +214,17 @@ def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], use
             ctx.store.upsert([_row(rows[0], meta)])
         done.append(record.id)
     return done
+
+
+def _keep_rest(ctx: "MemoryContext", old: MemoryRecord, rest: str, actor: str) -> int:
+    """A new memory of what a corrected memory said beyond the corrected slot: said when the old one was,
+    carrying its caller metadata (the turn keys among them) and `split_from`."""
+    from ..models import LIFE_KEY
+    from ..store.writes import new_row
+
+    key = "fact" if old.memory_type is MemoryType.SEMANTIC else "thing"
+    owned = {LIFE_KEY, "created_at", "updated_at", "thing", "fact", "source_text", "said_at", "named_date", "split_from"}
+    meta = {**{k: v for k, v in old.metadata.items() if k not in owned}, key: rest, "split_from": old.id}
+    row = new_row(old.user_id, old.memory_type, old.ts, old.chat_id, old.who, rest, meta)
+    return ctx.writer.insert([row], actor=actor, details={"reason": f"kept from memory {old.id} when a correction superseded it",
+                                                          "split_from": old.id})[0]

@@ -103,7 +103,9 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
     from ..processors.gate import gate, refusals, refused_turn
     from ..processors.write_decider import decide_turn, episodic_metadata, gate_enabled, pending_metadata
     from ..consolidation.rules import SAME_CHAT_WINDOW_S as W, said_again  # the same words said again: one chat, 30 minutes
-    from .forget import forget_split
+    from ..processors.results import WriteDecision
+    from ..text import has_cjk
+    from .forget import forget_split, is_correction
     from ..store.agents import same_agent
 
     tz = user_zone(config, user_id)
@@ -137,14 +139,17 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
         meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
         ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta, said_ts=ts, tz=tz)], actor="api")
         return AddResult(ids=ids, stored=True, pending_decision=True, reason=why + note + corrections(ids))
+    if not decision.write_episodic and is_correction(said):  # the new state is stored with the old one superseded
+        decision = WriteDecision(write_episodic=True, thing=text, context="更正" if has_cjk(text) else "a correction",
+                                 time=decision.time, reason=f"a correction is always kept ({decision.reason or 'not worth remembering'})")
     if not decision.write_episodic:
-        return AddResult(stored=False, reason=(decision.reason or "not worth remembering") + note + corrections([]))
+        return AddResult(stored=False, reason=(decision.reason or "not worth remembering") + note)
     event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
     thing = meta["thing"] or text
     meta["thing"] = thing
     refused = refusals(f"{thing}\n{meta.get('context', '')}", declared)  # what a model wrote is held to them too
     if refused:
-        return AddResult(stored=False, refused=refused, reason=refused[0] + note + corrections([]))
+        return AddResult(stored=False, refused=refused, reason=refused[0] + note)
     same = F.and_(F.eq("user_id", user_id), F.eq("memory_type", MemoryType.EPISODIC.value), F.eq("text", thing))
     twin = [r for r in writes.store.query(F.and_(same, F.eq("chat_id", chat_id), F.cmp("ts", ">=", event_ts - W), F.cmp("ts", "<=", event_ts + W)), MEMORY_FIELDS, limit=16) if said_again(MemoryRecord.from_row(r), thing, chat_id, who, event_ts, meta["time"])
             and same_agent(r.get("metadata"), meta)]  # the same words from another agent are that agent's own (store/agents.py)

@@ -144,13 +144,16 @@ def test_offline_relative_time_on_different_days_is_two_events():
 
 
 def test_offline_separator_adds_distinguishing_context_once():
+    """The day is metadata (`time`), never a tag in the text; an old run's tag is taken off (issue 40, case 3)."""
     a = {"text": "我姐姐住在上海", "time": "2026-03-03T10:00:00+00:00", "chat_id": "c1"}
-    b = {"text": "我姐姐住在北京", "time": "2026-03-04T10:00:00+00:00", "chat_id": "c2"}
+    b = {"text": "我姐姐住在北京 [2026-03-04]", "time": "2026-03-04T10:00:00+00:00", "chat_id": "c2"}
     out = offline.separate({"memory_a": a, "memory_b": b})
-    assert out["text_a"] == a["text"] + " [2026-03-03]" and out["text_b"] == b["text"] + " [2026-03-04]"
+    assert (out["text_a"], out["text_b"]) == ("我姐姐住在上海", "我姐姐住在北京")
     assert "上海" in out["context_a"] and "北京" in out["context_b"] and "c2" in out["context_a"]
-    again = offline.separate({"memory_a": {**a, "text": out["text_a"]}, "memory_b": {**b, "text": out["text_b"]}})
-    assert again["text_a"] == out["text_a"] and again["text_b"] == out["text_b"]
+    again = offline.separate({"memory_a": {**a, "text": out["text_a"], "context": out["context_a"]},
+                              "memory_b": {**b, "text": out["text_b"], "context": out["context_b"]}})
+    assert (again["text_a"], again["text_b"]) == (out["text_a"], out["text_b"])
+    assert again["context_a"] == out["context_a"]  # nothing stacks
     assert "2026" not in again["context_a"].split("only here:")[-1]  # tags are not "differences"
 
 

@@ -108,3 +108,32 @@ def test_said_again_needs_one_chat_one_person_and_the_same_window():
     assert not R.said_again(old, PASSPORT, "c1", "u", T0 + R.SAME_CHAT_WINDOW_S + 1, iso)
     late = _rec("I ran today", T0 + DAY - 600)  # 23:50 and 00:10: "today" names two days
     assert not R.said_again(late, "I ran today", "c1", "u", T0 + DAY + 600, R.parse_time(None, T0 + DAY + 600).isoformat())
+
+
+LUNCH = "Had lunch with Mia at the noodle bar near the office"
+
+
+def test_identical_reports_days_apart_never_merge_and_carry_no_tags(mem):
+    """Issue 40, case 3: two identical lunch reports five days apart were separated (one tagged with its
+    date), then merged ("one text contains the other"), then separated again, ending as one memory with
+    stacked tags. Events on different days never merge, whatever their words; the day stays metadata."""
+    user = _user()
+    mem.add(LUNCH, user, chat_id="c1", ts=T0 + 12 * 3600, infer=True)
+    mem.add(LUNCH, user, chat_id="c2", ts=T0 + 5 * DAY + 12 * 3600, infer=True)
+    for _ in range(3):  # nightly runs: nothing stacks, nothing merges
+        assert mem.consolidate(user).merged == 0
+    records = mem.get_all(user, "episodic")
+    assert sorted(r.text for r in records) == [LUNCH, LUNCH]
+    assert sorted(r.time_iso[:10] for r in records) == ["2026-01-01", "2026-01-06"]
+
+
+def test_a_text_naming_the_other_day_may_still_be_one_event():
+    """The hard rule leaves one door open: a text that names the other's day ("the concert on Monday")."""
+    a = MemoryRecord(id=1, user_id="u", memory_type="episodic", ts=T0, chat_id="c1", who="u", text="concert",
+                     metadata={"time": "2026-01-05T20:00:00+00:00"})
+    b = MemoryRecord(id=2, user_id="u", memory_type="episodic", ts=T0 + 2 * DAY, chat_id="c2", who="u", text="concert",
+                     metadata={"time": "2026-01-07T09:00:00+00:00"})
+    assert R.different_days(a, b)
+    assert not R.merge_allowed(a, b)[0]
+    named = b.model_copy(update={"metadata": {**b.metadata, "named_date": "2026-01-05"}})
+    assert R.different_days(a, named) == ""

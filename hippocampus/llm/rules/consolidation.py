@@ -17,7 +17,7 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from ...consolidation.rules import event_day, times_allow_one_event
+from ...consolidation.rules import event_day, strip_day_tags, times_allow_one_event
 from ...text import CJK
 from . import rule
 
@@ -182,11 +182,7 @@ def merge(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_DAY_TAG = re.compile(r"\s*\[\d{4}-\d{2}-\d{2}\]")
-
-
-def _strip_tags(text: str) -> str:
-    return _DAY_TAG.sub("", str(text or "")).strip()
+_strip_tags = strip_day_tags
 
 
 def _where(m: dict[str, Any]) -> str:
@@ -195,10 +191,10 @@ def _where(m: dict[str, Any]) -> str:
 
 @rule("separator")
 def separate(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Look-alikes (half the words shared) keep their text; when their days differ, each gets
-    its own date added (once), so the two no longer read alike, and the distinguishing
-    details go to `context`. Same-day pairs keep their text (a shared date tag would only
-    make them closer); pairs that merely embed close but share few words are left alone."""
+    """Look-alikes (half the words shared) keep their text (a date tag an older run appended is taken off:
+    the day is the memory's `time`, which every face shows) and get their distinguishing details in
+    `context` ("not the episode of 2027-01-25 in chat c2; only here: ..."); pairs that merely embed close
+    but share few words are left alone."""
     a, b = dict(inputs.get("memory_a") or {}), dict(inputs.get("memory_b") or {})
     ta, tb = str(a.get("text", "")).strip(), str(b.get("text", "")).strip()
     ca, cb = content_tokens(_strip_tags(ta)), content_tokens(_strip_tags(tb))
@@ -206,11 +202,7 @@ def separate(inputs: dict[str, Any]) -> dict[str, Any]:
     if overlap < LOOKALIKE_OVERLAP:  # e5 puts many unrelated same-language pairs this close
         return {"text_a": ta, "text_b": tb, "context_a": str(a.get("context") or ""), "context_b": str(b.get("context") or ""),
                 "reason": f"not look-alikes (word overlap {overlap:.2f}): nothing to tell apart"}
-    day_a, day_b = _day(a.get("time")), _day(b.get("time"))
     only_a, only_b = differing_segments(_strip_tags(ta), _strip_tags(tb))
-
-    def tagged(text: str, day: str) -> str:
-        return text if not day or day_a == day_b or f"[{day}]" in text else f"{text} [{day}]"
 
     def context(own: dict[str, Any], mine: list[str], other: dict[str, Any]) -> str:
         note = f"not the episode of {_where(other)}"
@@ -219,8 +211,8 @@ def separate(inputs: dict[str, Any]) -> dict[str, Any]:
         return _join(own.get("context"), note)
 
     return {
-        "text_a": tagged(ta, day_a),
-        "text_b": tagged(tb, day_b),
+        "text_a": _strip_tags(ta),  # the day is metadata (`time`), shown by the faces; never appended to a text
+        "text_b": _strip_tags(tb),
         "context_a": context(a, only_a, b),
         "context_b": context(b, only_b, a),
         "reason": f"distinct episodes: {_where(a)} vs {_where(b)}",

@@ -16,6 +16,9 @@ from . import rule
 
 _SUBJECT_EN = re.compile(r"^\s*(the user|user|i|my name)\b(?!'s)", re.IGNORECASE)
 _SUBJECT_ZH = re.compile(r"^\s*(用户|我)(?!的)")
+# Words a statement may open with before its subject ("Actually I moved to Rome", "其实我搬到了上海").
+_LEAD = re.compile(r"^\s*(?:(?:actually|well|so|oh|btw|by the way|also|and|but|now|ok|okay|anyway|guess what|update)\b[\s,:-]*)+"
+                   r"|^\s*(?:其实|另外|对了|还有|而且|然后|不过|告诉你)+[，,\s]*", re.IGNORECASE)
 _CITY = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
 _SLOTS: list[tuple[str, re.Pattern[str]]] = [
     ("home", re.compile(rf"\b(?:lives?|living|is based|moved|has moved|relocated)\b(?: now)? (?:in|to) {_CITY}")),
@@ -45,6 +48,7 @@ _NUMBERED = re.compile(r"^\s*(\d+)\.\s*(.*?)(?:\s*\(\d{4}-\d{2}-\d{2}\))?\s*$", 
 def slots(text: str) -> dict[str, str]:
     """The user's single-valued slots a fact states ({"home": "porto"}); empty when the fact is
     not about the user himself ("The user's sister lives in Lyon")."""
+    text = _LEAD.sub("", text)
     if not (_SUBJECT_EN.search(text) or _SUBJECT_ZH.search(text)):
         return {}
     out: dict[str, str] = {}

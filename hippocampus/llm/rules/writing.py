@@ -5,11 +5,13 @@ English, no understanding. Text is cut into clauses (at punctuation); a clause t
 is a question never counts as a statement about the user, so "What should I eat
 today?" is not a memory while "我下周要面试，怎么准备？" is.
 
-- write_decider: greetings and acknowledgements, fragments and knowledge questions are
-  not stored; a remember-phrase (记住/别忘了/remember/don't forget/note that) with some
-  content always is; so are first-person facts (我是/我叫/我喜欢/my name is/I live...)
-  and first-person clauses with a time word (昨天我.../I ... tomorrow), and experiences told
-  without "I" as the subject (医生给我开了药, back from Kyoto). The episode is the whole turn.
+- write_decider: when unsure, keep. A remember-phrase (记住/别忘了/remember/don't forget/note
+  that) with some content is always stored; so are first-person facts (我是/我叫/我喜欢/my name
+  is/I live...), first-person clauses with a time word (昨天我.../I ... tomorrow) and experiences
+  told without "I" as the subject (医生给我开了药, back from Kyoto). Greetings, laughter, fragments,
+  arithmetic, knowledge questions, requests for content, weather talk and remarks about the
+  conversation (text/turns.py) are not; nor is a turn of questions, reactions and remarks alone.
+  Any other statement is kept ("My shoe size is 43.", "家里的空调又坏了"). The episode is the whole turn.
 - reconsolidator: when the conversation mentions the memory's key words and says
   something new about them, the new clauses are appended to the memory as an update.
 - semantic_writer: first-person clauses with a stable-fact pattern (name, job, home,
@@ -26,6 +28,8 @@ from typing import Any
 from ...lifecycle.when import event_time_iso
 from ...text import (TIME_WORD, clauses, forget_clauses, has_cjk, is_chitchat, is_experience, is_personal_event, is_personal_fact, is_question,
                      key_terms, normalise_fact, substantial, user_lines)
+from ...text.turns import (arithmetic, assistant_request, content_request, conversation_remark, fragment, greeting, knowledge_question, laughter, reaction,
+                           read_turn, remark, weather_remark)
 from . import rule
 from .lifecycle import slots
 
@@ -82,15 +86,28 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     # An episode keeps every statement of the turn ("我上个月从成都搬到了上海，现在住在徐汇区"
     # whole), not only the clause that matched; the SemanticWriter picks facts out of it later.
     thing = " ".join(text.split()) if len(statements) == len(parts) else ("，" if zh else ", ").join(statements)
+    turn = read_turn([{"role": "user", "content": text}], now)
+    for name, applies in SKIPS:
+        if applies(turn):
+            return {**no, "reason": f"rules: {name}"}
     if any(is_personal_fact(c) for c in statements):
         return _yes(thing, "个人信息" if zh else "personal information", now, text, "rules: first-person fact")
     if any(is_personal_event(c) or is_experience(c) for c in statements):
         return _yes(thing, "个人经历" if zh else "personal event", now, text, "rules: first-person event")
+    told = [c for c in statements if substantial(c) and not reaction(c) and not remark(c)]
+    if told:  # when unsure, keep: a dropped fact is lost for good, a kept remark costs a little ranking
+        return _yes(thing, "用户所说" if zh else "what the user said", now, text, "rules: a statement (kept when unsure)")
     if any(is_question(c) for c in parts):
         return {**no, "reason": "rules: question without personal information"}
-    if not substantial(text):
-        return {**no, "reason": "rules: fragment"}
-    return {**no, "reason": "rules: no personal information found"}
+    return {**no, "reason": "rules: fragment" if not substantial(text) else "rules: reaction or remark"}
+
+
+# The turns the rules never keep, whatever else they hold (each test is certain only for a turn that says
+# nothing about the speaker: text/turns.py).
+SKIPS = (("laughter", laughter), ("greeting or small talk", greeting), ("fragment", fragment), ("arithmetic", arithmetic),
+         ("knowledge question", knowledge_question), ("content request", content_request),
+         ("request to the assistant", assistant_request),
+         ("weather remark", weather_remark), ("remark about the conversation", conversation_remark))
 
 
 def remember_request(text: str, now: str = "") -> dict[str, Any] | None:

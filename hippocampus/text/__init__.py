@@ -40,7 +40,7 @@ _CHITCHAT = {
 }
 _PARTICLES = "呀啊哦呢啦嘛吧哈~～ "
 _QUESTION_EN = re.compile(
-    r"^(what|who|whom|whose|when|where|why|how|which|is|are|am|can|could|would|should|do|does|did|will|was|were|has|have|may|shall)\b",
+    r"^(what|who|whom|whose|when|where|why|how|which|is|are|am|can|could|would|should|do|does|did|will|was|were|has|have|may|shall)\b(?!['’]t\b)",
     re.IGNORECASE,
 )
 _QUESTION_ZH = re.compile(r"(吗|呢|么|没有)$|什么|怎么|为什么|为何|如何|哪里|哪儿|哪个|哪些|哪一|多少|几[个点岁天年次]|是不是|有没有|能不能|可不可以|会不会|要不要")
