@@ -66,4 +66,6 @@ class MemoryContext:
 
     def processor(self, cls: type[P], *args: Any, **kwargs: Any) -> P:
         """A processor of class `cls` over this context's chat model, with the configured prompts."""
-        return cls(self.llm, self.config.prompts_dir, *args, **kwargs).with_project(self.config)  # type: ignore[call-arg]
+        from .processors.base import build
+
+        return build(cls, self.llm, self.config, *args, **kwargs)  # type: ignore[type-var]

@@ -75,8 +75,12 @@ class ConsolidationJob:
         self.store = store
         self.embedder = embedder
         self.config = config
+        from ..processors.base import build
+
+        # built as MemoryContext.processor builds them: the project's categories and instructions reach the
+        # nightly decision too (issue 40, case 6)
         self.merger, self.separator, self.writer, self.decider = (
-            P(llm, config.prompts_dir) for P in (EpisodicMerger, EpisodicSeparator, SemanticWriter, EpisodicWriteDecider))
+            build(P, llm, config) for P in (EpisodicMerger, EpisodicSeparator, SemanticWriter, EpisodicWriteDecider))
         self.thresholds = thresholds_for(config, embedder.model_name)
         self._lock: ContextManager[Any] = write_lock if write_lock is not None else nullcontext()
         self.honour = honour

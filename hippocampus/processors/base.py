@@ -27,6 +27,7 @@ from ..tracing import chat_json  # model.chat_json, in a span when a traced verb
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)
+P = TypeVar("P", bound="Processor[Any]")
 
 DATA_OPEN = "<data>"
 DATA_CLOSE = "</data>"
@@ -168,3 +169,10 @@ def _tagged(llm: Any, result: Any) -> Any:
     if getattr(llm, "model", None) == "offline-rules" and hasattr(result, "answered_by"):
         result.answered_by("rules")
     return result
+
+
+def build(cls: type[P], llm: Any, config: Any, *args: Any, **kwargs: Any) -> P:
+    """The one way to make a processor: over `llm`, with the configured prompts and the project's
+    categories and instructions (MemoryContext.processor and the consolidation job both call it)."""
+    return cls(llm, config.prompts_dir, *args, **kwargs).with_project(config)  # type: ignore[call-arg,return-value]
+

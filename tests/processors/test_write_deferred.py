@@ -95,3 +95,17 @@ def test_decide_pending_honours_limit_and_user(mem, scripted):
     assert mem.decide_pending(user_id=alice, limit=0) == 0 and scripted.calls == 1
     assert mem.get(bobs, bob).metadata["pending_decision"] is True
     assert mem.decide_pending() == 2  # every user
+
+
+def test_the_nightly_decision_reads_the_projects_instructions(shared_db, embedder):
+    """Issue 40, case 6: consolidation built its WriteDecider as P(llm, prompts_dir), so a turn decided at
+    night never saw the project's categories and instructions that the online prompt carries."""
+    scripted = ScriptedChatModel()
+    with Memory(milvus_uri=str(shared_db), collection_name=f"t_{uuid.uuid4().hex[:12]}", embedder=embedder, llm=scripted,
+                write_decision="deferred", instructions="never store health data") as mem:
+        user = uid()
+        mem.add(TURN, user_id=user, ts=T0, infer=True)
+        scripted.queue(YES)
+        mem.consolidate(user)
+    decided = [p for p in scripted.prompts if p.name == "write_decider"]
+    assert decided and "never store health data" in decided[0].system
