@@ -5,7 +5,8 @@ lives in Lisbon" 0.785 and "I moved to Berlin in May" 0.749: the embedding match
 "lives" and has no notion of whose life it is. A person reads the subject first. So each text gets
 one of four subjects, from plain markers in English and Chinese:
 
-- *self*: the user; first person ("I", "me", "my", "我") or the user's own id as a word ("alice");
+- *self*: the user; first person ("I", "me", "my", "我"), the user's household ("we", "our", "我们", "家里"),
+  "the user" / "用户", or the user's own id as a word ("alice");
 - *other*: people around the user; a relation named through a possessive ("my sister", "alice's
   husband", "我妹妹") and, in a memory only, anyone's relations ("his wife", "她的朋友") and
   third-person pronouns ("she", "他");
@@ -31,7 +32,7 @@ _EN_RELATIONS = (
     "sister|brother|sibling|mother|mom|mum|mama|father|dad|papa|parent|wife|husband|partner|spouse|fiance|fiancee|"
     "girlfriend|boyfriend|friend|son|daughter|kid|child|children|baby|grandmother|grandma|granny|grandfather|grandpa|"
     "grandson|granddaughter|aunt|uncle|cousin|niece|nephew|boss|manager|colleague|coworker|co-worker|roommate|flatmate|"
-    "neighbour|neighbor|family|in-laws|mother-in-law|father-in-law|teacher|doctor"
+    "neighbour|neighbor|in-laws|mother-in-law|father-in-law|teacher|doctor"
 )
 _EN_OTHER = re.compile(
     rf"\b(?:my|your|his|her|their|our|[a-z][\w-]*'s)\s+(?:(?:older|younger|little|big|baby|best|twin|ex|step|new|old)[- ]?)?"
@@ -39,14 +40,17 @@ _EN_OTHER = re.compile(
     re.IGNORECASE,
 )
 _EN_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|he's|she's|they're)\b", re.IGNORECASE)
-_EN_SELF = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|im)\b", re.IGNORECASE)
+# "we", "our", "my family", "our dog": the user's own household speaks with the user (issue 40: "We have a golden
+# retriever called Max" was ranked 9th of 10 for "What is my dog's name?"); "the user" is how a prompt names them.
+_EN_SELF = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|im|we|us|our|ours|ourselves|we're|we've|we'd|we'll|the user)\b",
+                      re.IGNORECASE)
 _ZH_RELATIONS = (
     "男朋友|女朋友|朋友|妹妹|姐姐|哥哥|弟弟|姐妹|兄弟|妈妈|母亲|爸爸|父亲|父母|老婆|妻子|太太|丈夫|老公|儿子|女儿|孩子|"
-    "爷爷|奶奶|外公|外婆|姥姥|姥爷|叔叔|阿姨|舅舅|姑姑|表哥|表姐|表妹|表弟|堂哥|堂姐|同事|老板|上司|邻居|室友|家人|老师"
+    "爷爷|奶奶|外公|外婆|姥姥|姥爷|叔叔|阿姨|舅舅|姑姑|表哥|表姐|表妹|表弟|堂哥|堂姐|同事|老板|上司|邻居|室友|老师"
 )
 _ZH_OTHER = re.compile(rf"(?:[我你他她]们?的?)?(?:{_ZH_RELATIONS})")
 _ZH_PRONOUN = re.compile(r"[他她]们?")
-_ZH_SELF = re.compile(r"我(?!们)")
+_ZH_SELF = re.compile(r"我|咱|用户|家里|家人")
 
 
 def subject_of(text: str, user_id: str = "", pronouns: bool = True) -> Subject | None:
@@ -92,16 +96,36 @@ def penalties(query: str, texts: Sequence[str], user_id: str, weight: float) -> 
     return [-weight if subject_of(t, user_id) == opposite else 0.0 for t in texts]
 
 
+# Where the user lives is where they live, not where they travel: "我下个月要去东京出差" outranked "I moved to
+# Berlin in May" for "where does alice live?" (issue 40). A home question prefers statements of a residence.
+_HOME_QUESTION = re.compile(r"\bwhere\b.{0,30}\b(?:live|living|lives|home|based|reside)\b|\b(?:hometown|home town|home address)\b"
+                            r"|住在?哪|住哪|家在哪|住的地方|住址", re.IGNORECASE)
+_RESIDENCE = re.compile(r"\b(?:live[sd]?|living|moved|relocated|settled|based|grew up)\b(?: now)? (?:in|to|at|near)\b|\bmy (?:home|flat|apartment|house) is\b"
+                        r"|住在|搬到|搬去|搬回|家在|定居|老家在", re.IGNORECASE)
+
+
+def home_penalties(query: str, texts: Sequence[str], weight: float) -> list[float]:
+    """What each memory loses for a question about where the user lives: `weight` for any memory that states
+    no residence ("I live in", "moved to", "住在", "搬到") when some candidate does; trips, visits and "I work
+    from home" pass below the home. Else 0."""
+    if weight <= 0 or not _HOME_QUESTION.search(query):
+        return [0.0] * len(texts)
+    homes = [bool(_RESIDENCE.search(t)) for t in texts]
+    return [0.0 if home or not any(homes) else -weight for home in homes]
+
+
 def apply(items: Sequence[Any], query: str, user_id: str, weight: float) -> list[Any]:
     """Re-score candidates (`.score`, `.row`, `.parts`), best first; the identity when nothing is
     lowered. Ties keep the incoming order."""
     if weight <= 0 or len(items) < 2:
         return list(items)
-    losses = penalties(query, [str(it.row.get("text") or "") for it in items], user_id, weight)
-    if not any(losses):
+    texts = [str(it.row.get("text") or "") for it in items]
+    losses = penalties(query, texts, user_id, weight)
+    away = home_penalties(query, texts, weight)
+    if not any(losses) and not any(away):
         return list(items)
-    for it, loss in zip(items, losses):
-        it.parts = {**getattr(it, "parts", {}), "subject": loss}
-        it.score += loss
+    for it, loss, trip in zip(items, losses, away):
+        it.parts = {**getattr(it, "parts", {}), "subject": loss, **({"home": trip} if trip else {})}
+        it.score += loss + trip
     order = {id(it): i for i, it in enumerate(items)}
     return sorted(items, key=lambda it: (-it.score, order[id(it)]))

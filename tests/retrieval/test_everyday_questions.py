@@ -129,3 +129,27 @@ def test_the_cli_search_of_the_readme_question_answers_berlin_first(fresh_path):
     out = runner.invoke(app, ["--uri", fresh_path, "search", "where does alice live?", "-u", "alice", "--json"])
     assert out.exit_code == 0, out.output
     assert [h["text"] for h in json.loads(out.stdout)["episodic"]] == ["I moved to Berlin in May", "My sister Ana lives in Lisbon"]
+
+
+TEN = [
+    "We have a golden retriever called Biscuit, she is three", "I work from home on Fridays", "I moved to Berlin in May",
+    "我下个月要去东京出差", "My sister Ana lives in Lisbon", "I'm allergic to penicillin",
+    "My husband Tom loves jazz", "I'm flying to Rome for a conference next week", "Our neighbour's cat is called Luna",
+    "I play tennis on Saturdays",
+]
+
+
+@pytest.mark.parametrize("question,answer,top", [
+    ("What is my dog's name?", "We have a golden retriever called Biscuit, she is three", 1),
+    ("我家的狗叫什么名字？", "We have a golden retriever called Biscuit, she is three", 1),
+    ("Where does the user live?", "I moved to Berlin in May", 1),
+    ("where does alice live?", "I moved to Berlin in May", 1),
+    ("Where do I live?", "I moved to Berlin in May", 1),
+])
+def test_the_users_own_life_first(shared_db, embedder, question, answer, top):
+    """Issue 40, case 5: "We" was read as someone else (the dog 9th of 10 though its cosine was the highest),
+    "the user" as no one, and trips outranked the user's home for a home question."""
+    with Memory(milvus_uri=str(shared_db), collection_name=f"ten_{uuid.uuid4().hex[:10]}", embedder=embedder) as memory:
+        memory.add_many([{"text": t, "user_id": "alice"} for t in TEN])
+        ranked = [h.memory.text for h in memory.search(question, user_id="alice").all]
+    assert answer in ranked[:top], ranked

@@ -66,8 +66,12 @@ def test_the_readme_example_ranks_berlin_first_because_of_the_hubness_stage(shar
             memory.add(text, user_id="alice")
         hit = memory.search("where does alice live?", user_id="alice").all[0]
         assert hit.text == "I moved to Berlin in May" and "hubness" in hit.signals
-        memory.retriever.params = replace(memory.retriever.params, hubness_weight=0.0)
+        params = memory.retriever.params
+        memory.retriever.params = replace(params, hubness_weight=0.0, subject_weight=0.0)
         assert memory.search("where does alice live?", user_id="alice").all[0].text == "我下个月要去东京出差"  # the cause
+        memory.retriever.params = replace(params, hubness_weight=0.0)  # the home rule of the subject stage alone also suffices
+        hit = memory.search("where does alice live?", user_id="alice").all[0]
+        assert hit.text == "I moved to Berlin in May" and "home" not in hit.signals
 
 
 def test_everyday_bilingual_questions_find_their_memory_with_the_stage_and_fewer_without(bilingual):
