@@ -175,19 +175,56 @@ _EN_THIRD = [
 
 
 def third_person(clause: str) -> str:
-    """"我喜欢猫" -> "用户喜欢猫"; "I live in Paris" -> "The user lives in Paris" (simple rules)."""
+    """"我喜欢猫" -> "用户喜欢猫"; "I live in Paris" -> "The user lives in Paris" (simple rules). A whole sentence
+    in one person: the user named once at the start ("用户" once in Chinese), every other first person turned
+    ("shrimp gives me hives" -> "gives them hives", "医生说我血压有点高" -> "医生说用户血压有点高")."""
     c = clause.strip()
     if has_cjk(c):
-        c = re.sub(r"^(其实|另外|对了|还有|而且)?我们", "用户和家人", c, count=1)
-        return re.sub(r"^(其实|另外|对了|还有|而且)?我", "用户", c, count=1) if "我" in c[:4] else f"用户：{c}"
+        return _third_zh(c)
+    head = ""
     for pattern, repl in _EN_THIRD:
         if pattern.search(c):
-            return pattern.sub(repl, c, count=1)
-    m = re.match(r"^(?:i)\s+(?:(really|also|still|absolutely|never)\s+)?([a-z]+)\b(.*)$", c, re.I)
-    if m:
-        adverb, verb, rest = m.group(1), m.group(2).lower(), m.group(3)
-        return f"The user {adverb + ' ' if adverb else ''}{_third_verb(verb)}{rest}"
-    return f"The user: {c}"
+            head = pattern.sub(repl, c, count=1)
+            break
+    if not head:
+        m = re.match(r"^(?:i)\s+(?:(really|also|still|absolutely|never)\s+)?([a-z]+)\b(.*)$", c, re.I)
+        if m:
+            adverb, verb, rest = m.group(1), m.group(2).lower(), m.group(3)
+            head = f"The user {adverb + ' ' if adverb else ''}{_third_verb(verb)}{rest}"
+    if not head:
+        first = c.split(" ", 1)[0]
+        head = f"The user says that {first.lower() + c[len(first):] if first.lower() in _LOWER_FIRST else c}"
+    return head[:8] + _EN_REST.sub(_they, head[8:])  # head starts with "The user"
+
+
+_LOWER_FIRST = {"the", "a", "an", "it", "it's", "this", "that", "there", "there's", "these", "those", "some", "every", "most",
+                "my", "our", "me", "we", "us"}
+_EN_REST = re.compile(r"\b(?:I'm|I am|I was|I've|I'll|I'd|I|me|my|mine|myself|we're|we've|we'll|we'd|we|us|our|ours|ourselves)\b"
+                      r"|\b(?:My|Our|We)\b")
+_THEY_FOR = {"i'm": "they're", "i am": "they are", "i was": "they were", "i've": "they've", "i'll": "they'll", "i'd": "they'd",
+             "i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themselves", "we're": "they're",
+             "we've": "they've", "we'll": "they'll", "we'd": "they'd", "we": "they", "us": "them", "our": "their",
+             "ours": "theirs", "ourselves": "themselves"}
+
+def _they(m: re.Match[str]) -> str:
+    return _THEY_FOR[m.group(0).lower()]
+
+
+_ZH_LEAD = re.compile(r"^(其实|另外|对了|还有|而且|然后|不过)")
+
+
+def _third_zh(c: str) -> str:
+    """The Chinese clause with "用户" once: 我们家 -> 用户家, 我们 -> 用户和家人, the first 我 -> 用户, any later 我 -> 其."""
+    c = _ZH_LEAD.sub("", c, count=1).strip("，, ")
+    if c.startswith("用户"):
+        return c
+    if "我" in c:
+        c = c.replace("我们家", "用户家", 1) if c.find("我们家") == c.find("我") else (
+            c.replace("我们", "用户和家人", 1) if c.find("我们") == c.find("我") else c.replace("我", "用户", 1))
+        return re.sub(r"我们", "他们", c).replace("我", "其")
+    if c.startswith(("家里", "家中", "家")):
+        return "用户" + c
+    return f"用户提到{c}"
 
 
 def _third_verb(verb: str) -> str:
