@@ -6,8 +6,9 @@ turn of a conversation goes through `Memory.add([{"role": "user", "content": ...
 a time, with its session's date as `ts` (shifted so that the conversation ends now), its speaker as
 `who`, its session as `chat_id` and its `dia_id` in metadata; optionally `consolidate` once per
 conversation (`--consolidate`), as the nightly job would. Then every question of categories 1-4 is
-searched (top 10, every kind of memory). A hit is a returned memory whose turn keys (`dia_id`, or the
-`source_keys` a distilled or merged memory carries from the turns it came from) include an evidence turn.
+searched (top 10, every kind of memory). Each turn is added with its `dia_id` as `turn_id`; a hit is a
+returned memory whose turns (its `turn_id`, or the `source_turns` a distilled fact or a merge carries from
+the turns it came from) include an evidence turn.
 
     python scripts/eval_chathook.py --offset 5                 # conversations 6-10, offline rules
     python scripts/eval_chathook.py --conversations 5          # the tune half
@@ -32,29 +33,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_locomo import CATEGORIES, DEFAULT_DATA, normalise_evidence, score, turns_of  # noqa: E402
+from eval_locomo import CATEGORIES, DEFAULT_DATA, normalise_evidence, turns_of  # noqa: E402
 
 from hippocampus import Memory  # noqa: E402
+from hippocampus.consolidation.rules import turn_ids  # noqa: E402
 from hippocampus.embeddings import OfflineEmbedder  # noqa: E402
 
-KEYS = ("dia_id", "source_keys")
 METRICS = ("hit@5", "hit@10", "all@5", "all@10")
 
 
 def turn_keys(metadata: dict[str, Any]) -> list[str]:
-    """The turns a memory came from: its own `dia_id` and the keys it carries from its sources."""
-    keys = [metadata["dia_id"]] if metadata.get("dia_id") else []
-    keys += [str(k) for k in metadata.get("source_keys") or [] if str(k) not in keys]
-    return keys
-
-
-def ranked_turns(hits: list[Any], depth: int) -> list[str | None]:
-    """The hits as turn ids, in rank order; a memory of several turns stands for all of them at its rank."""
-    out: list[str | None] = []
-    for hit in hits[:depth]:
-        keys = turn_keys(hit.memory.metadata) or [None]
-        out.extend(keys)
-    return out
+    """The turns a memory came from: its `turn_id` and the `source_turns` a distilled fact or a merge carries."""
+    return turn_ids(metadata)
 
 
 def rank_score(hits: list[Any], evidence: list[str]) -> dict[str, float]:
@@ -141,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                                        for name, _ in paths}
     with tempfile.TemporaryDirectory(prefix="chathook-") as tmp:
         for ci, sample in enumerate(data):
-            turns = turns_of(sample, now=int(time.time()))
-            known = {t["metadata"]["dia_id"] for t in turns}
+            turns = [{**t, "metadata": {"turn_id": t["metadata"]["dia_id"]}} for t in turns_of(sample, now=int(time.time()))]
+            known = {t["metadata"]["turn_id"] for t in turns}
             questions = questions_of(sample, known)
             evidence_turns = {e for _, _, ev in questions for e in ev}
             user = str(sample.get("sample_id", f"conv-{ci}"))

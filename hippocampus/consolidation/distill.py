@@ -159,6 +159,7 @@ class Distiller:
             meta = {"fact": fact, "source_chatid": episode.chat_id, "first_seen": episode.time_iso,
                     "source_memory_ids": [episode.id], "distill_key": distill_key(episode.id, R.normalise(fact)),
                     "created_at": now, "updated_at": now, **carried(episode.metadata),
+                    **({R.SOURCE_TURNS: R.turn_ids(episode.metadata)} if R.turn_ids(episode.metadata) else {}),
                     LIFE_KEY: new_life(fact, MemoryType.SEMANTIC, now, episode.ts).stored()}
             out.append({"user_id": episode.user_id, "memory_type": SEMANTIC, "ts": episode.ts, "chat_id": episode.chat_id,
                         "who": episode.who, "text": fact, "hit_count": 0, "metadata": meta, "vector": vector.tolist()})

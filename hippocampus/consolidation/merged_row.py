@@ -44,6 +44,7 @@ def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, 
             "who": first.who,
             "source_chat_ids": R.dedupe(R.source_chat_ids(first) + R.source_chat_ids(second)),
             "merged_from_ids": sorted(merged_ids),
+            **({R.SOURCE_TURNS: turns} if (turns := R.dedupe(R.turn_ids(first.metadata) + R.turn_ids(second.metadata))) else {}),
             "merge_key": merge_key(merged_ids),
             "updates": list(first.metadata.get("updates") or []) + list(second.metadata.get("updates") or []),
             "separated_from": [

@@ -176,6 +176,18 @@ def source_chat_ids(record: MemoryRecord) -> list[str]:
     return chats
 
 
+TURN_KEY = "turn_id"  # the caller's id of the turn a memory was said in (any string; docs/concepts.md)
+SOURCE_TURNS = "source_turns"  # every turn a derived memory (a distilled fact, a merge) came from
+
+
+def turn_ids(metadata: Mapping[str, Any]) -> list[str]:
+    """The turns a memory came from: its own `turn_id` and the `source_turns` it carries, in order, once."""
+    own = metadata.get(TURN_KEY)
+    found = [str(own)] if isinstance(own, (str, int)) and not isinstance(own, bool) else []
+    carried = metadata.get(SOURCE_TURNS)
+    return dedupe(found + [str(t) for t in carried if isinstance(t, (str, int))] if isinstance(carried, list) else found)
+
+
 def already_separated(a: Mapping[str, Any], b: Mapping[str, Any], id_a: int, id_b: int) -> bool:
     """True when both records already carry each other in metadata.separated_from."""
     sa = a.get("separated_from") or []

@@ -137,3 +137,18 @@ def test_a_text_naming_the_other_day_may_still_be_one_event():
     assert not R.merge_allowed(a, b)[0]
     named = b.model_copy(update={"metadata": {**b.metadata, "named_date": "2026-01-05"}})
     assert R.different_days(a, named) == ""
+
+
+def test_derived_memories_carry_the_turns_they_came_from(mem):
+    """A distilled fact and a merge keep their sources' `turn_id`s in `source_turns` (issue 40: a chat hook can
+    cite the turns behind any memory, and scripts/eval_chathook.py maps hits back to LoCoMo's turns)."""
+    user = _user()
+    mem.add(PASSPORT, user, chat_id="c1", ts=T0, metadata={"turn_id": "t1"}, infer=True)
+    mem.add(PASSPORT, user, chat_id="c2", ts=T0 + 3600, metadata={"turn_id": "t2"}, infer=True)
+    mem.add("I am allergic to peanuts", user, chat_id="c1", ts=T0 + 60, metadata={"turn_id": "t3"}, infer=True)
+    stats = mem.consolidate(user)
+    assert stats.merged == 1
+    (merged,) = [r for r in mem.get_all(user, "episodic") if "4471" in r.text]
+    assert merged.metadata["source_turns"] == ["t1", "t2"]
+    facts = [r for r in mem.get_all(user, "semantic") if "peanuts" in r.text]
+    assert facts and all(f.metadata["source_turns"] == ["t3"] for f in facts)

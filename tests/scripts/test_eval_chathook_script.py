@@ -1,0 +1,29 @@
+"""scripts/eval_chathook.py on a tiny LoCoMo-shaped file: each turn through add(infer=True), the raw path
+beside it, turns stored and evidence kept counted, and hits mapped back to turns through `turn_id` and the
+`source_turns` a consolidated memory carries."""
+
+from __future__ import annotations
+
+import json
+
+from scripts.eval_chathook import main, turn_keys
+from tests.scripts.test_eval_locomo_script import SAMPLE
+
+
+def test_turn_keys_read_own_and_carried_turns():
+    assert turn_keys({"turn_id": "D1:2", "source_turns": ["D1:2", "D3:4"]}) == ["D1:2", "D3:4"]
+    assert turn_keys({"source_turns": ["D2:1"]}) == ["D2:1"] and turn_keys({}) == []
+
+
+def test_the_script_reports_both_paths(tmp_path, capsys):
+    data, out = tmp_path / "locomo.json", tmp_path / "out.json"
+    data.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    assert main(["--data", str(data), "--json", str(out), "--consolidate"]) == 0
+    report = json.loads(out.read_text())
+    assert report["raw"]["turns_stored"] == 1.0 and report["raw"]["evidence_kept"] == 1.0
+    hook = report["chat-hook"]
+    assert hook["questions"] == 3 and hook["turns"] == 5
+    # "Did you go anywhere last weekend?" is a question: the only turn the rules drop; every evidence turn is kept
+    assert hook["turns_stored"] == 0.8 and hook["evidence_kept"] == 1.0 and hook["hit@5"] == 1.0
+    printed = capsys.readouterr().out
+    assert "chat-hook" in printed and "evidence kept" in printed
