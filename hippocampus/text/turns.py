@@ -30,6 +30,9 @@ _EXTRA_CHITCHAT = {
     # leaving
     "talk tomorrow", "talk later", "talk soon", "talk to you later", "ttyl", "gotta go", "明天再聊", "回头聊", "下次聊", "改天聊",
     "辛苦", "你真棒", "你太棒了", "你真好",
+    "fair enough", "ok cool", "okay cool", "oh my goodness", "oh my god", "omg", "bye for now", "sweet as", "sweet", "cheers",
+    "good morning dear", "no worries", "all good", "sounds great", "got it thanks", "晓得了", "懂了", "懂了懂了", "谢谢侬", "好滴",
+    "知道啦", "好嘞", "行吧", "明白", "了解",
 }
 _FILLER_EN = {"and", "then", "so", "but", "or", "um", "umm", "uh", "uhh", "er", "erm", "well", "like", "anyway", "hmm", "hm", "mm", "mhm",
               "also", "and then", "so what", "ok", "okay", "wait", "what", "huh", "oh", "yeah", "right"}
@@ -54,8 +57,9 @@ _WHEN_QUESTION = re.compile(r"哪一?年|哪一?天|几月|几号|几点|什么�
 _NOT_PERSONAL_WORDS = re.compile(r"\bUS\b|自我介绍|(?<![\d零一二两三四五六七八九十午晨晚上下])一点儿?(?![钟半多前后左右\d零一二三四五六七八九十])")
 # Weather remarks: small talk about the sky, unless the speaker is in it ("it rained on our wedding").
 _WEATHER = re.compile(
-    r"天气|下雨|下雪|下冰雹|刮风|台风|雾霾|晴天|阴天|好热|真热|太热|好冷|真冷|太冷|降温|升温|出太阳|气温"
-    r"|\b(?:weather|rain|raining|rainy|snow|snowing|snowy|sunny|windy|cloudy|foggy|humid|muggy|drizzl\w*|thunderstorms?)\b"
+    r"天气|下雨|下雪|下冰雹|刮风|台风|雾霾|晴天|阴天|好热|真热|太热|好冷|真冷|太冷|降温|升温|出太阳|气温|落雨|黄梅天|梅雨|火炉|闷热|好闷|热死|冷死|[0-9]+\s*度"
+    r"|\b(?:weather|rain|raining|rainy|snow|snowing|snowy|sunny|sun|sunshine|windy|wind chill|cloudy|foggy|humid|muggy|drizzl\w*"
+    r"|thunderstorms?|heatwave|storms?|hail|four seasons)\b"
     r"|\b(?:hot|cold|chilly|freezing|warm)\s+(?:out|outside|today|tonight|out there|in here)\b",
     re.IGNORECASE,
 )
@@ -108,9 +112,16 @@ def _is_laughter(clause: str) -> bool:
     return bool(_LAUGHTER.match(_key(clause).replace(" ", "")))
 
 
+# Words around a greeting that change nothing: "oh", "well", "haha" before; "man", "dear", "again", "for now" after.
+_AROUND = re.compile(r"^(?:(?:oh|ah|aw+|well|ok|okay|haha+|hah|lol|hey|so)\s+)+|(?:\s+(?:man|dear|mate|buddy|bro|dude|pal|friend|again"
+                     r"|then|for now|haha+|lol|too|guys|everyone|all))+$|^(?:小助手|助手|亲|老师)|(?:呀|啊|哦|呢|啦|嘛|吧|~|～)+$")
+
+
 def small_talk(clause: str) -> bool:
     key = _key(clause)
-    return T.is_chitchat(clause) or _is_laughter(clause) or key in _EXTRA_CHITCHAT or key.rstrip("呀啊哦呢啦嘛吧~～ ") in _EXTRA_CHITCHAT
+    bare = _AROUND.sub("", key).strip()
+    return (T.is_chitchat(clause) or _is_laughter(clause) or key in _EXTRA_CHITCHAT or key.rstrip("呀啊哦呢啦嘛吧~～ ") in _EXTRA_CHITCHAT
+            or bool(bare) and bare != key and (T.is_chitchat(bare) or bare in _EXTRA_CHITCHAT))
 
 
 def _filler(clause: str) -> bool:
@@ -170,7 +181,8 @@ def weather_remark(t: Turn) -> bool:
     """"今天天气真不错", "It's so hot out there today", "我们来聊聊今天的天气吧": the weather and small
     talk, nobody's plans or family in it (a time word is allowed: weather is always today)."""
     rest = [_LETS_TALK.sub("", c.strip(), count=1) for c in t.parts if not small_talk(c)]
-    if not rest or not all(_WEATHER.search(c) for c in rest):
+    short = lambda c: len(c.split()) <= 3 and not T.HAS_CJK.search(c)  # noqa: E731  ("of course", "brutal", "classic melb")
+    if not rest or not any(_WEATHER.search(c) for c in rest) or not all(_WEATHER.search(c) or short(c) for c in rest):
         return False
     text = " ".join(rest)
     return not (T.has_first_person(text) or _PERSONAL_HINT.search(text) or _PLAN_OR_NEED.search(text))
@@ -205,10 +217,13 @@ _ABOUT_TALK = re.compile(
     r"|(?:your|that|this) (?:answer|reply|response|explanation) (?:is|was)|not what i (?:asked|meant)|i didn'?t ask"
     r"|let'?s (?:change the (?:topic|subject)|move on|talk about something else|get back to)|(?:try|say that) again"
     r"|(?:that'?s|this is|exactly) (?:exactly )?what i (?:needed|wanted|was looking for)|that (?:helps|helped|works)"
+    r"|you (?:already |just )?(?:gave|showed|sent) me that|you mixed (?:up|them up)|stop (?:giving|sending|using)"
+    r"|i don'?t understand what you mean|what do you mean|you(?:'re| are) confusing me"
     r"|(?:shorter|longer|simpler|more detail),? please|never ?mind|forget it|you lost me|can you repeat)\b"
     r"|你(?:刚才|之前|已经)?(?:说过|说错|讲过|答错|理解错|搞错|弄错|没听懂|没明白|又重复|重复了)|你说得?不对|这不是我(?:问|要|想)的|我不是(?:问|说)这个"
     r"|^let'?s (?:talk|chat) about\b|^(?:我们)?来?(?:聊聊|聊一聊|谈谈)"
-    r"|换个话题|不说这个了|说点别的|回到(?:刚才|正题)|再说一遍|重新(?:回答|说)|简短一点|说简单点|答非所问|算了吧?$",
+    r"|你(?:根本|完全|好像)?没(?:理解|听懂|明白|看懂)|你(?:这个|的)?回答|你(?:上面|前面)说的|(?:刚刚|刚才)不是问|讲得太快|说得太快|没看懂|看不懂你"
+    r"|重新说|说清楚点|矛盾了|换个话题|不说这个了|说点别的|回到(?:刚才|正题)|再说一遍|重新(?:回答|说)|简短一点|说简单点|答非所问|算了吧?$",
     re.IGNORECASE,
 )
 _LAUGHING = re.compile(r"^(?:[哈呵嘿嘻]{2,}|(?:ha|he){2,}h?|lol|lmao)[\s,，!！~]*", re.IGNORECASE)
