@@ -42,15 +42,16 @@ _EN_OTHER = re.compile(
 _EN_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|he's|she's|they're)\b", re.IGNORECASE)
 # "we", "our", "my family", "our dog": the user's own household speaks with the user (issue 40: "We have a golden
 # retriever called Max" was ranked 9th of 10 for "What is my dog's name?"); "the user" is how a prompt names them.
-_EN_SELF = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|im|we|us|our|ours|ourselves|we're|we've|we'd|we'll|the user)\b",
-                      re.IGNORECASE)
+_EN_SELF = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|im|the user)\b", re.IGNORECASE)
+_EN_HOUSEHOLD = re.compile(r"\b(?:we|us|our|ours|ourselves|we're|we've|we'd|we'll)\b", re.IGNORECASE)
 _ZH_RELATIONS = (
     "男朋友|女朋友|朋友|妹妹|姐姐|哥哥|弟弟|姐妹|兄弟|妈妈|母亲|爸爸|父亲|父母|老婆|妻子|太太|丈夫|老公|儿子|女儿|孩子|"
     "爷爷|奶奶|外公|外婆|姥姥|姥爷|叔叔|阿姨|舅舅|姑姑|表哥|表姐|表妹|表弟|堂哥|堂姐|同事|老板|上司|邻居|室友|老师"
 )
-_ZH_OTHER = re.compile(rf"(?:[我你他她]们?的?)?(?:{_ZH_RELATIONS})")
+_ZH_OTHER = re.compile(rf"(?:[我你他她]们?的?)?(?:{_ZH_RELATIONS})|[我你他她](?:爸妈|爸|妈|姐|哥|弟|妹)")
 _ZH_PRONOUN = re.compile(r"[他她]们?")
-_ZH_SELF = re.compile(r"我|咱|用户|家里|家人")
+_ZH_SELF = re.compile(r"我(?!们)|用户")
+_ZH_HOUSEHOLD = re.compile(r"我们|咱|家里|家人")
 
 
 def subject_of(text: str, user_id: str = "", pronouns: bool = True) -> Subject | None:
@@ -62,6 +63,10 @@ def subject_of(text: str, user_id: str = "", pronouns: bool = True) -> Subject |
     if pronouns and (_EN_PRONOUN.search(rest) or _ZH_PRONOUN.search(rest)):
         other = True
     me = bool(_EN_SELF.search(rest) or _ZH_SELF.search(rest) or _names(rest, user_id))
+    # "we"/"our" make a text the user's own unless it is about someone named by a relation ("My neighbour's
+    # cat keeps jumping onto our balcony" is the neighbour's cat) and does not open with them ("我们家还有一只乌龟，是儿子在养")
+    household = _EN_HOUSEHOLD.search(rest) or _ZH_HOUSEHOLD.search(rest)
+    me = me or bool(household and (not relations or household.start() == len(rest) - len(rest.lstrip())))
     if me and other:
         return "both"
     return "self" if me else "other" if other else None
@@ -86,10 +91,13 @@ def _names(text: str, user_id: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
+_WHO = re.compile(r"who\b|whom\b|谁|哪位", re.IGNORECASE)  # a question for a person is about someone, whoever "we" are
+
+
 def penalties(query: str, texts: Sequence[str], user_id: str, weight: float) -> list[float]:
     """What each memory's score loses: `weight` when the question is about the user and the memory
     only about someone else, or the reverse; else 0."""
-    asked = subject_of(query, user_id, pronouns=False) if weight > 0 else None
+    asked = subject_of(query, user_id, pronouns=False) if weight > 0 and not _WHO.match(query.strip()) else None
     if asked not in ("self", "other"):
         return [0.0] * len(texts)
     opposite = "other" if asked == "self" else "self"
@@ -104,13 +112,16 @@ _RESIDENCE = re.compile(r"\b(?:live[sd]?|living|moved|relocated|settled|based|gr
                         r"|住在|搬到|搬去|搬回|家在|定居|老家在", re.IGNORECASE)
 
 
-def home_penalties(query: str, texts: Sequence[str], weight: float) -> list[float]:
-    """What each memory loses for a question about where the user lives: `weight` for any memory that states
-    no residence ("I live in", "moved to", "住在", "搬到") when some candidate does; trips, visits and "I work
-    from home" pass below the home. Else 0."""
-    if weight <= 0 or not _HOME_QUESTION.search(query):
+_PAST = re.compile(r"\b(?:used to|before|previously|formerly|grew up)\b|以前|之前|原来|曾经|小时候", re.IGNORECASE)  # a home left
+
+
+def home_penalties(query: str, texts: Sequence[str], weight: float, asked: Subject | None = "self") -> list[float]:
+    """What each memory loses for a question about where the user lives (`asked` is the question's subject): `weight` for any memory that states
+    no present residence ("I live in", "moved to", "住在", "搬到"; not "we lived in Munich before") when some
+    candidate does; trips, visits, a former home and "I work from home" pass below the home. Else 0."""
+    if weight <= 0 or not _HOME_QUESTION.search(query) or asked != "self":
         return [0.0] * len(texts)
-    homes = [bool(_RESIDENCE.search(t)) for t in texts]
+    homes = [bool(_RESIDENCE.search(t)) and not _PAST.search(t) for t in texts]
     return [0.0 if home or not any(homes) else -weight for home in homes]
 
 
@@ -121,7 +132,7 @@ def apply(items: Sequence[Any], query: str, user_id: str, weight: float) -> list
         return list(items)
     texts = [str(it.row.get("text") or "") for it in items]
     losses = penalties(query, texts, user_id, weight)
-    away = home_penalties(query, texts, weight)
+    away = home_penalties(query, texts, weight, subject_of(query, user_id, pronouns=False))
     if not any(losses) and not any(away):
         return list(items)
     for it, loss, trip in zip(items, losses, away):
