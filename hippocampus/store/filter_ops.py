@@ -109,7 +109,7 @@ def _parse_dict(raw: Any, resolve: Callable[[str], Any], depth: int, count: _Cou
             raise InvalidInput(f"combinators are written {', '.join(COMBINATORS)} (upper case), got {key!r}")
         else:
             name = resolve(key)
-            ops = value if isinstance(value, dict) else {"exists": True} if value == WILDCARD else {"eq": value}
+            ops = value if isinstance(value, dict) else {"exists": True} if _wildcard(name, value) else {"eq": value}
             if not ops:
                 raise InvalidInput(f"filter {key!r} has an empty operator object; use one of {', '.join(OPERATORS)}")
             for op, operand in ops.items():
@@ -118,6 +118,12 @@ def _parse_dict(raw: Any, resolve: Callable[[str], Any], depth: int, count: _Cou
                     raise InvalidInput(f"a filter holds at most {MAX_ATOMS} conditions")
                 parts.append(Atom(name, op, _check(key, name, op, operand)))
     return parts[0] if len(parts) == 1 else Node("AND", tuple(parts))
+
+
+def _wildcard(name: Any, value: Any) -> bool:
+    """`"*"` on a key of the caller's metadata means it is present; on a column, agent_id or run_id (ids that may
+    be `*` themselves) and the enums it stays the text."""
+    return value == WILDCARD and isinstance(name, tuple) and name not in (("metadata", "agent_id"), ("metadata", "run_id"))
 
 
 def _scalar(value: Any) -> bool:

@@ -97,3 +97,9 @@ def test_category_is_the_lifecycles_and_refused_where_the_users_metadata_has_one
     assert _listed(m, "ana", {"lifecycle.category": {"ne": "fact"}}) == {ids["work"], ids["plain"], ids["bare"]}
     with pytest.raises(InvalidInput, match="lifecycle.category and lifecycle.state"):
         F.caller_filter({"lifecycle.mood": "x"})
+
+
+@pytest.mark.parametrize("key", ["chat_id", "chatid", "who", "agent_id", "run_id"])
+def test_a_star_on_an_id_stays_the_text(key):
+    """An id may be `*` itself (tests/reliability/test_isolation.py): only metadata keys take the wildcard."""
+    assert "exists" not in str(F.caller_filter({key: "*"}).residual) and "exists" not in F.caller_filter({key: "*"}).expr
