@@ -89,5 +89,13 @@ EXAMPLES: list[tuple[str, dict[str, Any], set[str]]] = [
     ("platform agent wildcard", {"user_id": "alice", "NOT": {"agent_id": "*"}}, ALICE),
 ]
 
+# Where mem0's own Memory on its default store (tests/compat/reference.py) does not give the documented answer, and why:
+# the suite's answer is the documented one (for "*", the README's and pgvector's "the key exists").
+REFERENCE_DIFFERS: dict[str, str] = {
+    "equality operators": "mem0 2.2.1 on Qdrant raises a pydantic ValidationError for {'ne': True} (MatchExcept takes no booleans)",
+    "wildcard": "mem0's page: on Qdrant '*' is a no-op that also passes memories without the key",
+    "platform agent wildcard": "NOT over one object is the Platform's form; mem0's open-source Memory takes NOT with a list only",
+}
+
 # The documented "handle invalid operators" example: refused with a ValueError.
 INVALID = {"user_id": "alice", "invalid_operator": {"unknown": "value"}}
