@@ -8,6 +8,7 @@ call without a user_id reads the memories written without one under the same age
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Sequence
 
@@ -152,7 +153,7 @@ class Memory:
 
     def reset(self) -> None:
         """Erase every memory and its history, of every user: mem0's reset of the whole store."""
-        for user in self.memory.users():
+        for user in self.memory.user_ids():
             self.memory.reset(user)
 
     # ------------------------------------------------------------------ reading
@@ -198,7 +199,7 @@ class Memory:
     def history(self, memory_id: Any) -> list[dict[str, Any]]:
         """Every change to a memory, oldest first, as mem0's history rows; also after it was deleted."""
         native_id = S.memory_id(memory_id)
-        owner = self.memory.owner(native_id)
+        owner = self.memory.owner_of(native_id)
         if owner is None:
             return []
         return [S.history_item(e) for e in self.memory.history(native_id, owner)]
@@ -206,7 +207,7 @@ class Memory:
     # ------------------------------------------------------------------ helpers
     def _record(self, memory_id: Any) -> tuple[MemoryRecord, str]:
         native_id = S.memory_id(memory_id)
-        owner = self.memory.owner(native_id)
+        owner = self.memory.owner_of(native_id)
         try:
             if owner is not None:
                 return self.memory.get(native_id, owner), owner
@@ -263,3 +264,56 @@ def _native_config(config: dict[str, Any]) -> dict[str, Any]:
             raise InvalidInput("custom_categories is a list of {name: description} dicts")
         out["categories"] = [{"name": k, "description": v} for c in cats for k, v in c.items()]
     return out
+
+
+class AsyncMemory:
+    """mem0's AsyncMemory: the same calls awaited, each run in a worker thread (anyio.to_thread) so the event loop
+    never waits on the store or the embedder. `AsyncMemory(memory=m)` wraps an open hippocampus.Memory."""
+
+    def __init__(self, config: Any = None, *, memory: NativeMemory | None = None, **native: Any):
+        self.sync = Memory(config, memory=memory, **native)
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any]) -> "AsyncMemory":
+        return cls(config_dict)
+
+    async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(functools.partial(getattr(self.sync, name), *args, **kwargs))
+
+    async def add(self, messages: Any, **kwargs: Any) -> dict[str, Any]:
+        return await self._run("add", messages, **kwargs)
+
+    async def search(self, query: str, **kwargs: Any) -> dict[str, list[dict[str, Any]]]:
+        return await self._run("search", query, **kwargs)
+
+    async def get(self, memory_id: Any) -> dict[str, Any] | None:
+        return await self._run("get", memory_id)
+
+    async def get_all(self, **kwargs: Any) -> dict[str, list[dict[str, Any]]]:
+        return await self._run("get_all", **kwargs)
+
+    async def update(self, memory_id: Any, *args: Any, **kwargs: Any) -> dict[str, str]:
+        return await self._run("update", memory_id, *args, **kwargs)
+
+    async def delete(self, memory_id: Any) -> dict[str, str]:
+        return await self._run("delete", memory_id)
+
+    async def delete_all(self, **kwargs: Any) -> dict[str, str]:
+        return await self._run("delete_all", **kwargs)
+
+    async def history(self, memory_id: Any) -> list[dict[str, Any]]:
+        return await self._run("history", memory_id)
+
+    async def batch_update(self, memories: Sequence[dict[str, Any]]) -> dict[str, str]:
+        return await self._run("batch_update", memories)
+
+    async def batch_delete(self, memories: Sequence[dict[str, Any]]) -> dict[str, str]:
+        return await self._run("batch_delete", memories)
+
+    async def reset(self) -> None:
+        await self._run("reset")
+
+    def close(self) -> None:
+        self.sync.close()

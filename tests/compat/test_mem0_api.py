@@ -182,3 +182,23 @@ def test_from_config_takes_mem0s_dict(shared_db, embedder):
         m.close()
     with pytest.raises(ValueError, match="unknown mem0 config keys"):
         Memory.from_config({"custom_fact_extraction_prompt": "x"})
+
+
+def test_async_memory_takes_the_same_calls(mem0: Memory):
+    import anyio
+
+    from hippocampus.compat.mem0 import AsyncMemory
+
+    async def run() -> None:
+        am = AsyncMemory(memory=mem0.memory)
+        (added,) = (await am.add("I like tennis", user_id="ana", infer=False))["results"]
+        assert (await am.search("tennis", filters={"user_id": "ana"}, threshold=0.0))["results"][0]["id"] == added["id"]
+        await am.update(added["id"], text="I like padel")
+        assert (await am.get(added["id"]))["memory"] == "I like padel"
+        assert [h["event"] for h in await am.history(added["id"])] == ["ADD", "UPDATE"]
+        assert (await am.delete_all(user_id="ana")) == {"message": "Memories deleted successfully!"}
+        assert (await am.get_all(filters={"user_id": "ana"}))["results"] == []
+        am.close()  # wraps a Memory it did not open: leaves it open
+
+    anyio.run(run)
+    assert mem0.get_all(filters={"user_id": "ana"}) == {"results": []}
