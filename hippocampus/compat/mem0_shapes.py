@@ -19,8 +19,8 @@ DATE_KEYS = ("created_at", "updated_at")
 # ids with inner whitespace, so "agent_id bot" can never be a mem0 user's own id.
 _SCOPE_KEYS = ("agent_id", "run_id")
 # Metadata the library writes, or mem0 shows at the top level of a result instead of under "metadata".
-_NOT_CALLERS = frozenset({*LIBRARY_KEYS, "life", "chatid", "who", "said_at", "agent_id", "run_id", "role", "actor_id",
-                          "expires_at"})
+_NOT_CALLERS = frozenset({*LIBRARY_KEYS, "life", "chatid", "who", "said_at", "write_reason", "event_time", "agent_id",
+                          "run_id", "role", "actor_id", "expires_at"})
 _EVENTS = {HistoryAction.CREATED: "ADD", HistoryAction.UPDATED: "UPDATE", HistoryAction.DELETED: "DELETE",
            HistoryAction.FORGOTTEN: "DELETE"}
 ENTITY_HELP = "filters must contain at least one of: user_id, agent_id, run_id. Example: filters={'user_id': 'u1'}"

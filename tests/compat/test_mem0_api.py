@@ -46,8 +46,10 @@ def test_add_takes_a_string_a_message_dict_and_a_list(mem0: Memory):
 
 
 def test_add_with_inference_keeps_what_the_write_decision_keeps(mem0: Memory):
-    added = mem0.add([{"role": "user", "content": "My name is Ana and I live in Lisbon"}], user_id="ana")["results"]
+    added = mem0.add([{"role": "user", "content": "My name is Ana and I live in Lisbon"}], user_id="ana",
+                     metadata={"source": "chat"})["results"]
     assert added and all(r["event"] == "ADD" for r in added)
+    assert all(mem0.get(r["id"])["metadata"] == {"source": "chat"} for r in added)  # the caller's keys only
     assert {r["id"] for r in added} <= {r["id"] for r in mem0.get_all(filters={"user_id": "ana"})["results"]}
 
 
