@@ -224,20 +224,36 @@ class TracedEmbedder:
     def encode(self, texts: Sequence[str], role: str = "passage") -> Any:
         if _active.get() is None:
             return self.inner.encode(texts, role=role)
-        model = self.inner.model_name
-        attributes = {"gen_ai.operation.name": "embeddings", "gen_ai.request.model": model,
-                      "gen_ai.embeddings.dimension.count": self.inner.dim, "hippocampus.embedding.texts": len(texts),
-                      "hippocampus.embedding.role": role}
-        with tracer().start_as_current_span(f"embeddings {model}", kind=SpanKind.CLIENT, attributes=attributes,
-                                            record_exception=False, set_status_on_exception=False) as span:
-            try:
-                return self.inner.encode(texts, role=role)
-            except BaseException as exc:
-                fail(span, exc)
-                raise
+        return _embedding_span(self.inner.model_name, self.inner.dim, texts, role, lambda: self.inner.encode(texts, role=role))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def _embedding_span(model: str, dim: int, texts: Sequence[str], role: str, call: Callable[[], Any]) -> Any:
+    """`call()`, one encode, in a child span: the model, the dimension, how many texts (never the texts)."""
+    attributes = {"gen_ai.operation.name": "embeddings", "gen_ai.request.model": model,
+                  "gen_ai.embeddings.dimension.count": dim, "hippocampus.embedding.texts": len(texts),
+                  "hippocampus.embedding.role": role}
+    with tracer().start_as_current_span(f"embeddings {model}", kind=SpanKind.CLIENT, attributes=attributes,
+                                        record_exception=False, set_status_on_exception=False) as span:
+        try:
+            return call()
+        except BaseException as exc:
+            fail(span, exc)
+            raise
+
+
+def traced_encode(encode: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate an embedder's own `encode(self, texts, role)` with the embedder span, for an embedder no Memory
+    wraps in TracedEmbedder: the cross-language one (embeddings/crosslang.py), which the store makes and shares.
+    Outside a traced verb (or without opentelemetry) it is the plain call."""
+    @functools.wraps(encode)
+    def wrapper(self: Any, texts: Sequence[str], role: str = "passage") -> Any:
+        if _active.get() is None:
+            return encode(self, texts, role)
+        return _embedding_span(self.model_name, self.dim, texts, role, lambda: encode(self, texts, role))
+    return wrapper
 
 
 # ---------------------------------------------------------------------- the store

@@ -219,6 +219,10 @@ NOT_VERBS = {
     "close": "releases the store; every face has its own (Client.close, AsyncClient.aclose, the service's shutdown)",
     "llm": "the configured chat model, a property (a service wraps it to count calls)",
     "config": "the settings (MemoryConfig) every service reads, a property; each face has its own configuration",
+    "owner_of": "whose memory an id is, for a library face whose callers name a memory by id alone (the mem0 drop-in, "
+                "compat/mem0.py); a remote caller names its user, as every face's get does",
+    "user_ids": "every user of the store, for the mem0 drop-in's reset of a whole local store; a remote face's users "
+                "are its keys'",
 }
 # CLI commands that are not a verb of Memory, and what they are.
 CLI_ONLY = {

@@ -28,6 +28,7 @@ import logging
 import numpy as np
 
 from ..errors import EmbeddingError
+from ..tracing import traced_encode
 from .base import Role, bounded, normalize
 
 NAME = "use-multilingual"
@@ -105,6 +106,7 @@ class CrossLangEmbedder:
             self._model = model
         return self._model
 
+    @traced_encode  # a child span inside a traced verb, as the main embedder's (tracing.py)
     def encode(self, texts: Sequence[str], role: Role = "passage") -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("encode takes a sequence of strings, not one string")

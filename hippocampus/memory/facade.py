@@ -306,6 +306,15 @@ class Memory:
         existed, or another user's); StoreError on failure."""
         return self._records.history(memory_id, user_id)
 
+    def owner_of(self, memory_id: int) -> str | None:
+        """The user a memory id belongs to (also after a delete), None when unknown: for faces that name a memory
+        by id alone, such as the mem0 drop-in (compat/mem0.py). Raises InvalidInput for a bad id; StoreError."""
+        return self._records.owner(memory_id)
+
+    def user_ids(self) -> list[str]:
+        """Every user of this store (a memory or a history event), sorted. Raises StoreError on failure."""
+        return self._records.users()
+
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
         """How many memories there are ("total", "episodic", "semantic"), for one user or, with
         user_id None, the whole store; plus the store's URI and the embedder's name.

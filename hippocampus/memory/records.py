@@ -213,6 +213,22 @@ class RecordService:
             raise NotFound(f"memory {memory_id} not found for this user")
         return MemoryRecord.from_row(rows[0])
 
+    def owner(self, memory_id: int) -> str | None:
+        """Whose memory this is (its row, else its history: a deleted one), None when no user has it: for a face
+        whose callers name a memory by id alone (compat/mem0.py, on a store its program owns)."""
+        memory_id = V.check_memory_id(memory_id)
+        rows = self.ctx.store.query(F.eq("id", memory_id), fields=["id", "user_id"], limit=1)
+        if rows:
+            return str(rows[0]["user_id"])
+        events = self.ctx.store.history(F.and_(F.eq("memory_id", memory_id), F.cmp("user_id", "!=", "")))
+        return str(events[0]["user_id"]) if events else None
+
+    def users(self) -> list[str]:
+        """Every user with a memory or a history event, sorted: what erasing a whole store goes through."""
+        found = {str(r["user_id"]) for page in self.ctx.store.iterate("", ["id", "user_id"]) for r in page}
+        found |= {str(e["user_id"]) for e in self.ctx.store.history(F.cmp("user_id", "!=", ""))}
+        return sorted(found)
+
     def scoped(self, filters: dict[str, Any] | None, agent_id: Any, agent_scope: Any, run_id: Any) -> dict[str, Any] | None:
         """The caller's filters with the agent scope and run ANDed in (store/agents.py), every id checked."""
         agent_id, run_id = A.check_ids(agent_id, run_id)

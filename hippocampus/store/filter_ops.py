@@ -59,11 +59,19 @@ class Node:
 Tree = Union[Atom, Node]
 
 
+WILDCARD = "*"  # mem0's `{"key": "*"}`: the key is present (`{"exists": true}`); `{"eq": "*"}` is the text itself
+DATE_KEYS = ("created_at", "updated_at")  # the library's epoch-second metadata keys, also compared with ISO dates
+_DATE_FIELDS = tuple(("metadata", k) for k in DATE_KEYS)
+_DATED_NAMES = tuple(f"metadata.{k}" for k in DATE_KEYS)
+
+
 def uses_operators(filters: dict[str, Any] | None) -> bool:
-    """True when the filter needs this module: a combinator key, an operator dict, or any value that is
-    not a string (Milvus' JSON `==` takes true for 1: see above). A dict of strings only keeps filters.py's
-    older path, pushed down whole."""
-    return any(isinstance(k, str) and k.upper() in COMBINATORS or not isinstance(v, str) for k, v in (filters or {}).items())
+    """True when the filter needs this module: a combinator key, an operator dict, a wildcard, a date key,
+    or any value that is not a string (Milvus' JSON `==` takes true for 1: see above). A dict of plain strings
+    only keeps filters.py's older path, pushed down whole."""
+    return any(isinstance(k, str) and (k.upper() in COMBINATORS or k in DATE_KEYS or k in _DATED_NAMES)
+               or not isinstance(v, str) or v == WILDCARD for k, v in (filters or {}).items())
+
 
 
 # ---------------------------------------------------------------------- parsing and checking
@@ -89,13 +97,19 @@ def _parse_dict(raw: Any, resolve: Callable[[str], Any], depth: int, count: _Cou
             if not isinstance(value, list) or not value:
                 raise InvalidInput(f"{key} takes a non-empty list of filters, got {_short(value)}")
             parts.append(Node(key, tuple(_parse_dict(v, resolve, depth + 1, count) for v in value)))
-        elif key == "NOT":
-            parts.append(Node("NOT", (_parse_dict(value, resolve, depth + 1, count),)))
+        elif key == "NOT":  # mem0 writes a list, meaning none of them holds
+            if isinstance(value, list):
+                if not value:
+                    raise InvalidInput("NOT takes a filter or a non-empty list of filters (none of which may hold)")
+                inner = [_parse_dict(v, resolve, depth + 1, count) for v in value]
+                parts.append(Node("NOT", (inner[0] if len(inner) == 1 else Node("OR", tuple(inner)),)))
+            else:
+                parts.append(Node("NOT", (_parse_dict(value, resolve, depth + 1, count),)))
         elif isinstance(key, str) and key.upper() in COMBINATORS:
             raise InvalidInput(f"combinators are written {', '.join(COMBINATORS)} (upper case), got {key!r}")
         else:
             name = resolve(key)
-            ops = value if isinstance(value, dict) else {"eq": value}
+            ops = value if isinstance(value, dict) else {"exists": True} if _wildcard(name, value) else {"eq": value}
             if not ops:
                 raise InvalidInput(f"filter {key!r} has an empty operator object; use one of {', '.join(OPERATORS)}")
             for op, operand in ops.items():
@@ -104,6 +118,12 @@ def _parse_dict(raw: Any, resolve: Callable[[str], Any], depth: int, count: _Cou
                     raise InvalidInput(f"a filter holds at most {MAX_ATOMS} conditions")
                 parts.append(Atom(name, op, _check(key, name, op, operand)))
     return parts[0] if len(parts) == 1 else Node("AND", tuple(parts))
+
+
+def _wildcard(name: Any, value: Any) -> bool:
+    """`"*"` on a key of the caller's metadata means it is present; on a column, agent_id or run_id (ids that may
+    be `*` themselves) and the enums it stays the text."""
+    return value == WILDCARD and isinstance(name, tuple) and name not in (("metadata", "agent_id"), ("metadata", "run_id"))
 
 
 def _scalar(value: Any) -> bool:
@@ -125,7 +145,7 @@ def _check(key: str, name: Any, op: Any, value: Any) -> Any:
     if op in ("contains", "icontains"):
         if not isinstance(value, str) or not value:
             raise InvalidInput(f"filter {key!r}: {op} takes a non-empty string, got {_short(value)}")
-        if name in ENUMS or name == "ts":
+        if name in ENUMS or name == "ts" or name in _DATE_FIELDS:
             raise InvalidInput(f"filter {key!r}: {op} applies to text fields and metadata, not to {key}")
         return value
     if not _scalar(value):
@@ -136,8 +156,8 @@ def _check(key: str, name: Any, op: Any, value: Any) -> Any:
 
 
 def _operand(key: str, name: Any, op: str, value: Any) -> Any:
-    if name == "ts":
-        return _epoch(key, value)
+    if name == "ts" or name in _DATE_FIELDS and isinstance(value, str):
+        return _epoch(key, value)  # created_at / updated_at are epoch seconds: a date string compares as a date
     if name in ("chat_id", "who", ("metadata", "agent_id"), ("metadata", "run_id")):
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)  # `--filter '{"chat_id": 123}'`: ids are text

@@ -127,11 +127,15 @@ FILTER_COLUMNS: tuple[str, ...] = ("chat_id", "who", "memory_type")
 FILTER_ALIASES: dict[str, str] = {"chatid": "chat_id"}
 FILTER_STATES: tuple[str, ...] = ("active", "archived", "superseded")
 METADATA_PREFIX = "metadata."
+# `category` and `state` name the lifecycle's; for a user whose own metadata has a key of that name a bare one is
+# ambiguous and refused (`checked_filter`): `lifecycle.category` / `metadata.category` say which.
+LIFECYCLE_FIELDS: tuple[str, ...] = ("category", "state")
+LIFECYCLE_PREFIX = "lifecycle."
 # Metadata keys the library writes (docs/limits.md; validation.OWNED_KEYS): known by name, taken bare without a look.
 LIBRARY_KEYS: frozenset[str] = frozenset({*OWNED_KEYS, "context", "thing", "time", "fact", "source_chatid",
                                           "first_seen", "updates", "importance", "last_used_at"})
-FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state, agent_id, run_id, or metadata.<key> for a key of the memory's "
-                      "own metadata")
+FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state (lifecycle.category, lifecycle.state), agent_id, run_id, "
+                      "created_at, updated_at, or metadata.<key> for a key of the memory's own metadata")
 
 
 NEVER = "id < 0"  # false on every engine (Milvus 2.3 refuses a bare `false` beside `and`); ids are positive
@@ -144,8 +148,22 @@ class CallerFilter:
     metadata keys of this user (`bare`), whether superseded memories were asked for, and the part
     Milvus cannot evaluate exactly (`residual`, filter_ops.py), which `checked_filter` turns into ids."""
 
-    def __init__(self, expr: str, bare: list[str], wants_superseded: bool, residual: "filter_ops.Tree | None" = None):
+    def __init__(self, expr: str, bare: list[str], wants_superseded: bool, residual: "filter_ops.Tree | None" = None,
+                 named_life: list[str] | None = None):
         self.expr, self.bare, self.wants_superseded, self.residual = expr, bare, wants_superseded, residual
+        self.named_life = named_life or []  # `category` / `state` written bare: checked for ambiguity with metadata
+
+
+def _lifecycle_name(key: object, named_life: list[str]) -> object:
+    """`lifecycle.category` -> "category" (explicit); a bare `category` is noted in `named_life` for the check."""
+    if isinstance(key, str) and key.startswith(LIFECYCLE_PREFIX):
+        name = key[len(LIFECYCLE_PREFIX):]
+        if name not in LIFECYCLE_FIELDS:
+            raise InvalidInput(f"unknown filter field {key!r}; the lifecycle's fields are lifecycle.category and lifecycle.state")
+        return name
+    if key in LIFECYCLE_FIELDS and key not in named_life:
+        named_life.append(key)  # type: ignore[arg-type]
+    return key
 
 
 def caller_filter(filters: dict[str, object] | None, json_exists: bool = True) -> CallerFilter:
@@ -156,9 +174,10 @@ def caller_filter(filters: dict[str, object] | None, json_exists: bool = True) -
         return _operator_filter(filters, json_exists)  # type: ignore[arg-type]
     parts: list[str] = []
     bare: list[str] = []
+    named_life: list[str] = []
     superseded = False
     for raw_key, value in (filters or {}).items():
-        key = FILTER_ALIASES.get(raw_key, raw_key)
+        key = _lifecycle_name(FILTER_ALIASES.get(raw_key, raw_key), named_life)
         if key in FILTER_COLUMNS:
             if isinstance(value, int) and not isinstance(value, bool) and key != "memory_type":
                 value = str(value)  # `-f chat_id=123` on the CLI reads 123 as a number; ids are text
@@ -186,13 +205,14 @@ def caller_filter(filters: dict[str, object] | None, json_exists: bool = True) -
             if key not in LIBRARY_KEYS:
                 bare.append(key)
             parts.append(json_eq("metadata", key, value))
-    return CallerFilter(and_(*parts), bare, superseded)
+    return CallerFilter(and_(*parts), bare, superseded, named_life=named_life)
 
 
-def _resolve(raw_key: object, bare: list[str]) -> "str | tuple[str, ...]":
+def _resolve(raw_key: object, bare: list[str], named_life: list[str]) -> "str | tuple[str, ...]":
     """Where an operator filter's field lives: a column, "category", "state", or a metadata path
     ("metadata", key, ...); the same rule as the exact filters above."""
     key = FILTER_ALIASES.get(raw_key, raw_key) if isinstance(raw_key, str) else raw_key
+    key = _lifecycle_name(key, named_life)
     if key in (*FILTER_COLUMNS, "ts", "category", "state"):
         return key  # type: ignore[return-value]
     if isinstance(key, str) and key.startswith(METADATA_PREFIX):
@@ -235,11 +255,12 @@ def _render(atom: "filter_ops.Atom", json_exists: bool = True) -> str | None:
 
 def _operator_filter(filters: dict[str, object], json_exists: bool = True) -> CallerFilter:
     bare: list[str] = []
-    tree = filter_ops.parse(filters, lambda key: _resolve(key, bare))
+    named_life: list[str] = []
+    tree = filter_ops.parse(filters, lambda key: _resolve(key, bare, named_life))
     pushed, residual = filter_ops.plan(tree, lambda atom: _render(atom, json_exists))
     rest = None if not residual else residual[0] if len(residual) == 1 else filter_ops.Node("AND", tuple(residual))
     superseded = "state" in filter_ops.fields_of(tree)  # a filter that names the state decides superseded itself
-    return CallerFilter(and_(*pushed), bare, superseded, rest)
+    return CallerFilter(and_(*pushed), bare, superseded, rest, named_life)
 
 
 def resolve_residual(store: "MilvusStore", user_id: str, caller: CallerFilter) -> CallerFilter:
@@ -254,7 +275,8 @@ def resolve_residual(store: "MilvusStore", user_id: str, caller: CallerFilter) -
     if part is not None:
         for page in store.iterate(and_(eq("user_id", user_id), caller.expr), partition=part):
             ids += [int(r["id"]) for r in page if filter_ops.evaluate(caller.residual, MemoryRecord.from_row(r))]
-    return CallerFilter(and_(caller.expr, in_("id", ids) if ids else NEVER), caller.bare, caller.wants_superseded)
+    return CallerFilter(and_(caller.expr, in_("id", ids) if ids else NEVER), caller.bare, caller.wants_superseded,
+                        named_life=caller.named_life)
 
 
 def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object] | None,
@@ -268,14 +290,25 @@ def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object
         caller = caller_filter(filters, store.capabilities.json_exists)
     finally:
         _DECLARED.reset(token)
-    if caller.bare and store.capabilities.json_exists:
+    if (caller.bare or caller.named_life) and store.capabilities.json_exists:
         part = store.partition_for(user_id)
+
+        def has_key(key: str) -> bool:
+            return part is not None and bool(store.query(and_(eq("user_id", user_id), json_exists("metadata", key)),
+                                                         fields=["id"], limit=1, partition=part))
         for key in caller.bare:
-            found = part is not None and store.query(and_(eq("user_id", user_id), json_exists("metadata", key)),
-                                                     fields=["id"], limit=1, partition=part)
-            if not found:
+            if not has_key(key):
                 raise unknown_field(key)
+        for key in caller.named_life:
+            if has_key(key):
+                raise ambiguous_field(key)
     return resolve_residual(store, user_id, caller)
+
+
+def ambiguous_field(key: str) -> InvalidInput:
+    """The refusal of a bare `category` / `state` where the user's own metadata has that key too."""
+    return InvalidInput(f"filter {key!r} is ambiguous: memories of this user have a metadata key {key!r}; write "
+                        f"metadata.{key} for yours or lifecycle.{key} for the lifecycle's")
 
 
 def unknown_field(key: str) -> InvalidInput:

@@ -45,7 +45,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"and": [{"a": 1}]}, "combinators are written AND, OR, NOT (upper case)"),
     ({"AND": []}, "AND takes a non-empty list"),
     ({"OR": {"a": 1}}, "OR takes a non-empty list"),
-    ({"NOT": []}, "a filter is a non-empty JSON object"),
+    ({"NOT": []}, "NOT takes a filter or a non-empty list"),
     ({"chat_id": {"eq": 1.5}}, "takes a string, got float"),
     ({"n": {"eq": float("nan")}}, "finite"),
 ]
