@@ -215,6 +215,30 @@ class Lifecycle(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+_STAMP_MAX = 253_402_300_799  # validation.TS_MAX: the end of year 9999
+_DAMAGED: dict[str, set[int]] = {}  # user_id -> ids of rows read with a damaged stamp (each logged once)
+_DAMAGED_KEEP = 10_000  # ids remembered per process, so a damaged store cannot grow this without bound
+
+
+def _damaged(data: dict[str, Any], key: str) -> None:
+    """Note a row read with a damaged library field: logged once per id (the id, never the value)."""
+    user, rid = str(data.get("user_id", "")), data.get("id")
+    seen = _DAMAGED.setdefault(user, set())
+    if rid in seen or sum(map(len, _DAMAGED.values())) >= _DAMAGED_KEEP:
+        return
+    seen.add(rid)  # type: ignore[arg-type]
+    import logging
+
+    logging.getLogger(__name__).warning("memory %s has a damaged %s; read without it", rid, key)
+
+
+def damaged_rows(user_id: str | None = None) -> int:
+    """How many rows (of `user_id`, or of every user) reads met with a damaged stamp since the process started."""
+    if user_id is not None:
+        return len(_DAMAGED.get(user_id, ()))
+    return sum(map(len, _DAMAGED.values()))
+
+
 class MemoryRecord(BaseModel):
     """One memory, episodic or semantic, as stored in the single collection.
 
@@ -239,11 +263,22 @@ class MemoryRecord(BaseModel):
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "MemoryRecord":
-        """Build from a Milvus row; vectors and search scores are dropped."""
+        """Build from a Milvus row; vectors and search scores are dropped. A damaged stamp of the
+        library's (a `created_at` that is not epoch seconds, metadata that is not an object: a row
+        an older import let in) reads as missing, so no read of its user fails; the row's id is
+        logged once and counted (`damaged_rows`)."""
         data = {k: v for k, v in row.items() if k not in ("vector", "sparse", "_distance")}
-        data["metadata"] = dict(data.get("metadata") or {})
-        data.setdefault("created_at", data["metadata"].get("created_at"))
-        data.setdefault("updated_at", data["metadata"].get("updated_at"))
+        meta = data.get("metadata") or {}
+        if not isinstance(meta, dict):
+            _damaged(data, "metadata")
+            meta = {}
+        data["metadata"] = dict(meta)
+        for key in ("created_at", "updated_at"):
+            stamp = data.get(key, meta.get(key))
+            if stamp is not None and (isinstance(stamp, bool) or not isinstance(stamp, int) or not 0 <= stamp <= _STAMP_MAX):
+                _damaged(data, key)
+                stamp = None
+            data[key] = stamp
         return cls.model_validate(data)
 
     @property

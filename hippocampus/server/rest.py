@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from ..graph.service import GraphView
 from ..memory import Memory
-from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
+from ..models import (damaged_rows, AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                       SearchResult, UndoResult)
 from ..wire import json_filters
 from ..wire import (
@@ -218,6 +218,7 @@ def stats(request: Request, user_id: Optional[str] = None, tenant: Tenant = Depe
     else:  # a tenant key without user_id: the sum over its own users
         parts = [memory.stats(u) for u in scope]
         out = {**parts[0], **{k: sum(p[k] for p in parts) for k in ("total", *(t.value for t in MemoryType))}}
+    out["damaged"] = sum(damaged_rows(u) for u in scope)  # rows reads met with a damaged stamp (models.py)
     if tenant.is_operator:
         out["service"] = request.app.state.service_stats()
         return out
