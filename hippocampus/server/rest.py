@@ -163,11 +163,12 @@ def consolidate(request: Request, body: Optional[ConsolidateRequest] = None, ten
 
 
 @router.post("/decay", response_model=DecayStats, summary="Archive and forget what has decayed (lifecycle)")
-def decay(body: Optional[DecayRequest] = None, tenant: Tenant = Depends(authenticate),
+def decay(request: Request, body: Optional[DecayRequest] = None, tenant: Tenant = Depends(authenticate),
           memory: Memory = Depends(memory_of)) -> DecayStats:
     body = body or DecayRequest()
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
-    parts = [memory.decay(u, now=body.now) for u in tenant.scope(body.user_id)]
+    jobs = consolidations(request)
+    parts = [p for u in tenant.scope(body.user_id) for p in jobs.each_user("decay", lambda v: memory.decay(v, now=body.now), u)]
     return DecayStats(**{k: sum(getattr(p, k) for p in parts) for k in DecayStats.model_fields})
 
 
