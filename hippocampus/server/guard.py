@@ -50,6 +50,7 @@ from ..wire import error_body
 from .auth import KeyRing
 from .deps import presented_key
 from .hosts import HostList, is_loopback_host, split_host
+from .metrics import method_label
 from .throttle import AuthThrottle
 from .sessions import COOKIE, SECURE_COOKIE
 
@@ -68,6 +69,9 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 assert DEFAULT_MAX_BODY_BYTES > 7 * _WORST_ONE_MEMORY
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The methods any route serves; any other (a made-up name, TRACE, CONNECT) is 501 before routing, so no
+# caller, with a key or without, can mint a new metrics label or log token per request (metrics.METHODS).
+KNOWN_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"})
 DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
@@ -142,6 +146,9 @@ class Guard:
     def _check(self, scope: Scope, headers: Headers) -> Optional[list[Message]]:
         """The refusal for this request, or None when it may go on to the app (its body not yet read)."""
         path, method = scope["path"], scope["method"]
+        if method not in KNOWN_METHODS:
+            return _refusal(501, "InvalidInput", f"this service does not implement that method; it answers to "
+                            f"{', '.join(sorted(KNOWN_METHODS))}", {"Allow": ", ".join(sorted(KNOWN_METHODS)), "Connection": "close"})
         host = headers.get("host")
         if not self.settings.hosts.allows(host):
             return _refusal(421, "ConfigError", f"this service does not answer to the host name {host!r}; its "
@@ -266,14 +273,15 @@ class Guard:
     def _log(self, scope: Scope, status: int, seconds: float, refused: bool) -> None:
         route = scope.get("route")
         template = "refused" if refused else (getattr(route, "path", None) or "unmatched")
+        method = method_label(scope.get("method", ""))
         if refused and self.observe is not None:
-            self.observe(scope["method"], template, status, seconds, None)
+            self.observe(method, template, status, seconds, None)
         if self.settings.debug_access_log:
             query = scope.get("query_string", b"").decode("latin-1")
-            access_log.info("%s %s %d %.1fms %s%s", scope["method"], template, status, seconds * 1000, scope["path"],
+            access_log.info("%s %s %d %.1fms %s%s", method, template, status, seconds * 1000, scope["path"],
                             f"?{query}" if query else "")
         else:
-            access_log.info("%s %s %d %.1fms", scope["method"], template, status, seconds * 1000)
+            access_log.info("%s %s %d %.1fms", method, template, status, seconds * 1000)
 
 
 def _cross_site(headers: Headers, host: str) -> Optional[str]:

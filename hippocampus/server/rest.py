@@ -12,6 +12,8 @@ from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from .. import validation as V
+from ..errors import InvalidInput
 from ..graph.service import GraphView
 from ..memory import Memory
 from ..models import (damaged_rows, AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
@@ -103,8 +105,21 @@ def page(
     memory: Memory = Depends(memory_of),
 ) -> MemoryPage:
     agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
-    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=json_filters(filters),
+    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=_query_filters(filters),
                        include_expired=include_expired, agent_id=agent, agent_scope=agent_scope, run_id=run_id)
+
+
+def _query_filters(raw: Optional[str]) -> Optional[dict[str, Any]]:
+    """`filters` from the query string as search takes them; JSON the parser itself cannot hold (nested
+    past its stack, an integer of over 4,300 digits) is the caller's bad input, a 422 like in a body."""
+    try:
+        return json_filters(raw)
+    except InvalidInput:
+        raise
+    except RecursionError:
+        raise InvalidInput(f"filters are nested too deeply; the limit is {V.METADATA_MAX_DEPTH} levels") from None
+    except ValueError as exc:  # int() of too many digits: Python's own limit (sys.get_int_max_str_digits)
+        raise InvalidInput(f"filters must be a JSON object of filters: {str(exc).split(';')[0][:120]}") from None
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="One memory")

