@@ -25,6 +25,7 @@ from ..errors import ConfigError, HippocampusError, NotFound, http_status
 from ..memory import Memory
 from ..wire import error_body
 from .auth import KeyRing
+from .connections import uvicorn_settings
 from .deps import authenticate
 from .docs import mount_docs
 from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, install, is_loopback_host, log_settings
@@ -225,11 +226,13 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
                cron: Optional[str] = None, mcp: bool = True, log_level: str = "info", decay_cron: Optional[str] = None,
                allowed_hosts: Sequence[str] = (), max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
                debug_access_log: bool = False, behind_https: bool = False, ui_session_hours: float = 12.0,
-               **overrides: Any) -> None:
+               trusted_proxies: Sequence[str] = (), **overrides: Any) -> None:
     """Open the store, serve until interrupted, then finish in-flight requests and close the store.
     Unless decay_preset is off, decay runs at start when its last pass is over a day old. A specific
     address to listen on is served as a Host name too (an address is never a rebound DNS name); the
-    access log is the guard's (route templates), not uvicorn's (raw paths with their query strings)."""
+    access log is the guard's (route templates), not uvicorn's (raw paths with their query strings).
+    Connections are bounded (connections.py): a deadline on each request's head and body, a cap on open
+    connections; X-Forwarded-For is believed only from `trusted_proxies` (none by default)."""
     import uvicorn  # noqa: PLC0415
 
     keys = KeyRing.load(keys_file)
@@ -256,5 +259,4 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     log.info("serving %s on http://%s:%d (%s)", memory.config.milvus_uri, host, port,
              "open, loopback only" if keys.is_open else f"{len(keys)} API key(s)")
     log_settings(app.state.guard, host, log)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30, access_log=False,
-                server_header=False)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_settings(trusted_proxies))

@@ -164,6 +164,10 @@ class Guard:
             refusal = self._authenticate(scope, closing)
             if refusal:
                 return refusal
+        elif not self.keys.is_open:  # any other face (a UI page, /healthz): a wrong key header counts all the same
+            refusal = self._count_wrong_key(scope, closing)
+            if refusal:
+                return refusal
         if (has_body and method not in SAFE_METHODS and _under(path, "/ui") and path != "/ui/login"
                 and not self.keys.is_open and not self._ui_caller(scope)):
             return _refusal(401, "AuthError", "log in first: /ui/login", {"Location": "/ui/login", **closing})
@@ -199,16 +203,35 @@ class Guard:
         except AuthError as exc:
             if key is None:  # no key is no guess (a web page cannot send one): not counted
                 return _refusal(401, "AuthError", str(exc), challenge)
-            client = (scope.get("client") or ("unknown", 0))[0]
-            wait = self.throttle.retry_after(client)
-            self.throttle.failure(client)
-            if wait is not None:
-                seconds = str(max(1, math.ceil(wait)))
-                return _refusal(429, "AuthError", f"too many wrong API keys from this address; retry in {seconds} s",
-                                {"Retry-After": seconds, **closing})
-            return _refusal(401, "AuthError", str(exc), challenge)
+            return self._throttled(scope, closing) or _refusal(401, "AuthError", str(exc), challenge)
+
+    def _count_wrong_key(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+        """Where no key is needed, a key header that is wrong is still a guess: counted toward the
+        throttle, and 429 once over it; the request otherwise goes on (a UI page asks for a login)."""
+        key = presented_key(Request(scope))
+        if key is None:
+            return None
+        try:
+            self.keys.resolve(key)
+            return None
+        except AuthError:
+            return self._throttled(scope, closing)
+
+    def _throttled(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+        """Count one wrong key of this client; the 429 when it is over the throttle's limit."""
+        client = (scope.get("client") or ("unknown", 0))[0]
+        wait = self.throttle.retry_after(client)
+        self.throttle.failure(client)
+        if wait is None:
+            return None
+        seconds = str(max(1, math.ceil(wait)))
+        return _refusal(429, "AuthError", f"too many wrong API keys from this address; retry in {seconds} s",
+                        {"Retry-After": seconds, **closing})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # no route serves one: refused here, logged like any request
+            await self._refuse_websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -269,6 +292,15 @@ class Guard:
                 await too_large()
         finally:
             self._log(scope, status[0], time.perf_counter() - started, flags["refused"])
+
+    async def _refuse_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket upgrade never reaches the app (`serve` does not even upgrade: connections.py):
+        closed before it is accepted (the server answers 403), its path and query string never logged."""
+        started = time.perf_counter()
+        message = await receive()
+        if message.get("type") == "websocket.connect":
+            await send({"type": "websocket.close", "code": 1008})
+        self._log({**scope, "method": "WEBSOCKET"}, 403, time.perf_counter() - started, True)
 
     def _log(self, scope: Scope, status: int, seconds: float, refused: bool) -> None:
         route = scope.get("route")

@@ -66,3 +66,35 @@ def test_a_filters_query_the_parser_cannot_hold_is_a_422_without_a_traceback(cli
         answer = client.get("/v1/memories", params={"user_id": "alice", "filters": filters}, headers=_as(ALICE))
     assert answer.status_code == 422 and answer.json()["error"]["type"] == "InvalidInput"
     assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
+
+
+# ---------------------------------------------------------------- item 4: every wrong key counts
+@pytest.mark.parametrize("path, header", [("/ui", "X-API-Key"), ("/ui/users/alice/memories", "X-API-Key"),
+                                          ("/ui", "Authorization"), ("/healthz", "X-API-Key")])
+def test_wrong_keys_on_any_face_count_toward_the_throttle(client: TestClient, path: str, header: str) -> None:
+    codes = []
+    for _ in range(15):
+        value = secrets.token_urlsafe(32)
+        answer = client.get(path, headers={header: f"Bearer {value}" if header == "Authorization" else value},
+                            follow_redirects=False)
+        codes.append(answer.status_code)
+    assert codes[-1] == 429 and "retry-after" in answer.headers
+    assert client.get("/v1/stats", headers=_as(ALICE)).status_code == 200  # the right key is never delayed
+    assert client.get("/v1/stats", headers=_as("x" * 43)).status_code == 429  # and the API face is throttled too
+
+
+def test_the_ui_with_a_right_key_header_still_works(client: TestClient) -> None:
+    assert client.get("/ui/users/alice/memories", headers={"X-API-Key": ALICE}, follow_redirects=False).status_code == 200
+
+
+# ---------------------------------------------------------------- item 10: WebSocket upgrades through the guard
+def test_a_websocket_upgrade_is_refused_by_the_guard_and_logged_without_its_path(client: TestClient, caplog) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    with caplog.at_level(logging.INFO, logger="hippocampus.access"):
+        with pytest.raises(WebSocketDisconnect):
+            with client.websocket_connect("/ui/users/alice/memories?q=secret-text"):
+                pass
+    lines = [r.getMessage() for r in caplog.records if r.name == "hippocampus.access"]
+    assert any(line.startswith("WEBSOCKET refused 403") for line in lines)
+    assert "alice" not in caplog.text and "secret-text" not in caplog.text
