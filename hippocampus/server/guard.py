@@ -19,7 +19,8 @@ In this order, on every route (REST, the Web UI, MCP, the docs, /metrics, /healt
    text/plain request (which a browser sends cross-site without a preflight) reaches a verb.
    The UI's own form posts stay forms: Origin and the form token protect them.
 5. The body-size cap, while reading: a Content-Length above it is 413 at once; a body of unknown
-   length is counted as it streams and cut off with 413 beyond it.
+   length is counted as it streams and cut off with 413 beyond it. The cap is per route (bounds.py):
+   1 MiB except on the bulk routes, and at most two large bodies are in the app at once.
 
 Every answer carries nosniff, Referrer-Policy and X-Frame-Options; /ui pages also a
 Content-Security-Policy without inline script and `Cache-Control: no-store` (as /v1 answers do).
@@ -49,6 +50,7 @@ from ..validation import METADATA_MAX_BYTES
 from ..wire import error_body
 from .auth import KeyRing
 from .deps import presented_key
+from .bounds import LargeGate, is_large, route_cap
 from .hosts import HostList, is_loopback_host, split_host
 from .metrics import method_label
 from .throttle import AuthThrottle
@@ -116,7 +118,8 @@ class BodyTooLarge(HTTPException):
 
 
 def _too_large(cap: int) -> str:
-    return f"the request body is larger than {cap} bytes, this service's limit (serve --max-body-bytes)"
+    return (f"the request body is larger than {cap} bytes, this route's limit (batches and imports take up to "
+            "serve --max-body-bytes; every other route at most 1 MiB)")
 
 
 def _refusal(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> list[Message]:
@@ -135,6 +138,7 @@ class Guard:
                  ui_sessions: Callable[[], Any] = lambda: None):
         self.app, self.settings, self.keys, self.throttle, self.observe = app, settings, keys, throttle, observe
         self.ui_sessions = ui_sessions  # the UI's session table (sessions.Sessions), once the UI is mounted
+        self.large = LargeGate()
 
     def _needs_key(self, path: str) -> bool:
         if self.keys.is_open:
@@ -177,8 +181,9 @@ class Guard:
                 return _refusal(415, "InvalidInput", f"send the body as JSON (Content-Type: application/json), "
                                 f"not {media or 'without a Content-Type'}", closing)
         length = headers.get("content-length")
-        if length and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
-            return _refusal(413, "InvalidInput", _too_large(self.settings.max_body_bytes), closing)
+        cap = route_cap(path, self.settings.max_body_bytes)
+        if length and length.strip().isdigit() and int(length) > cap:
+            return _refusal(413, "InvalidInput", _too_large(cap), closing)
         return None
 
     def _ui_caller(self, scope: Scope) -> bool:
@@ -237,7 +242,7 @@ class Guard:
             return
         started = time.perf_counter()
         extra = security_headers(scope["path"])
-        cap = self.settings.max_body_bytes
+        cap = route_cap(scope["path"], self.settings.max_body_bytes)
         status, seen = [500], [0]
         flags = {"refused": False, "over": False, "started": False, "ours": False}
 
@@ -284,7 +289,11 @@ class Guard:
                     await forward(part)
                 return
             try:
-                await self.app(scope, receive_counted, send_from_app)
+                if is_large(scope["path"], Headers(scope=scope), self.settings.max_body_bytes):
+                    async with self.large.semaphore:  # at most LARGE_IN_FLIGHT large bodies parsed at once
+                        await self.app(scope, receive_counted, send_from_app)
+                else:
+                    await self.app(scope, receive_counted, send_from_app)
             except Exception:
                 if not flags["over"]:
                     raise

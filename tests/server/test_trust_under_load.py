@@ -98,3 +98,60 @@ def test_a_websocket_upgrade_is_refused_by_the_guard_and_logged_without_its_path
     lines = [r.getMessage() for r in caplog.records if r.name == "hippocampus.access"]
     assert any(line.startswith("WEBSOCKET refused 403") for line in lines)
     assert "alice" not in caplog.text and "secret-text" not in caplog.text
+
+
+# ---------------------------------------------------------------- item 3/5: bounded work per request
+def test_a_search_body_over_one_mib_is_refused_before_it_is_parsed(client: TestClient) -> None:
+    body = json.dumps({"query": "x", "user_id": "alice", "filters": {"n": {"in": list(range(200_000))}}})
+    assert len(body) > 1024 * 1024
+    answer = client.post("/v1/search", content=body, headers={**_as(ALICE), "Content-Type": "application/json"})
+    assert answer.status_code == 413 and "this route's limit" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/memories/used", {"user_id": "alice", "memory_ids": list(range(1001))}),
+    ("/v1/observe", {"user_id": "alice", "messages": "ok", "shown": list(range(1001))}),
+    ("/v1/memories", {"user_id": "alice", "messages": [{"role": "user", "content": "hi"}] * 1001}),
+    ("/v1/memories/batch/delete", {"user_id": "alice", "memory_ids": list(range(1001))}),
+    ("/v1/search", {"user_id": "alice", "query": "x", "memory_types": ["episodic"] * 9}),
+    ("/v1/memories/batch", {"items": [{"text": "a", "user_id": "alice"}] * 20_001}),
+], ids=["used", "shown", "turns", "batch-delete", "memory-types", "add-many"])
+def test_list_lengths_are_bounded_in_the_request_models(client: TestClient, path: str, body: dict) -> None:
+    before = client.get("/v1/stats", params={"user_id": "alice"}, headers=_as(ALICE)).json()["total"]
+    answer = client.post(path, json=body, headers=_as(OPERATOR))
+    assert answer.status_code == 422 and "at most" in answer.json()["error"]["message"]
+    assert client.get("/v1/stats", params={"user_id": "alice"}, headers=_as(ALICE)).json()["total"] == before
+
+
+def test_at_most_two_large_bodies_are_in_the_app_at_once() -> None:
+    """Eight 1.5 MiB batch posts at once: the guard lets two at a time reach the app."""
+    import asyncio
+
+    import httpx
+
+    from hippocampus.server.guard import Guard, GuardSettings
+    from hippocampus.server.throttle import AuthThrottle
+
+    seen = {"now": 0, "most": 0}
+
+    async def app(scope, receive, send):  # reads its body, as a route would, and answers
+        seen["now"] += 1
+        seen["most"] = max(seen["most"], seen["now"])
+        while (await receive()).get("more_body"):
+            pass
+        await asyncio.sleep(0.05)
+        seen["now"] -= 1
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    guard = Guard(app, GuardSettings(), KeyRing(), AuthThrottle())
+
+    async def main() -> list[int]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=guard), base_url="http://127.0.0.1") as c:
+            body = b"[" + b"0," * (768 * 1024) + b"0]"
+            answers = await asyncio.gather(*(c.post("/v1/memories/batch", content=body,
+                                                    headers={"Content-Type": "application/json"}) for _ in range(8)))
+            return [a.status_code for a in answers]
+
+    assert asyncio.run(main()) == [200] * 8
+    assert seen["most"] == 2
