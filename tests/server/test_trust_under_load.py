@@ -155,3 +155,26 @@ def test_at_most_two_large_bodies_are_in_the_app_at_once() -> None:
 
     assert asyncio.run(main()) == [200] * 8
     assert seen["most"] == 2
+
+
+# ---------------------------------------------------------------- item 5: one tenant's logins cannot evict another's session
+def test_one_tenants_logins_never_push_out_another_tenants_session(app, client: TestClient) -> None:
+    from hippocampus.server.sessions import Sessions
+
+    keys = app.state.keys
+    alice, bob = keys.resolve(ALICE), keys.resolve(BOB)
+    table = Sessions(lifetime_s=600, max_sessions=50, per_tenant=20)
+    bobs = table.open(bob)
+    alices = [table.open(alice) for _ in range(500)]
+    assert table.get(bobs) is not None and table.get(bobs).tenant == bob
+    assert table.count(alice) == 20 and table.get(alices[-1]) is not None and table.get(alices[0]) is None
+    # through the real login form: alice's many logins leave bob's browser logged in
+    bob_browser = TestClient(app, base_url="http://127.0.0.1")
+    assert bob_browser.post("/ui/login", data={"key": BOB}, headers={"Origin": "http://127.0.0.1"},
+                            follow_redirects=False).status_code == 303
+    sessions = app.state.ui_sessions
+    for _ in range(sessions.per_tenant + 5):
+        TestClient(app, base_url="http://127.0.0.1").post("/ui/login", data={"key": ALICE},
+                                                           headers={"Origin": "http://127.0.0.1"}, follow_redirects=False)
+    assert sessions.count(keys.resolve(ALICE)) == sessions.per_tenant
+    assert bob_browser.get("/ui/users/bob/memories", follow_redirects=False).status_code == 200
