@@ -16,7 +16,9 @@ A presented key is hashed and compared with every stored digest in constant time
 logged (a tenant is named by its `name`, or by the first 8 hex digits of its digest).
 
 Every key given in clear must carry at least 128 bits of entropy (`key_bits`, a conservative
-estimate), or the service refuses to start with a one-line ConfigError naming the entry:
+estimate) and none of the shapes a guesser tries first (guessable.py: a sequence, a keyboard row, the
+hex digest of a common password, a counter, a phrase), or the service refuses to start with a
+one-line ConfigError naming the entry:
 `hippocampus keys new` makes a good one (`secrets.token_urlsafe(32)`, about 256 bits) and prints its
 keys-file line. A key given only as a sha256 digest cannot be checked (the digest of a weak key looks
 like any other): whoever writes the digest is trusted to have made the key well.
@@ -40,6 +42,7 @@ import yaml
 
 from ..errors import AuthError, ConfigError, InvalidInput, NotFound
 from ..store.agents import agent_of
+from .guessable import why_guessable
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 ENV_KEYS = "HIPPOCAMPUS_API_KEYS"
@@ -82,6 +85,9 @@ def check_key_strength(key: str, where: str) -> None:
     if bits < MIN_KEY_BITS:
         raise ConfigError(f"{where}: this API key is too weak (about {bits:.0f} bits of entropy, at least {MIN_KEY_BITS} "
                           "needed: too short or too few different characters); make one with `hippocampus keys new`")
+    reason = why_guessable(key)  # the shapes a guesser tries first, whatever their entropy (guessable.py)
+    if reason is not None:
+        raise ConfigError(f"{where}: this API key is guessable ({reason}); make one with `hippocampus keys new`")
 
 
 def digest(key: str) -> bytes:

@@ -178,3 +178,39 @@ def test_one_tenants_logins_never_push_out_another_tenants_session(app, client: 
                                                            headers={"Origin": "http://127.0.0.1"}, follow_redirects=False)
     assert sessions.count(keys.resolve(ALICE)) == sessions.per_tenant
     assert bob_browser.get("/ui/users/bob/memories", follow_redirects=False).status_code == 200
+
+
+# ---------------------------------------------------------------- item 8: guessable keys refused beside the entropy estimate
+def _md5(text: str) -> str:
+    import hashlib
+
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+GUESSABLE = {
+    "alphabet-sequence": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "keyboard-rows": "qwertyuiopasdfghjklzxcvbnmQWERTYUIOPASDFGHJKLZXCVBNM1234567890",
+    "md5-admin": _md5("admin"),
+    "sha256-password": __import__("hashlib").sha256(b"password").hexdigest(),
+    "prefixed-md5": "sk-" + _md5("changeme"),
+    "hex-counter": "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+    "pangram": "The quick brown fox jumps over the lazy dog 1234567890",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GUESSABLE))
+def test_a_guessable_key_is_refused_at_start_though_its_entropy_passes(name: str) -> None:
+    from hippocampus.errors import ConfigError
+    from hippocampus.server.auth import MIN_KEY_BITS, key_bits
+
+    key = GUESSABLE[name]
+    assert key_bits(key) >= MIN_KEY_BITS  # the entropy estimate alone lets it through
+    with pytest.raises(ConfigError, match=r"HIPPOCAMPUS_API_KEYS\[1\]: this API key is guessable"):
+        KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": f"{key}=alice"})
+
+
+def test_random_keys_are_never_called_guessable() -> None:
+    from hippocampus.server.guessable import why_guessable
+
+    keys = [secrets.token_urlsafe(32) for _ in range(2000)] + [secrets.token_hex(16) for _ in range(2000)]
+    assert [k for k in keys if why_guessable(k)] == []
