@@ -30,7 +30,8 @@ from .deps import authenticate
 from .docs import mount_docs
 from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, install, is_loopback_host, log_settings
 from .jobs import Consolidations
-from .metrics import CountingLLM, ServiceMetrics, timer
+from .logs import described, private_files
+from .metrics import CountingLLM, ServiceMetrics, method_label, timer
 from .rest import router
 from .trace_requests import export_to_collector, install_tracing, without_native_spans
 
@@ -136,8 +137,9 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HippocampusError)
     async def library_error(request: Request, exc: HippocampusError) -> JSONResponse:
         status = http_status(exc)
-        if status >= 500:
-            log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        if status >= 500:  # the route template and the failure's kind, never the path or the message (user data)
+            log.warning("%s %s: %s", method_label(request.method), _template(request), described(exc))
+            log.debug("%s: %s", type(exc).__name__, exc)
         if request.url.path.startswith("/ui") and type(exc).__name__ != "AuthError":
             from .ui import error_page  # noqa: PLC0415
 
@@ -165,8 +167,13 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error in %s %s", request.method, request.url.path)
+        log.error("unexpected error in %s %s: %s", method_label(request.method), _template(request), described(exc))
         return answer(request, 500, "InternalError", f"unexpected {type(exc).__name__}; see the server log")
+
+
+def _template(request: Request) -> str:
+    """The route template of a request (/ui/users/{user_id}/memories), never its path."""
+    return getattr(request.scope.get("route"), "path", None) or "unmatched"
 
 
 _HTTP_KINDS = {401: "AuthError", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed"}  # other 4xx: InvalidInput
@@ -250,6 +257,7 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     if not ui_session_hours > 0:
         raise ConfigError(f"--ui-session-hours must be above 0, not {ui_session_hours}")
     _check_port(host, port)
+    private_files()  # the store, milvus-lite's own files and anything else the service writes: 0600 / 0700
     memory = Memory(**overrides)
     export_to_collector(memory.config)  # OTEL_EXPORTER_OTLP_ENDPOINT, with tracing on (docs/tracing.md)
     app = create_app(memory, keys, cron=cron, mcp=mcp, decay_cron=decay_cron,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import math
 import os
 import string
@@ -252,6 +253,19 @@ def _entry(key: str, users: Any, where: str, name: Optional[str] = None, agents:
     return _Entry(d, Tenant(name=name or f"key:{d.hex()[:8]}", users=_users(users, where), agents=_agents(agents, where)))
 
 
+def _warn_if_readable(path: Path, entries: list[_Entry], rows: list[Any]) -> None:
+    """A keys file with keys in clear that other users of the machine can read: one warning (the
+    service still starts; `chmod 600` it, or keep only sha256 digests there)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return
+    if mode & 0o077 and any(isinstance(r, dict) and "key" in r for r in rows):
+        logging.getLogger("hippocampus.server").warning(
+            "keys file %s holds keys in clear and is readable by other users (mode %03o): chmod 600 it, or keep "
+            "only sha256 digests in it", path, mode)
+
+
 def _read_keys_file(path: Path) -> list[_Entry]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -281,4 +295,5 @@ def _read_keys_file(path: Path) -> list[_Entry]:
                                             agents=_agents(row.get("agents"), where))))
         else:
             entries.append(_entry(row.get("key"), row.get("users"), where, str(name) if name else None, row.get("agents")))
+    _warn_if_readable(path, entries, rows)
     return entries

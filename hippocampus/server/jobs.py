@@ -25,6 +25,7 @@ from ..errors import HippocampusError
 from ..memory import Memory
 from ..models import ConsolidationStats, DecayStats
 from ..store.leases import ALL, JOBS, LeaseHeld
+from .logs import described
 from .metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
@@ -287,8 +288,8 @@ class Consolidations:
                             break
             except LeaseHeld:
                 pass
-            except Exception:  # a failed decision stays pending for the next round; the worker lives on
-                log.exception("deciding pending turns failed; they stay pending")
+            except Exception as exc:  # a failed decision stays pending for the next round; the worker lives on
+                log.warning("deciding pending turns failed (%s); they stay pending", described(exc))
             finally:
                 self._lock.release()
 
