@@ -7,8 +7,9 @@ requests) and accepts connections until the process runs out of file descriptors
 - a request's head (request line and headers) must arrive within HEAD_TIMEOUT_S of the connection
   opening or of the previous answer, and its body within BODY_TIMEOUT_S of the head; else the
   connection is closed (a slow client of a 4 MiB body on a 1 Mbit/s line needs about 34 s);
-- at most MAX_CONNECTIONS connections are open at once: one more is closed as soon as it is accepted;
-  past LIMIT_CONCURRENCY requests or connections uvicorn answers 503;
+- at most MAX_CONNECTIONS connections are open at once: past it, the one that has waited longest for
+  a request head is closed (a slow-loris holder goes, a new client gets in); past LIMIT_CONCURRENCY
+  (the cap and a margin for bursts) uvicorn answers 503;
 - an idle keep-alive connection closes after KEEP_ALIVE_S; a request head is at most MAX_HEAD_BYTES;
 - proxy headers (X-Forwarded-For / -Proto) are believed only from the addresses `serve --trusted-proxy`
   names (none by default), so rotating X-Forwarded-For cannot dodge the failed-key throttle;
@@ -29,7 +30,7 @@ log = logging.getLogger("hippocampus.server")
 HEAD_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 60.0
 MAX_CONNECTIONS = 512  # under the usual 1,024 open files, with room for the store and the logs
-LIMIT_CONCURRENCY = 256
+LIMIT_CONCURRENCY = MAX_CONNECTIONS + 64  # uvicorn's 503 counts connections too: a backstop above the cap, for bursts
 KEEP_ALIVE_S = 5
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers: a long filters query, cookies and a key fit
 
@@ -43,14 +44,27 @@ class BoundedH11Protocol(H11Protocol):
     max_connections: int = MAX_CONNECTIONS
     _deadline: Optional[asyncio.TimerHandle] = None
     _waiting: Optional[str] = None
+    _since: float = 0.0
+    _warned_full = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
-            log.warning("over %d open connections: one more closed at once", self.max_connections)
-            transport.close()
-            return
         self._arm(self.head_timeout_s)
+        if len(self.connections) > self.max_connections:
+            self._make_room()
+
+    def _make_room(self) -> None:
+        """Over the cap: the connection that has waited longest for a request head goes (a slow-loris
+        holder, or an idle keep-alive), so a new client still gets in; when every other one is busy
+        with a request, the new one goes."""
+        waiting = [c for c in self.connections if isinstance(c, BoundedH11Protocol) and c is not self
+                   and c._waiting == "head" and not c.transport.is_closing()]
+        victim = min(waiting, key=lambda c: c._since) if waiting else self
+        if not self._warned_full:
+            type(self)._warned_full = True
+            log.warning("over %d open connections: those waiting longest for a request are closed", self.max_connections)
+        victim._disarm()
+        victim.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -80,7 +94,7 @@ class BoundedH11Protocol(H11Protocol):
 
     def _arm(self, seconds: float, what: str = "head") -> None:
         self._disarm()
-        self._waiting = what
+        self._waiting, self._since = what, self.loop.time()
         self._deadline = self.loop.call_later(seconds, self._expire)
 
     def _disarm(self) -> None:
