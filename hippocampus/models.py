@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from contextlib import contextmanager
@@ -216,27 +217,20 @@ class Lifecycle(BaseModel):
 
 
 _STAMP_MAX = 253_402_300_799  # validation.TS_MAX: the end of year 9999
-_DAMAGED: dict[str, set[int]] = {}  # user_id -> ids of rows read with a damaged stamp (each logged once)
-_DAMAGED_KEEP = 10_000  # ids remembered per process, so a damaged store cannot grow this without bound
+_DAMAGED: dict[str, set[Any]] = {}  # user_id -> ids of rows read with a damaged stamp; at most 10,000 ids kept
 
 
-def _damaged(data: dict[str, Any], key: str) -> None:
-    """Note a row read with a damaged library field: logged once per id (the id, never the value)."""
-    user, rid = str(data.get("user_id", "")), data.get("id")
-    seen = _DAMAGED.setdefault(user, set())
-    if rid in seen or sum(map(len, _DAMAGED.values())) >= _DAMAGED_KEEP:
-        return
-    seen.add(rid)  # type: ignore[arg-type]
-    import logging
-
-    logging.getLogger(__name__).warning("memory %s has a damaged %s; read without it", rid, key)
+def _damaged(row: dict[str, Any], key: str) -> None:
+    """A row read without its damaged `key`: logged (the id, never the value) the first time it is met."""
+    seen = _DAMAGED.setdefault(str(row.get("user_id", "")), set())
+    if row.get("id") not in seen and sum(map(len, _DAMAGED.values())) < 10_000:
+        seen.add(row.get("id"))
+        logging.getLogger(__name__).warning("memory %s has a damaged %s; read without it", row.get("id"), key)
 
 
 def damaged_rows(user_id: str | None = None) -> int:
-    """How many rows (of `user_id`, or of every user) reads met with a damaged stamp since the process started."""
-    if user_id is not None:
-        return len(_DAMAGED.get(user_id, ()))
-    return sum(map(len, _DAMAGED.values()))
+    """Rows (of `user_id`, or of every user) that reads met with a damaged stamp since the process started."""
+    return len(_DAMAGED.get(user_id, ())) if user_id is not None else sum(map(len, _DAMAGED.values()))
 
 
 class MemoryRecord(BaseModel):

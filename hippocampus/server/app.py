@@ -25,7 +25,6 @@ from ..errors import ConfigError, HippocampusError, NotFound, http_status
 from ..memory import Memory
 from ..wire import error_body
 from .auth import KeyRing
-from .connections import uvicorn_settings
 from .deps import authenticate
 from .docs import mount_docs
 from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, install, is_loopback_host, log_settings
@@ -241,6 +240,8 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     Connections are bounded (connections.py): a deadline on each request's head and body, a cap on open
     connections; X-Forwarded-For is believed only from `trusted_proxies` (none by default)."""
     import uvicorn  # noqa: PLC0415
+
+    from .connections import uvicorn_settings  # noqa: PLC0415 - uvicorn loads only when serving
 
     keys = KeyRing.load(keys_file)
     if keys.is_open and not is_loopback_host(host):
