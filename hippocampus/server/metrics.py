@@ -21,7 +21,7 @@ from ..llm import ChatModel, Prompt
 T = TypeVar("T", bound=BaseModel)
 # The method label's values: every method a route serves, and "other" for anything else (the guard
 # refuses other methods before routing, so "other" stays rare); labels never come from the request as sent.
-METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE", "WEBSOCKET"})
+METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE", "WEBSOCKET", "MCP"})  # MCP: a tool call
 
 
 def method_label(method: str) -> str:
