@@ -250,3 +250,17 @@ def test_ordinary_fullwidth_and_cyrillic_text_is_left_as_it_is() -> None:
 
     text = "我喜欢喝绿茶（很多）＜不是标签＞ и дата рождения: 1 мая"
     assert data_block(text) == f"<data>\n{text}\n</data>"
+
+
+# ---------------------------------------------------------------- item 1: an import cannot break its tenant
+@pytest.mark.parametrize("meta", [{"updated_at": "soon"}, {"created_at": 2**62}, {"agent_id": {"a": 1}},
+                                  {"life": {"category": "fact", "last_activated": "x"}}])
+def test_an_import_through_rest_refuses_a_damaged_line_and_alices_reads_go_on(client: TestClient, meta: dict) -> None:
+    line = json.dumps({"id": 7, "user_id": "x", "memory_type": "episodic", "ts": 1_700_000_000, "chat_id": "c",
+                       "who": "x", "text": "I moved to Porto", "hit_count": 0, "metadata": meta})
+    before = client.get("/v1/memories", params={"user_id": "alice"}, headers=_as(ALICE)).json()["total"]
+    answer = client.post("/v1/import/jsonl", json={"user_id": "alice", "text": line + "\n"}, headers=_as(ALICE))
+    assert answer.status_code == 422 and "line 1" in answer.json()["error"]["message"]
+    listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=_as(ALICE))
+    assert listed.status_code == 200 and listed.json()["total"] == before
+    assert client.post("/v1/search", json={"user_id": "alice", "query": "Lisbon"}, headers=_as(ALICE)).status_code == 200
