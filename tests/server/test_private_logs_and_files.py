@@ -51,7 +51,8 @@ def test_serve_creates_its_files_private(tmp_path: Path) -> None:
     service = ServiceProcess(str(db), free_port(), tmp_path / "serve.log")
     try:
         for i in range(3):
-            assert httpx.post(service.url + "/v1/memories", json={"messages": f"note {i}", "user_id": "u"}).status_code == 200
+            assert httpx.post(service.url + "/v1/memories", json={"messages": f"note {i}", "user_id": "u"},
+                              timeout=120).status_code == 200
         httpx.post(service.url + "/v1/consolidate", json={}, timeout=120)
         status = Path(f"/proc/{service.proc.pid}/status")
         if status.exists():  # Linux: whatever milvus-lite or the service creates later is private too
