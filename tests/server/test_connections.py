@@ -95,13 +95,13 @@ def test_forwarded_for_from_loopback_does_not_dodge_the_throttle(server) -> None
     server[1].state.auth_throttle._failures.clear()
     url = f"http://127.0.0.1:{server[0]}/v1/stats"
     codes = [httpx.get(url, headers={"Authorization": f"Bearer {secrets.token_urlsafe(32)}",
-                                     "X-Forwarded-For": f"203.0.113.{i}"}).status_code for i in range(15)]
+                                     "X-Forwarded-For": f"203.0.113.{i}"}, timeout=60).status_code for i in range(15)]
     assert codes[-1] == 429
-    assert httpx.get(url, headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+    assert httpx.get(url, headers={"Authorization": f"Bearer {KEY}"}, timeout=60).status_code == 200
 
 
 def test_a_websocket_upgrade_goes_through_the_guard(server) -> None:
     headers = {"Host": "rebind.attacker.example", "Upgrade": "websocket", "Connection": "Upgrade",
                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13"}
-    answer = httpx.get(f"http://127.0.0.1:{server[0]}/ui?user=alice", headers=headers)
+    answer = httpx.get(f"http://127.0.0.1:{server[0]}/ui?user=alice", headers=headers, timeout=60)
     assert answer.status_code == 421  # the Host check ran: the upgrade was an ordinary request
