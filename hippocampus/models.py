@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from contextlib import contextmanager
@@ -215,6 +216,23 @@ class Lifecycle(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+_STAMP_MAX = 253_402_300_799  # validation.TS_MAX: the end of year 9999
+_DAMAGED: dict[str, set[Any]] = {}  # user_id -> ids of rows read with a damaged stamp; at most 10,000 ids kept
+
+
+def _damaged(row: dict[str, Any], key: str) -> None:
+    """A row read without its damaged `key`: logged (the id, never the value) the first time it is met."""
+    seen = _DAMAGED.setdefault(str(row.get("user_id", "")), set())
+    if row.get("id") not in seen and sum(map(len, _DAMAGED.values())) < 10_000:
+        seen.add(row.get("id"))
+        logging.getLogger(__name__).warning("memory %s has a damaged %s; read without it", row.get("id"), key)
+
+
+def damaged_rows(user_id: str | None = None) -> int:
+    """Rows (of `user_id`, or of every user) that reads met with a damaged stamp since the process started."""
+    return len(_DAMAGED.get(user_id, ())) if user_id is not None else sum(map(len, _DAMAGED.values()))
+
+
 class MemoryRecord(BaseModel):
     """One memory, episodic or semantic, as stored in the single collection.
 
@@ -239,11 +257,22 @@ class MemoryRecord(BaseModel):
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "MemoryRecord":
-        """Build from a Milvus row; vectors and search scores are dropped."""
+        """Build from a Milvus row; vectors and search scores are dropped. A damaged stamp of the
+        library's (a `created_at` that is not epoch seconds, metadata that is not an object: a row
+        an older import let in) reads as missing, so no read of its user fails; the row's id is
+        logged once and counted (`damaged_rows`)."""
         data = {k: v for k, v in row.items() if k not in ("vector", "sparse", "_distance")}
-        data["metadata"] = dict(data.get("metadata") or {})
-        data.setdefault("created_at", data["metadata"].get("created_at"))
-        data.setdefault("updated_at", data["metadata"].get("updated_at"))
+        meta = data.get("metadata") or {}
+        if not isinstance(meta, dict):
+            _damaged(data, "metadata")
+            meta = {}
+        data["metadata"] = dict(meta)
+        for key in ("created_at", "updated_at"):
+            stamp = data.get(key, meta.get(key))
+            if stamp is not None and (isinstance(stamp, bool) or not isinstance(stamp, int) or not 0 <= stamp <= _STAMP_MAX):
+                _damaged(data, key)
+                stamp = None
+            data[key] = stamp
         return cls.model_validate(data)
 
     @property

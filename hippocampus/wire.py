@@ -8,7 +8,7 @@ so that the facade's validation, not a second copy of it here, decides what is I
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional, Union
+from typing import Annotated, Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -18,6 +18,12 @@ ALT_KEY_HEADER = "X-API-Key"
 
 Message = dict[str, str]
 Timestamp = Union[int, float, datetime, None]
+# List lengths a request may hold (issue 42): past them a clear 422 before any work. The batch verbs take
+# 1,000 items (memory/batch.py), add_many more (a bulk import: the body cap bounds it first).
+MAX_IDS = 1000
+MAX_TURNS = 1000
+MAX_ADD_MANY = 20_000
+Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
 
 
 class _Body(BaseModel):
@@ -25,7 +31,7 @@ class _Body(BaseModel):
 
 
 class AddRequest(_Body):
-    messages: Union[str, list[Message]] = Field(description="the turn: a string or [{role, content}, ...]")
+    messages: Union[str, Turns] = Field(description="the turn: a string or [{role, content}, ...]")
     user_id: str
     chat_id: str = "default"
     who: Optional[str] = None
@@ -40,7 +46,8 @@ class AddRequest(_Body):
 
 
 class AddManyRequest(_Body):
-    items: list[dict[str, Any]] = Field(description="each as for add: messages (or text), user_id, chat_id, ...")
+    items: list[dict[str, Any]] = Field(description="each as for add: messages (or text), user_id, chat_id, ...",
+                                        max_length=MAX_ADD_MANY)
     batch_size: int = Field(default=256, ge=1, le=4096)
 
 
@@ -59,7 +66,8 @@ class SearchRequest(_Body):
                                               "docs/filters.md")
     mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
     include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
-    memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
+    memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]",
+                                              max_length=8)
     graph: Optional[StrictBool] = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
     include_expired: StrictBool = Field(default=False, description="also memories past their expires_at")
     agent_id: Optional[str] = Field(default=None, description="the agent reading; with agent_scope; docs/agents.md")
@@ -77,24 +85,26 @@ class UpdateRequest(_Body):
 
 class UpdateManyRequest(_Body):
     user_id: str
-    items: list[Any] = Field(description="up to 1,000 of {memory_id, text, metadata?, expires_at?}; one malformed item refuses the call")
+    items: list[Any] = Field(description="up to 1,000 of {memory_id, text, metadata?, expires_at?}; one malformed item refuses the call",
+                             max_length=MAX_IDS)
 
 
 class DeleteManyRequest(_Body):
     user_id: str
-    memory_ids: list[int] = Field(description="up to 1,000 memory ids; core memories are skipped, never deleted")
+    memory_ids: list[int] = Field(description="up to 1,000 memory ids; core memories are skipped, never deleted", max_length=MAX_IDS)
 
 
 class MarkUsedRequest(_Body):
     user_id: str
-    memory_ids: list[int]
+    memory_ids: list[int] = Field(max_length=MAX_IDS)
     context: Optional[str] = None
 
 
 class ObserveRequest(_Body):
-    messages: Union[str, list[Message]] = Field(description="the turn with the answer: a string or [{role, content}, ...]")
+    messages: Union[str, Turns] = Field(description="the turn with the answer: a string or [{role, content}, ...]")
     user_id: str
-    shown: list[int] = Field(default_factory=list, description="ids of the memories retrieved for this turn, best first")
+    shown: list[int] = Field(default_factory=list, description="ids of the memories retrieved for this turn, best first",
+                             max_length=MAX_IDS)
     chat_id: str = "default"
     who: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None

@@ -4,6 +4,12 @@ three at once; announced by Content-Length and chunked; to REST, a UI form and /
 piece by piece so this script stays small, and compares the server's memory before and after.
 
     python scripts/probe_body_limit.py [--mb 100] [--concurrent 3] [--limit-mib 10]
+    python scripts/probe_body_limit.py --load [--concurrent 8] [--limit-mib 100]
+
+With --load (issue 42) the attacks hold a key or need none, and aim at memory and connections rather
+than the body cap: N searches at once whose `in` list holds 1.9 million items (3.8 MB), N add_many
+bodies of 3.8 MB, 60 connections each holding an unfinished 4 MiB body, and 1,100 connections that never
+finish their request head, while /healthz is asked whether the service still answers.
 
 Prints each request's status and how much of its body the server let through before answering,
 then RSS before, RSS after, the peak during (VmHWM, reset after the baseline where Linux allows)
@@ -25,7 +31,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 PIECE = 64 * 1024
 START_GUARD_S = 180
@@ -161,12 +167,102 @@ def warm_up(port: int, key: str) -> None:
         http.get("/ui/login")
 
 
+def in_list(route: str, items: int) -> bytes:
+    """A body of `items` zeros: a search's `in` filter, or an add_many's items (parsed, then refused)."""
+    zeros = b"0," * (items - 1) + b"0"
+    if route == "/v1/search":
+        return b'{"query": "x", "user_id": "probe", "filters": {"n": {"in": [' + zeros + b"]}}}"
+    return b'{"items": [' + zeros + b"]}"
+
+
+def at_once(count: int, send: Callable[[], str]) -> list[str]:
+    """`send` from `count` threads at once; their results in order of finishing."""
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(send())) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def answers(port: int) -> str:
+    """Whether the service answers /healthz now (within 10 s)."""
+    import httpx  # noqa: PLC0415
+
+    try:
+        return str(httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code)
+    except httpx.HTTPError as exc:
+        return type(exc).__name__
+
+
+def hold(port: int, count: int, lead: bytes, body: bytes = b"") -> list[socket.socket]:
+    """`count` connections that send `lead` (and `body`) and then wait; those the server refused are closed."""
+    held = []
+    for _ in range(count):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sock.sendall(lead + body)
+            held.append(sock)
+        except OSError:
+            break
+    return held
+
+
+def load_round(port: int, key: str, concurrent: int) -> list[tuple[str, str, str]]:
+    """The --load attacks: (what, statuses, /healthz meanwhile) per row."""
+    import httpx  # noqa: PLC0415
+
+    rows = []
+    auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    for route in ("/v1/search", "/v1/memories/batch"):
+        body = in_list(route, 1_900_000)
+
+        def send(route: str = route, body: bytes = body) -> str:
+            try:
+                return str(httpx.post(f"http://127.0.0.1:{port}{route}", content=body, headers=auth, timeout=300).status_code)
+            except httpx.HTTPError as exc:
+                return type(exc).__name__
+
+        codes = at_once(concurrent, send)
+        rows.append((f"{route} {len(body) / 1e6:.1f} MB x{concurrent}", ",".join(sorted(set(codes))), answers(port)))
+    lead = (f"POST /v1/memories/batch HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {4 * 2**20}\r\n\r\n").encode()
+    held = hold(port, 60, lead, b'{"items": [' + b"0," * (2**19))
+    time.sleep(2)
+    rows.append(("60 x unfinished 4 MiB body (1 MiB sent)", f"{len(held)} open", answers(port)))
+    for sock in held:
+        sock.close()
+    held = hold(port, 1100, f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode())
+    time.sleep(2)
+    still = sum(1 for sock in held if not _closed_now(sock))
+    rows.append(("1,100 x unfinished request head", f"{still} open", answers(port)))
+    for sock in held:
+        sock.close()
+    return rows
+
+
+def _closed_now(sock: socket.socket) -> bool:
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=int, default=100, help="body size in MB (10**6 bytes)")
     parser.add_argument("--concurrent", type=int, default=3, help="bodies sent at once in the second round")
-    parser.add_argument("--limit-mib", type=float, default=10.0, help="fail when the server grows this much")
+    parser.add_argument("--limit-mib", type=float, default=None, help="fail when the server grows this much "
+                        "(default 10, with --load 100)")
+    parser.add_argument("--load", action="store_true", help="the keyed and slow-connection attacks (issue 42)")
     args = parser.parse_args()
+    args.limit_mib = args.limit_mib if args.limit_mib is not None else (100.0 if args.load else 10.0)
+    if args.load:
+        return main_load(args.concurrent if args.concurrent != 3 else 8, args.limit_mib)
     total = args.mb * 10**6
     key = secrets.token_urlsafe(32)
     json_type = {"Content-Type": "application/json"}
@@ -207,6 +303,32 @@ def main() -> int:
     print(f"RSS before {before:.1f} MiB, after {after:.1f} MiB, peak during "
           f"{f'{peak:.1f} MiB' if peak is not None else 'unknown'}; growth {growth:.1f} MiB (limit {args.limit_mib:g})")
     return 0 if growth < args.limit_mib else 1
+
+
+def main_load(concurrent: int, limit_mib: float) -> int:
+    """--load: the server's memory and reachability under the keyed and slow-connection attacks."""
+    key = secrets.token_urlsafe(32)
+    with tempfile.TemporaryDirectory(prefix="probe-load-") as tmp:
+        port = free_port()
+        proc = start(Path(tmp), port, key, Path(tmp) / "serve.log")
+        try:
+            warm_up(port, key)
+            before = rss_mib(proc.pid)
+            peak_reset = reset_peak(proc.pid)
+            rows = load_round(port, key, concurrent)
+            after = rss_mib(proc.pid)
+            peak_kib = status_kib(proc.pid, "VmHWM") if peak_reset else None
+        finally:
+            stop(proc)
+    peak = peak_kib / 1024 if peak_kib is not None else None
+    growth = max(after, peak or 0.0) - before
+    print(f"load against `hippocampus serve` (keys set), pid {proc.pid}")
+    print(f"{'attack':<42} {'answers':>14} {'/healthz':>9}")
+    for name, status, health in rows:
+        print(f"{name:<42} {status:>14} {health:>9}")
+    print(f"RSS before {before:.1f} MiB, after {after:.1f} MiB, peak during "
+          f"{f'{peak:.1f} MiB' if peak is not None else 'unknown'}; growth {growth:.1f} MiB (limit {limit_mib:g})")
+    return 0 if growth < limit_mib else 1
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ def serve_cmd(
                                       "the UI's session cookie is Secure and __Host- prefixed"),
     ui_session_hours: float = typer.Option(12.0, "--ui-session-hours", help="how long a Web UI login lasts "
                                            "(sessions live in the process: a restart ends them)"),
+    trusted_proxy: list[str] = typer.Option([], "--trusted-proxy", help="an address (or network) of a reverse proxy "
+                                            "whose X-Forwarded-For / -Proto are believed; repeat for each (default none)"),
 ) -> None:
     """Serve the store over HTTP until Ctrl-C / SIGTERM (in-flight requests finish, the store is closed).
 
@@ -57,7 +59,7 @@ def serve_cmd(
     def run() -> None:
         run_server(host, port, keys_file=keys_file, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,
                    allowed_hosts=allowed_host, public_docs=public_docs, debug_access_log=debug_access_log,
-                   behind_https=behind_https, ui_session_hours=ui_session_hours,
+                   behind_https=behind_https, ui_session_hours=ui_session_hours, trusted_proxies=trusted_proxy,
                    **({"max_body_bytes": max_body_bytes} if max_body_bytes is not None else {}), **store_overrides())
 
     # recorded under HIPPOCAMPUS_HOME/services while it runs: `hippocampus service status|stop` and a CLI

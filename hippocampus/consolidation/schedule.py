@@ -8,9 +8,10 @@ into one (coalesce=True), started if no later than `misfire_grace_time` seconds.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import datetime
-from typing import Any, Callable, Protocol, Union
+from typing import Any, Callable, Protocol, TypeVar, Union
 
 from apscheduler.job import Job
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
@@ -23,6 +24,48 @@ from ..models import ConsolidationStats
 
 log = logging.getLogger(__name__)
 JOB_ID = "hippocampus-consolidation"
+T = TypeVar("T")
+ERROR_CHARS = 300  # of one user's failure in a run's record: its kind and the start of its message
+
+
+def user_tag(user_id: str) -> str:
+    """A user named in a log line without naming them: a short hash, the same for the same user."""
+    return "u:" + hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def store_users(store: Any) -> list[str]:
+    """Every user with a memory in the store, read in pages of ids and user ids."""
+    users: set[str] = set()
+    for page in store.iterate("id >= 0", ["id", "user_id"]):
+        users.update(str(r["user_id"]) for r in page)
+    return sorted(users)
+
+
+def each_user(job: Callable[[str | None], T], users: Callable[[], list[str]], failures: list[dict[str, str]],
+              what: str = "job") -> list[T]:
+    """A store-wide job that one user's damaged data cannot stop: `job(None)` over every user at once;
+    when that fails, `job(user)` for each of `users()`, a user's failure appended to `failures` as
+    {"user", "error"} (for the run's record) and logged with the user hashed, the others going on.
+    The first failure is raised again when the users cannot be listed or every user failed."""
+    try:
+        return [job(None)]
+    except Exception as exc:
+        first = exc
+        log.warning("%s over every user failed (%s); running it user by user", what, type(exc).__name__)
+    try:
+        everyone = users()
+    except Exception:
+        raise first from None
+    out: list[T] = []
+    for user in everyone:
+        try:
+            out.append(job(user))
+        except Exception as exc:  # recorded with the user; the other users' runs go on
+            failures.append({"user": user, "error": f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]})
+            log.warning("%s failed for user %s: %s", what, user_tag(user), type(exc).__name__)
+    if everyone and not out:
+        raise first
+    return out
 
 
 class Consolidates(Protocol):
@@ -67,23 +110,49 @@ def run_consolidation(memory_or_factory: MemoryOrFactory, user_id: str | None = 
     scope = f"user {user_id!r}" if user_id is not None else "all users"
     if report is not None:
         report(f"{_now()} consolidation started ({scope})")
+    failures: list[dict[str, str]] = []
     try:
         if hasattr(memory_or_factory, "consolidate"):
-            stats = memory_or_factory.consolidate(user_id=user_id)  # type: ignore[union-attr]
+            stats = _consolidate(memory_or_factory, user_id, failures)  # type: ignore[arg-type]
         else:
             memory = memory_or_factory()  # type: ignore[operator]
             try:
-                stats = memory.consolidate(user_id=user_id)
+                stats = _consolidate(memory, user_id, failures)
             finally:
                 memory.close()
     except Exception as exc:
         if report is not None:
             report(f"{_now()} consolidation failed ({scope}): {type(exc).__name__}: {exc}")
         raise
+    for failure in failures:
+        if report is not None:
+            report(f"{_now()} consolidation failed for user {failure['user']!r}: {failure['error']}")
     log.info("consolidation finished: %s", stats.model_dump())
     if report is not None:
         report(f"{_now()} consolidation finished ({scope}): {stats_line(stats)}")
     return stats
+
+
+def _consolidate(memory: Consolidates, user_id: str | None, failures: list[dict[str, str]]) -> ConsolidationStats:
+    """One user, or every user user by user when the store-wide run fails (`each_user`); a user's
+    failure counts in `errors`. A memory that manages its own runs (the service's) is called as is."""
+    if user_id is not None or not hasattr(memory, "store"):
+        return memory.consolidate(user_id=user_id)
+    parts = each_user(lambda u: memory.consolidate(user_id=u), lambda: store_users(memory.store),  # type: ignore[attr-defined]
+                      failures, "consolidation")
+    return add_stats(parts, errors=len(failures))
+
+
+def add_stats(parts: list[Any], errors: int = 0, into: Any = None) -> Any:
+    """The field-by-field sum of several runs' stats (ConsolidationStats, DecayStats, GraphStats), plus
+    `errors` users that failed where the stats have an `errors` count."""
+    total = into if into is not None else (type(parts[0])() if parts else ConsolidationStats())
+    for part in parts:
+        for field, value in part.model_dump().items():
+            setattr(total, field, getattr(total, field) + value)
+    if errors and hasattr(total, "errors"):
+        total.errors += errors
+    return total
 
 
 def register_consolidation(

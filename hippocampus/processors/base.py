@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import unicodedata
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -94,10 +95,35 @@ class PromptTemplate(BaseModel):
         return first.model_copy(update={"user": f"{first.user.rstrip()}\n\n{note}", "inputs": {**inputs, "missing_facts": missing}})
 
 
+# Look-alikes a model may read as the delimiters' characters that NFKC leaves alone (issue 42, item 12).
+_CONFUSABLE = str.maketrans({**dict.fromkeys("‹〈⟨❮˂ᐸ", "<"), **dict.fromkeys("∕⁄⧸╱", "/"),
+                             **dict.fromkeys("ԁɗ", "d"), **dict.fromkeys("аɑαΑА", "a"), **dict.fromkeys("тτΤТ", "t")})
+
+
+def _skeleton(text: str) -> tuple[str, list[int]]:
+    """The text as a model may read it (NFKC, invisible format characters dropped, look-alikes of the
+    delimiters' characters mapped) and, per character, its index in `text`."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch) == "Cf":  # zero-width spaces and joiners, bidi controls, soft hyphen
+            continue
+        for part in unicodedata.normalize("NFKC", ch).translate(_CONFUSABLE):
+            out.append(part)
+            where.append(i)
+    return "".join(out), where
+
+
 def data_block(value: Any) -> str:
-    """`value` (text, or JSON for anything else) inside <data> delimiters that it cannot close."""
+    """`value` (text, or JSON for anything else) inside <data> delimiters that it cannot close or imitate:
+    any spelling of a delimiter (case, spaces, fullwidth or look-alike characters, invisible ones between)
+    has its "<" escaped, found on the text's normalised skeleton."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1, default=str)
     text = _DELIMITER_LIKE.sub(r"&lt;\1", text)
+    skeleton, where = _skeleton(text)
+    opens = sorted({where[m.start()] for m in _DELIMITER_LIKE.finditer(skeleton)}, reverse=True)
+    for i in opens:  # from the end, so earlier indices stay valid
+        text = f"{text[:i]}&lt;{text[i + 1:]}"
     return f"{DATA_OPEN}\n{text}\n{DATA_CLOSE}"
 
 

@@ -29,7 +29,8 @@ from .deps import authenticate
 from .docs import mount_docs
 from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, install, is_loopback_host, log_settings
 from .jobs import Consolidations
-from .metrics import CountingLLM, ServiceMetrics, timer
+from .logs import described, private_files
+from .metrics import CountingLLM, ServiceMetrics, method_label, timer
 from .rest import router
 from .trace_requests import export_to_collector, install_tracing, without_native_spans
 
@@ -135,8 +136,9 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HippocampusError)
     async def library_error(request: Request, exc: HippocampusError) -> JSONResponse:
         status = http_status(exc)
-        if status >= 500:
-            log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        if status >= 500:  # the route template and the failure's kind, never the path or the message (user data)
+            log.warning("%s %s: %s", method_label(request.method), _template(request), described(exc))
+            log.debug("%s: %s", type(exc).__name__, exc)
         if request.url.path.startswith("/ui") and type(exc).__name__ != "AuthError":
             from .ui import error_page  # noqa: PLC0415
 
@@ -164,8 +166,13 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error in %s %s", request.method, request.url.path)
+        log.error("unexpected error in %s %s: %s", method_label(request.method), _template(request), described(exc))
         return answer(request, 500, "InternalError", f"unexpected {type(exc).__name__}; see the server log")
+
+
+def _template(request: Request) -> str:
+    """The route template of a request (/ui/users/{user_id}/memories), never its path."""
+    return getattr(request.scope.get("route"), "path", None) or "unmatched"
 
 
 _HTTP_KINDS = {401: "AuthError", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed"}  # other 4xx: InvalidInput
@@ -225,12 +232,16 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
                cron: Optional[str] = None, mcp: bool = True, log_level: str = "info", decay_cron: Optional[str] = None,
                allowed_hosts: Sequence[str] = (), max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
                debug_access_log: bool = False, behind_https: bool = False, ui_session_hours: float = 12.0,
-               **overrides: Any) -> None:
+               trusted_proxies: Sequence[str] = (), **overrides: Any) -> None:
     """Open the store, serve until interrupted, then finish in-flight requests and close the store.
     Unless decay_preset is off, decay runs at start when its last pass is over a day old. A specific
     address to listen on is served as a Host name too (an address is never a rebound DNS name); the
-    access log is the guard's (route templates), not uvicorn's (raw paths with their query strings)."""
+    access log is the guard's (route templates), not uvicorn's (raw paths with their query strings).
+    Connections are bounded (connections.py): a deadline on each request's head and body, a cap on open
+    connections; X-Forwarded-For is believed only from `trusted_proxies` (none by default)."""
     import uvicorn  # noqa: PLC0415
+
+    from .connections import uvicorn_settings  # noqa: PLC0415 - uvicorn loads only when serving
 
     keys = KeyRing.load(keys_file)
     if keys.is_open and not is_loopback_host(host):
@@ -247,6 +258,7 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     if not ui_session_hours > 0:
         raise ConfigError(f"--ui-session-hours must be above 0, not {ui_session_hours}")
     _check_port(host, port)
+    private_files()  # the store, milvus-lite's own files and anything else the service writes: 0600 / 0700
     memory = Memory(**overrides)
     export_to_collector(memory.config)  # OTEL_EXPORTER_OTLP_ENDPOINT, with tracing on (docs/tracing.md)
     app = create_app(memory, keys, cron=cron, mcp=mcp, decay_cron=decay_cron,
@@ -256,5 +268,4 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     log.info("serving %s on http://%s:%d (%s)", memory.config.milvus_uri, host, port,
              "open, loopback only" if keys.is_open else f"{len(keys)} API key(s)")
     log_settings(app.state.guard, host, log)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30, access_log=False,
-                server_header=False)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_settings(trusted_proxies))

@@ -16,7 +16,9 @@ A presented key is hashed and compared with every stored digest in constant time
 logged (a tenant is named by its `name`, or by the first 8 hex digits of its digest).
 
 Every key given in clear must carry at least 128 bits of entropy (`key_bits`, a conservative
-estimate), or the service refuses to start with a one-line ConfigError naming the entry:
+estimate) and none of the shapes a guesser tries first (guessable.py: a sequence, a keyboard row, the
+hex digest of a common password, a counter, a phrase), or the service refuses to start with a
+one-line ConfigError naming the entry:
 `hippocampus keys new` makes a good one (`secrets.token_urlsafe(32)`, about 256 bits) and prints its
 keys-file line. A key given only as a sha256 digest cannot be checked (the digest of a weak key looks
 like any other): whoever writes the digest is trusted to have made the key well.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import math
 import os
 import string
@@ -40,6 +43,7 @@ import yaml
 
 from ..errors import AuthError, ConfigError, InvalidInput, NotFound
 from ..store.agents import agent_of
+from .guessable import why_guessable
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 ENV_KEYS = "HIPPOCAMPUS_API_KEYS"
@@ -82,6 +86,9 @@ def check_key_strength(key: str, where: str) -> None:
     if bits < MIN_KEY_BITS:
         raise ConfigError(f"{where}: this API key is too weak (about {bits:.0f} bits of entropy, at least {MIN_KEY_BITS} "
                           "needed: too short or too few different characters); make one with `hippocampus keys new`")
+    reason = why_guessable(key)  # the shapes a guesser tries first, whatever their entropy (guessable.py)
+    if reason is not None:
+        raise ConfigError(f"{where}: this API key is guessable ({reason}); make one with `hippocampus keys new`")
 
 
 def digest(key: str) -> bytes:
@@ -246,6 +253,19 @@ def _entry(key: str, users: Any, where: str, name: Optional[str] = None, agents:
     return _Entry(d, Tenant(name=name or f"key:{d.hex()[:8]}", users=_users(users, where), agents=_agents(agents, where)))
 
 
+def _warn_if_readable(path: Path, entries: list[_Entry], rows: list[Any]) -> None:
+    """A keys file with keys in clear that other users of the machine can read: one warning (the
+    service still starts; `chmod 600` it, or keep only sha256 digests there)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return
+    if mode & 0o077 and any(isinstance(r, dict) and "key" in r for r in rows):
+        logging.getLogger("hippocampus.server").warning(
+            "keys file %s holds keys in clear and is readable by other users (mode %03o): chmod 600 it, or keep "
+            "only sha256 digests in it", path, mode)
+
+
 def _read_keys_file(path: Path) -> list[_Entry]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -275,4 +295,5 @@ def _read_keys_file(path: Path) -> list[_Entry]:
                                             agents=_agents(row.get("agents"), where))))
         else:
             entries.append(_entry(row.get("key"), row.get("users"), where, str(name) if name else None, row.get("agents")))
+    _warn_if_readable(path, entries, rows)
     return entries

@@ -19,7 +19,8 @@ In this order, on every route (REST, the Web UI, MCP, the docs, /metrics, /healt
    text/plain request (which a browser sends cross-site without a preflight) reaches a verb.
    The UI's own form posts stay forms: Origin and the form token protect them.
 5. The body-size cap, while reading: a Content-Length above it is 413 at once; a body of unknown
-   length is counted as it streams and cut off with 413 beyond it.
+   length is counted as it streams and cut off with 413 beyond it. The cap is per route (bounds.py):
+   1 MiB except on the bulk routes, and at most two large bodies are in the app at once.
 
 Every answer carries nosniff, Referrer-Policy and X-Frame-Options; /ui pages also a
 Content-Security-Policy without inline script and `Cache-Control: no-store` (as /v1 answers do).
@@ -49,7 +50,9 @@ from ..validation import METADATA_MAX_BYTES
 from ..wire import error_body
 from .auth import KeyRing
 from .deps import presented_key
+from .bounds import LargeGate, is_large, route_cap
 from .hosts import HostList, is_loopback_host, split_host
+from .metrics import method_label
 from .throttle import AuthThrottle
 from .sessions import COOKIE, SECURE_COOKIE
 
@@ -68,6 +71,9 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 assert DEFAULT_MAX_BODY_BYTES > 7 * _WORST_ONE_MEMORY
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The methods any route serves; any other (a made-up name, TRACE, CONNECT) is 501 before routing, so no
+# caller, with a key or without, can mint a new metrics label or log token per request (metrics.METHODS).
+KNOWN_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"})
 DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
@@ -112,7 +118,8 @@ class BodyTooLarge(HTTPException):
 
 
 def _too_large(cap: int) -> str:
-    return f"the request body is larger than {cap} bytes, this service's limit (serve --max-body-bytes)"
+    return (f"the request body is larger than {cap} bytes, this route's limit (batches and imports take up to "
+            "serve --max-body-bytes; every other route at most 1 MiB)")
 
 
 def _refusal(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> list[Message]:
@@ -131,6 +138,7 @@ class Guard:
                  ui_sessions: Callable[[], Any] = lambda: None):
         self.app, self.settings, self.keys, self.throttle, self.observe = app, settings, keys, throttle, observe
         self.ui_sessions = ui_sessions  # the UI's session table (sessions.Sessions), once the UI is mounted
+        self.large = LargeGate()
 
     def _needs_key(self, path: str) -> bool:
         if self.keys.is_open:
@@ -142,6 +150,9 @@ class Guard:
     def _check(self, scope: Scope, headers: Headers) -> Optional[list[Message]]:
         """The refusal for this request, or None when it may go on to the app (its body not yet read)."""
         path, method = scope["path"], scope["method"]
+        if method not in KNOWN_METHODS:
+            return _refusal(501, "InvalidInput", f"this service does not implement that method; it answers to "
+                            f"{', '.join(sorted(KNOWN_METHODS))}", {"Allow": ", ".join(sorted(KNOWN_METHODS)), "Connection": "close"})
         host = headers.get("host")
         if not self.settings.hosts.allows(host):
             return _refusal(421, "ConfigError", f"this service does not answer to the host name {host!r}; its "
@@ -157,6 +168,10 @@ class Guard:
             refusal = self._authenticate(scope, closing)
             if refusal:
                 return refusal
+        elif not self.keys.is_open:  # any other face (a UI page, /healthz): a wrong key header counts all the same
+            refusal = self._count_wrong_key(scope, closing)
+            if refusal:
+                return refusal
         if (has_body and method not in SAFE_METHODS and _under(path, "/ui") and path != "/ui/login"
                 and not self.keys.is_open and not self._ui_caller(scope)):
             return _refusal(401, "AuthError", "log in first: /ui/login", {"Location": "/ui/login", **closing})
@@ -166,8 +181,9 @@ class Guard:
                 return _refusal(415, "InvalidInput", f"send the body as JSON (Content-Type: application/json), "
                                 f"not {media or 'without a Content-Type'}", closing)
         length = headers.get("content-length")
-        if length and length.strip().isdigit() and int(length) > self.settings.max_body_bytes:
-            return _refusal(413, "InvalidInput", _too_large(self.settings.max_body_bytes), closing)
+        cap = route_cap(path, self.settings.max_body_bytes)
+        if length and length.strip().isdigit() and int(length) > cap:
+            return _refusal(413, "InvalidInput", _too_large(cap), closing)
         return None
 
     def _ui_caller(self, scope: Scope) -> bool:
@@ -192,22 +208,41 @@ class Guard:
         except AuthError as exc:
             if key is None:  # no key is no guess (a web page cannot send one): not counted
                 return _refusal(401, "AuthError", str(exc), challenge)
-            client = (scope.get("client") or ("unknown", 0))[0]
-            wait = self.throttle.retry_after(client)
-            self.throttle.failure(client)
-            if wait is not None:
-                seconds = str(max(1, math.ceil(wait)))
-                return _refusal(429, "AuthError", f"too many wrong API keys from this address; retry in {seconds} s",
-                                {"Retry-After": seconds, **closing})
-            return _refusal(401, "AuthError", str(exc), challenge)
+            return self._throttled(scope, closing) or _refusal(401, "AuthError", str(exc), challenge)
+
+    def _count_wrong_key(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+        """Where no key is needed, a key header that is wrong is still a guess: counted toward the
+        throttle, and 429 once over it; the request otherwise goes on (a UI page asks for a login)."""
+        key = presented_key(Request(scope))
+        if key is None:
+            return None
+        try:
+            self.keys.resolve(key)
+            return None
+        except AuthError:
+            return self._throttled(scope, closing)
+
+    def _throttled(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+        """Count one wrong key of this client; the 429 when it is over the throttle's limit."""
+        client = (scope.get("client") or ("unknown", 0))[0]
+        wait = self.throttle.retry_after(client)
+        self.throttle.failure(client)
+        if wait is None:
+            return None
+        seconds = str(max(1, math.ceil(wait)))
+        return _refusal(429, "AuthError", f"too many wrong API keys from this address; retry in {seconds} s",
+                        {"Retry-After": seconds, **closing})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # no route serves one: refused here, logged like any request
+            await self._refuse_websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
         extra = security_headers(scope["path"])
-        cap = self.settings.max_body_bytes
+        cap = route_cap(scope["path"], self.settings.max_body_bytes)
         status, seen = [500], [0]
         flags = {"refused": False, "over": False, "started": False, "ours": False}
 
@@ -254,7 +289,11 @@ class Guard:
                     await forward(part)
                 return
             try:
-                await self.app(scope, receive_counted, send_from_app)
+                if is_large(scope["path"], Headers(scope=scope), self.settings.max_body_bytes):
+                    async with self.large.semaphore:  # at most LARGE_IN_FLIGHT large bodies parsed at once
+                        await self.app(scope, receive_counted, send_from_app)
+                else:
+                    await self.app(scope, receive_counted, send_from_app)
             except Exception:
                 if not flags["over"]:
                     raise
@@ -263,17 +302,27 @@ class Guard:
         finally:
             self._log(scope, status[0], time.perf_counter() - started, flags["refused"])
 
+    async def _refuse_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket upgrade never reaches the app (`serve` does not even upgrade: connections.py):
+        closed before it is accepted (the server answers 403), its path and query string never logged."""
+        started = time.perf_counter()
+        message = await receive()
+        if message.get("type") == "websocket.connect":
+            await send({"type": "websocket.close", "code": 1008})
+        self._log({**scope, "method": "WEBSOCKET"}, 403, time.perf_counter() - started, True)
+
     def _log(self, scope: Scope, status: int, seconds: float, refused: bool) -> None:
         route = scope.get("route")
         template = "refused" if refused else (getattr(route, "path", None) or "unmatched")
+        method = method_label(scope.get("method", ""))
         if refused and self.observe is not None:
-            self.observe(scope["method"], template, status, seconds, None)
+            self.observe(method, template, status, seconds, None)
         if self.settings.debug_access_log:
             query = scope.get("query_string", b"").decode("latin-1")
-            access_log.info("%s %s %d %.1fms %s%s", scope["method"], template, status, seconds * 1000, scope["path"],
+            access_log.info("%s %s %d %.1fms %s%s", method, template, status, seconds * 1000, scope["path"],
                             f"?{query}" if query else "")
         else:
-            access_log.info("%s %s %d %.1fms", scope["method"], template, status, seconds * 1000)
+            access_log.info("%s %s %d %.1fms", method, template, status, seconds * 1000)
 
 
 def _cross_site(headers: Headers, host: str) -> Optional[str]:

@@ -15,15 +15,17 @@ import threading
 import time
 import uuid
 from collections import deque
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from ..consolidation.schedule import DEFAULT_GRACE_S, cron_trigger, register_consolidation
+from ..consolidation.schedule import (DEFAULT_GRACE_S, ERROR_CHARS, add_stats, cron_trigger, each_user, register_consolidation,
+                                      store_users)
 from ..errors import HippocampusError
 from ..memory import Memory
 from ..models import ConsolidationStats, DecayStats
 from ..store.leases import ALL, JOBS, LeaseHeld
+from .logs import described
 from .metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,7 @@ PENDING_INTERVAL_S = 10.0  # how often the worker looks for turns left pending (
 PENDING_BATCH = 50
 DECAY_STALE_S = 24 * 3600  # at start, decay when the last pass is older than a day
 DECAY_JOB = "hippocampus-decay"
+T = TypeVar("T")
 
 
 def deployment_line(uri: str, collection: Optional[str] = None) -> str:
@@ -64,33 +67,47 @@ class Consolidations:
     def run(self, user_ids: list[Optional[str]], trigger: str, progress: Any = None) -> ConsolidationStats:
         """Consolidate each of `user_ids` (None: every user) after any run in progress has finished;
         `progress(phase, done, total)` as Memory.consolidate calls it. A scheduled run (trigger "cron")
-        skips a user whose lease another replica holds (recorded in `skipped`); others wait for it."""
+        skips a user whose lease another replica holds (recorded in `skipped`); others wait for it.
+        A run over every user that fails goes user by user (`each_user`): a user's failure is recorded
+        in `failures` with the user and counted in `errors`, and the others are consolidated."""
         with self._lock:
             started, total = time.time(), ConsolidationStats()
             record: dict[str, Any] = {"trigger": trigger, "started_at": round(started, 3), "users": user_ids}
             wait = None if trigger != "cron" else 0.0
+            failures: list[dict[str, str]] = []
+
+            def one(user_id: Optional[str]) -> ConsolidationStats:
+                return self.memory.consolidate(user_id=user_id, progress=progress)  # re-enters the lease
+
             try:
                 for user_id in user_ids:
                     try:
                         with self.leases.hold(JOBS, user_id if user_id is not None else ALL, "consolidate", wait_s=wait):
-                            stats = self.memory.consolidate(user_id=user_id, progress=progress)  # re-enters the lease
+                            if user_id is None:
+                                parts = each_user(one, lambda: store_users(self.memory.store), failures, "consolidation")
+                            else:
+                                parts = [one(user_id)]
                     except LeaseHeld as held:
                         if wait is not None:
                             record.setdefault("skipped", []).append(f"{user_id or 'every user'}: held by {held.holder}")
                             continue
                         raise
-                    for field, value in stats.model_dump().items():
-                        setattr(total, field, getattr(total, field) + value)
-            except HippocampusError as exc:
-                record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}", finished_at=round(time.time(), 3))
+                    add_stats(parts, into=total)
+            except Exception as exc:  # recorded, then the caller's (an API run answers it; cron logs it)
+                record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}"[:ERROR_CHARS],
+                              finished_at=round(time.time(), 3))
                 self.runs.append(record)
                 self.metrics.consolidations.labels(trigger, "failed").inc()
                 raise
             finished = time.time()
             total.seconds = round(finished - started, 3)
-            record.update(outcome="ok", finished_at=round(finished, 3), stats=total.model_dump())
+            total.errors += len(failures)
+            outcome = "partial" if failures else "ok"
+            record.update(outcome=outcome, finished_at=round(finished, 3), stats=total.model_dump())
+            if failures:
+                record["failures"] = failures
             self.runs.append(record)
-            self.metrics.consolidations.labels(trigger, "ok").inc()
+            self.metrics.consolidations.labels(trigger, outcome).inc()
             return total
 
     def start(self, user_ids: list[Optional[str]], trigger: str) -> str:
@@ -134,23 +151,48 @@ class Consolidations:
         with self._lock:
             started = time.time()
             record: dict[str, Any] = {"trigger": trigger, "step": "decay", "started_at": round(started, 3), "users": [None]}
+            failures: list[dict[str, str]] = []
             try:
                 with self.leases.hold(JOBS, ALL, "decay", wait_s=0.0):
-                    stats = self.memory.decay(None)
+                    parts = each_user(self.memory.decay, lambda: store_users(self.memory.store), failures, "decay")
+                    stats = add_stats(parts, into=DecayStats())
             except LeaseHeld as held:
                 record.update(outcome="skipped", error=f"held by {held.holder}", finished_at=round(time.time(), 3))
                 self.runs.append(record)
                 return None
-            except HippocampusError as exc:
-                log.warning("decay (%s) failed: %s: %s", trigger, type(exc).__name__, exc)
-                record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}", finished_at=round(time.time(), 3))
+            except Exception as exc:  # any failure: a scheduled pass must not end its thread with a traceback
+                log.warning("decay (%s) failed: %s", trigger, type(exc).__name__)
+                record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}"[:ERROR_CHARS],
+                              finished_at=round(time.time(), 3))
                 self.runs.append(record)
                 self.metrics.consolidations.labels(trigger, "failed").inc()
                 return None
-            record.update(outcome="ok", finished_at=round(time.time(), 3), stats=stats.model_dump())
+            outcome = "partial" if failures else "ok"
+            record.update(outcome=outcome, finished_at=round(time.time(), 3), stats=stats.model_dump())
+            if failures:
+                record["failures"] = failures
             self.runs.append(record)
-            self.metrics.consolidations.labels(trigger, "ok").inc()
+            self.metrics.consolidations.labels(trigger, outcome).inc()
             return stats
+
+    def each_user(self, step: str, job: Callable[[Optional[str]], T], user_id: Optional[str], trigger: str = "api") -> list[T]:
+        """`job(user_id)` for a route (decay, graph build); for every user (None) through `each_user`,
+        the run recorded in the history with each failed user (a user's damaged data stops no other)."""
+        if user_id is not None:
+            return [job(user_id)]
+        failures: list[dict[str, str]] = []
+        record: dict[str, Any] = {"trigger": trigger, "step": step, "started_at": round(time.time(), 3), "users": [None]}
+        try:
+            parts = each_user(job, lambda: store_users(self.memory.store), failures, step)
+        except Exception as exc:
+            record.update(outcome="failed", error=f"{type(exc).__name__}: {exc}"[:ERROR_CHARS], finished_at=round(time.time(), 3))
+            self.runs.append(record)
+            raise
+        record.update(outcome="partial" if failures else "ok", finished_at=round(time.time(), 3))
+        if failures:
+            record["failures"] = failures
+        self.runs.append(record)
+        return parts
 
     def decay_if_stale(self, max_age_s: float = DECAY_STALE_S) -> threading.Thread:
         """In the background: decay now when the last pass over every user is older than `max_age_s`
@@ -246,8 +288,8 @@ class Consolidations:
                             break
             except LeaseHeld:
                 pass
-            except Exception:  # a failed decision stays pending for the next round; the worker lives on
-                log.exception("deciding pending turns failed; they stay pending")
+            except Exception as exc:  # a failed decision stays pending for the next round; the worker lives on
+                log.warning("deciding pending turns failed (%s); they stay pending", described(exc))
             finally:
                 self._lock.release()
 

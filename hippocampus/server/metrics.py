@@ -19,6 +19,16 @@ from ..errors import LLMError
 from ..llm import ChatModel, Prompt
 
 T = TypeVar("T", bound=BaseModel)
+# The method label's values: every method a route serves, and "other" for anything else (the guard
+# refuses other methods before routing, so "other" stays rare); labels never come from the request as sent.
+METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE", "WEBSOCKET", "MCP"})  # MCP: a tool call
+
+
+def method_label(method: str) -> str:
+    """The method as a metrics label or log token: one of a fixed set."""
+    return method if method in METHODS else "other"
+
+
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, math.inf)
 
 
@@ -34,6 +44,8 @@ class ServiceMetrics:
         self.registry.register(_MemoryCounts(count_memories))
 
     def observe(self, method: str, endpoint: str, status: int, seconds: float, error_type: str | None) -> None:
+        """One request; its labels from fixed sets whatever the request said (method_label; route templates)."""
+        method = method_label(method)
         self.requests.labels(method, endpoint, str(status)).inc()
         self.latency.labels(method, endpoint).observe(seconds)
         if error_type:

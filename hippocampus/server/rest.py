@@ -12,9 +12,11 @@ from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from .. import validation as V
+from ..errors import InvalidInput
 from ..graph.service import GraphView
 from ..memory import Memory
-from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
+from ..models import (damaged_rows, AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
                       SearchResult, UndoResult)
 from ..wire import json_filters
 from ..wire import (
@@ -103,8 +105,21 @@ def page(
     memory: Memory = Depends(memory_of),
 ) -> MemoryPage:
     agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
-    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=json_filters(filters),
+    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=_query_filters(filters),
                        include_expired=include_expired, agent_id=agent, agent_scope=agent_scope, run_id=run_id)
+
+
+def _query_filters(raw: Optional[str]) -> Optional[dict[str, Any]]:
+    """`filters` from the query string as search takes them; JSON the parser itself cannot hold (nested
+    past its stack, an integer of over 4,300 digits) is the caller's bad input, a 422 like in a body."""
+    try:
+        return json_filters(raw)
+    except InvalidInput:
+        raise
+    except RecursionError:
+        raise InvalidInput(f"filters are nested too deeply; the limit is {V.METADATA_MAX_DEPTH} levels") from None
+    except ValueError as exc:  # int() of too many digits: Python's own limit (sys.get_int_max_str_digits)
+        raise InvalidInput(f"filters must be a JSON object of filters: {str(exc).split(';')[0][:120]}") from None
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="One memory")
@@ -163,11 +178,12 @@ def consolidate(request: Request, body: Optional[ConsolidateRequest] = None, ten
 
 
 @router.post("/decay", response_model=DecayStats, summary="Archive and forget what has decayed (lifecycle)")
-def decay(body: Optional[DecayRequest] = None, tenant: Tenant = Depends(authenticate),
+def decay(request: Request, body: Optional[DecayRequest] = None, tenant: Tenant = Depends(authenticate),
           memory: Memory = Depends(memory_of)) -> DecayStats:
     body = body or DecayRequest()
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
-    parts = [memory.decay(u, now=body.now) for u in tenant.scope(body.user_id)]
+    jobs = consolidations(request)
+    parts = [p for u in tenant.scope(body.user_id) for p in jobs.each_user("decay", lambda v: memory.decay(v, now=body.now), u)]
     return DecayStats(**{k: sum(getattr(p, k) for p in parts) for k in DecayStats.model_fields})
 
 
@@ -218,6 +234,7 @@ def stats(request: Request, user_id: Optional[str] = None, tenant: Tenant = Depe
     else:  # a tenant key without user_id: the sum over its own users
         parts = [memory.stats(u) for u in scope]
         out = {**parts[0], **{k: sum(p[k] for p in parts) for k in ("total", *(t.value for t in MemoryType))}}
+    out["damaged"] = sum(damaged_rows(u) for u in scope)  # rows reads met with a damaged stamp (models.py)
     if tenant.is_operator:
         out["service"] = request.app.state.service_stats()
         return out

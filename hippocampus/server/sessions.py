@@ -3,7 +3,9 @@
 The browser never holds the API key: logging in trades it for `secrets.token_urlsafe(32)`, which
 this table maps to the tenant until it expires or the user logs out (revoked here, so a copied
 cookie is worthless afterwards). The table lives in the process's memory: a restart ends every
-session, and the users log in again. Its size is bounded; when full, the oldest session goes.
+session, and the users log in again. Its size is bounded, and per tenant (issue 42): one tenant's
+101st login ends that tenant's oldest session, and when the whole table is full the oldest session
+of the tenant holding the most goes, so no tenant's logins can push another tenant's session out.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ COOKIE = "hippocampus_ui_session"
 SECURE_COOKIE = "__Host-hippocampus_ui_session"  # the prefix makes browsers require Secure, no Domain, path /
 DEFAULT_LIFETIME_S = 12 * 3600
 MAX_SESSIONS = 10_000
+MAX_PER_TENANT = 100  # one key's live logins: browsers, devices and tabs of the people sharing it
 
 
 @dataclass(frozen=True)
@@ -37,25 +40,33 @@ class Sessions:
     test can move time instead of sleeping."""
 
     def __init__(self, lifetime_s: float = DEFAULT_LIFETIME_S, max_sessions: int = MAX_SESSIONS,
-                 clock: Callable[[], float] = time.time):
-        if lifetime_s <= 0 or max_sessions <= 0:
-            raise ValueError("a session lifetime and the table's size must be positive")
+                 clock: Callable[[], float] = time.time, per_tenant: int = MAX_PER_TENANT):
+        if lifetime_s <= 0 or max_sessions <= 0 or per_tenant <= 0:
+            raise ValueError("a session lifetime and the table's sizes must be positive")
         self.lifetime_s, self.max_sessions, self.clock = float(lifetime_s), int(max_sessions), clock
+        self.per_tenant = int(per_tenant)
         self._table: OrderedDict[str, Session] = OrderedDict()  # oldest first
+        self._of: dict[Tenant, OrderedDict[str, None]] = {}  # each tenant's session ids, oldest first
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._table)
 
     def open(self, tenant: Tenant) -> str:
-        """A new session for `tenant`; its id is the only thing the browser gets."""
+        """A new session for `tenant`; its id is the only thing the browser gets. A tenant at its
+        limit loses its own oldest session; a full table, the oldest of the tenant holding the most."""
         sid = secrets.token_urlsafe(32)
         now = self.clock()
         with self._lock:
             self._drop_expired(now)
+            mine = self._of.get(tenant)
+            while mine and len(mine) >= self.per_tenant:
+                self._remove(next(iter(mine)))
             while len(self._table) >= self.max_sessions:
-                self._table.popitem(last=False)
+                biggest = max(self._of.values(), key=len)
+                self._remove(next(iter(biggest)))
             self._table[sid] = Session(tenant=tenant, created=now, expires=now + self.lifetime_s)
+            self._of.setdefault(tenant, OrderedDict())[sid] = None
         return sid
 
     def get(self, sid: Optional[str]) -> Optional[Session]:
@@ -65,16 +76,32 @@ class Sessions:
         with self._lock:
             session = self._table.get(sid)
             if session is not None and session.expires <= self.clock():
-                del self._table[sid]
+                self._remove(sid)
                 session = None
         return session
 
     def revoke(self, sid: Optional[str]) -> bool:
         """End a session (logout); True when there was one."""
         with self._lock:
-            return self._table.pop(sid, None) is not None if sid else False
+            return self._remove(sid) if sid else False
+
+    def count(self, tenant: Tenant) -> int:
+        """How many sessions `tenant` holds (expired ones included until they are dropped)."""
+        with self._lock:
+            return len(self._of.get(tenant, ()))
+
+    def _remove(self, sid: str) -> bool:
+        session = self._table.pop(sid, None)
+        if session is None:
+            return False
+        mine = self._of.get(session.tenant)
+        if mine is not None:
+            mine.pop(sid, None)
+            if not mine:
+                del self._of[session.tenant]
+        return True
 
     def _drop_expired(self, now: float) -> None:
         """Every session has the same lifetime, so the expired ones are the oldest, at the front."""
         while self._table and next(iter(self._table.values())).expires <= now:
-            self._table.popitem(last=False)
+            self._remove(next(iter(self._table)))

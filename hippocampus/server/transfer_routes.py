@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from ..errors import InvalidInput
 from ..graph.build import GraphStats
@@ -20,7 +20,7 @@ from ..memory import Memory
 from ..transfer.service import ImportReport
 from ..wire import BuildGraphRequest, ExportReply, ImportRequest
 from .auth import Tenant
-from .deps import authenticate, memory_of
+from .deps import authenticate, consolidations, memory_of
 
 router = APIRouter()
 SENT = "the JSONL sent"
@@ -75,11 +75,12 @@ def import_jsonl(body: ImportRequest, tenant: Tenant = Depends(authenticate), me
 
 
 @router.post("/graph/build", response_model=GraphStats, summary="Read new memories into the graph now (build_graph)")
-def build_graph(body: Optional[BuildGraphRequest] = None, tenant: Tenant = Depends(authenticate),
+def build_graph(request: Request, body: Optional[BuildGraphRequest] = None, tenant: Tenant = Depends(authenticate),
                 memory: Memory = Depends(memory_of)) -> GraphStats:
     user_id = body.user_id if body else None
     tenant.check(user_id, _user(user_id))
-    parts = [memory.build_graph(u) for u in tenant.scope(user_id)]
+    jobs = consolidations(request)  # over every user: user by user when one user's data fails it (jobs.py)
+    parts = [p for u in tenant.scope(user_id) for p in jobs.each_user("graph", memory.build_graph, u)]
     total = GraphStats()
     for part in parts:
         for field, value in part.model_dump().items():

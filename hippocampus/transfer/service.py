@@ -26,6 +26,7 @@ from . import memory_md
 from .dates import dated, said_on
 from .jsonl import HASH_KEY, dump_line, load_line, record_hash, row_hash, text_hash
 from .memory_md import MdEntry
+from .owned import check_owned
 
 ACTOR = "import"
 _BATCH = 256
@@ -304,15 +305,17 @@ def _change(old: MemoryRecord, entry: MdEntry, now: int, shown_at: list[int],
 
 def _restored_row(record: dict[str, Any], user_id: str, lineno: int) -> dict[str, Any]:
     """A backed-up record as a row to insert for `user_id`; InvalidInput naming the line when a field
-    would not go into the store (checked as add checks them, the library's own metadata keys allowed)."""
+    would not go into the store (checked as add checks them, the library's own metadata keys allowed
+    when each holds what the library writes there: a wrong one would break every later read)."""
     try:
         meta = V.check_metadata(record["metadata"], max_bytes=V.STORED_METADATA_MAX_BYTES)  # the library's keys too
         for key in ("created_at", "updated_at"):
             if record.get(key) is not None:
                 meta.setdefault(key, record[key])
+        check_owned(meta)  # the library's own keys hold what it writes there (transfer/owned.py)
         hits = record.get("hit_count") or 0
-        if hits < 0:
-            raise InvalidInput(f"hit_count must be >= 0, got {hits}")
+        if isinstance(hits, bool) or not isinstance(hits, int) or not 0 <= hits < 2**63:
+            raise InvalidInput(f"hit_count must be a whole number from 0 that fits 64 bits, got {str(hits)[:40]}")
         return {"user_id": user_id, "memory_type": MemoryType(record["memory_type"]).value,
                 "ts": V.check_ts(record["ts"]), "chat_id": V.check_id("chat_id", record["chat_id"]),
                 "who": V.check_id("who", record["who"], V.WHO_MAX), "text": V.check_text(record["text"]),
