@@ -46,11 +46,18 @@ def friendly_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .store_path import discard_fresh_store, forget_fresh_store
+
+        forget_fresh_store()
         try:
             return fn(*args, **kwargs)
         except HippocampusError as exc:
             report(exc)
+            if exit_code(exc) == USER_EXIT:  # refused before writing: no new store left behind
+                discard_fresh_store()
             raise typer.Exit(code=exit_code(exc)) from None
+        finally:
+            forget_fresh_store()
 
     return wrapper  # type: ignore[return-value]
 
