@@ -191,12 +191,12 @@ def parse_filters(items: Optional[List[str]], option: str = "--filter") -> dict[
     return parts[0] if len(parts) == 1 else {"AND": parts}
 
 
-def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = None) -> None:
-    """JSON on stdout for scripts, or a table / message for people."""
+def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = None, wide: bool = False) -> None:
+    """JSON on stdout for scripts, or a table / message for people (`wide`: never wrapped nor cut)."""
     if as_json:
         typer.echo(render.dumps(payload))
         return
-    console = render.console()
+    console = render.console(wide=wide)
     if table is not None:
         console.print(table)
     if message:
@@ -237,6 +237,7 @@ def read_text(text: Optional[str], file: Optional[Path]) -> str:
 
 UserOpt = typer.Option(..., "--user", "-u", help="the user whose memories these are")
 JsonOpt = typer.Option(False, "--json", help="print JSON (for scripts) instead of a table")
+WideOpt = typer.Option(False, "--wide", help="every column and the whole text, one line a row, whatever the terminal's width")
 AgentOpt = typer.Option(None, "--agent", help="the agent acting: its own memories within the user (docs/agents.md)")
 AgentScopeOpt = typer.Option("both", "--agent-scope", help="with --agent: own, shared (the user's without agent) or both")
 RunOpt = typer.Option(None, "--run", help="the run: recorded on add, kept to one run on reads")
