@@ -24,7 +24,7 @@ import typer
 
 from ..errors import HippocampusError
 from . import render
-from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, WideOpt, app, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
+from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, WideOpt, app, check_expiry, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
 
 # ---------------------------------------------------------------------- commands
 @app.command()
@@ -50,6 +50,7 @@ def add(
     The text is the argument, `-` to read it from stdin, or --file PATH (for a text too long for a
     command line)."""
     text = read_text(text, file)
+    check_expiry(expires_at, ts)
     with open_memory() as memory:
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
@@ -134,6 +135,7 @@ def update(
     as_json: bool = JsonOpt,
 ) -> None:
     """Replace a memory's text (re-embedded; the id stays, the old text goes to history)."""
+    check_expiry(expires_at)
     with open_memory() as memory:
         record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None, expires_at=expires_at)
     emit(as_json, render.record_json(record), message=f"updated {record.id}")

@@ -38,7 +38,10 @@ def report(exc: HippocampusError) -> None:
     """The error as one line on stderr; a store held by a recorded service names the service."""
     from .service import locked_hint
 
-    render.err_console().print(render.error(exc, locked_hint(exc)))
+    line = locked_hint(exc)
+    if line is None and type(exc).__name__ == "AuthError" and _SERVER["url"]:  # the CLI's key is an environment variable
+        line = f"{render.error_line(exc)}; the CLI sends the key in HIPPOCAMPUS_API_KEY: export HIPPOCAMPUS_API_KEY=<key>"
+    render.err_console().print(render.error(exc, line))
 
 
 def friendly_errors(fn: F) -> F:
@@ -233,6 +236,27 @@ def read_text(text: Optional[str], file: Optional[Path]) -> str:
     if not raw.strip():
         raise InvalidInput(f"{source} gave no text to remember (empty or only whitespace)")
     return raw
+
+
+PAST_SLACK_S = 14 * 3600  # the widest time-zone offset: a date that is past in every zone is surely past
+
+
+def check_expiry(expires_at: Optional[str], ts: Optional[int] = None) -> None:
+    """Refuse (InvalidInput, one line) an --expires-at already past: the memory would be hidden at once
+    (search, list and context leave expired memories out) and nothing would say so."""
+    if expires_at is None:
+        return
+    import time
+    from datetime import datetime, timezone
+
+    from ..lifecycle import expiry
+
+    now = int(time.time())
+    until = expiry.resolve(expires_at, ts if ts is not None else now, timezone.utc)
+    if until is not None and until < now - PAST_SLACK_S:
+        shown = datetime.fromtimestamp(until, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        raise InvalidInput(f"--expires-at {expires_at!r} is already past ({shown}): the memory would be hidden at once "
+                           "(expired memories are left out of search and list); give a later time")
 
 
 UserOpt = typer.Option(..., "--user", "-u", help="the user whose memories these are")

@@ -68,3 +68,23 @@ def test_mcp_md_lists_every_tool_the_server_registers():
     listed = sentence(doc, "Any MCP-capable agent can use the memory without Python:", ends=".;")
     assert named(listed) == tools
     assert f"{len(tools)} tools" in listed
+
+
+def test_the_typescript_example_finds_its_own_memory(shared_db, embedder):
+    """Before: "Where does the user live?" ranked the sister in Lisbon (and her fact) above the
+    example's own memory, which a reader following the README had stored beside her."""
+    import uuid
+
+    from hippocampus import Memory
+
+    for doc in (ROOT / "clients" / "typescript" / "README.md", ROOT / "docs" / "typescript.md"):
+        block = doc.read_text(encoding="utf-8")
+        added = re.search(r'memory\.add\("([^"]+)", "alice"', block).group(1)  # type: ignore[union-attr]
+        query = re.search(r'memory\.search\("([^"]+)", "alice"', block).group(1)  # type: ignore[union-attr]
+        memory = Memory(milvus_uri=str(shared_db), collection_name=f"ts_{uuid.uuid4().hex[:10]}", embedder=embedder)
+        memory.add("My sister Ana lives in Lisbon", user_id="alice", chat_id="c1")  # the README's quick start before it
+        memory.add(added, user_id="alice", chat_id="c1")
+        memory.consolidate("alice")
+        top = [h.text for h in memory.search(query, user_id="alice", limit=5).all[:3]]
+        memory.close()
+        assert added in top, (doc.name, query, top)
