@@ -171,15 +171,35 @@ WORDS_BROKEN = r"""() => {
   }
   return broken;
 }"""
+LOW_CONTRAST = r"""() => {
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+                               return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const background = el => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor);
+                                                                 if (c.length === 3 || c[3] > 0) { return c.slice(0, 3); } }
+                             return [255, 255, 255]; };
+  const low = [];
+  for (const el of document.querySelectorAll("body *:not(svg):not(svg *)")) {
+    const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.data.trim());
+    const style = getComputedStyle(el);
+    if (!own || style.visibility === "hidden" || !el.getClientRects().length) { continue; }
+    const a = lum(rgb(style.color)), b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const large = parseFloat(style.fontSize) >= 24 || (parseFloat(style.fontSize) >= 18.66 && +style.fontWeight >= 700);
+    if (ratio < (large ? 3 : 4.5)) { low.push(el.tagName + ": " + el.textContent.trim().slice(0, 30) + " " + ratio.toFixed(2)); }
+  }
+  return low;
+}"""
 UNLABELLED = """() => Array.from(document.querySelectorAll("input:not([type=hidden]), select, textarea"))
   .filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.getAttribute("aria-labelledby"))
   .map(e => e.outerHTML)"""
 
 
-@pytest.mark.parametrize("width", [390, 1440])
+@pytest.mark.parametrize("width", [360, 390, 1440])
 def test_every_page_fits_the_screen_keeps_words_whole_and_is_labelled(world, width):
     """Before, at 390 px: 618 px of content (the page scrolled sideways), the header overflowed and
-    words broke mid-word."""
+    words broke mid-word. Every form field has a label, text has WCAG AA contrast, and the keyboard's
+    first stop is visibly focused."""
     url, _memory, ids, browser = world
     context = browser.new_context(base_url=url, viewport={"width": width, "height": 800})
     page = context.new_page()
@@ -193,6 +213,7 @@ def test_every_page_fits_the_screen_keeps_words_whole_and_is_labelled(world, wid
         assert sizes[0] <= sizes[1], (path, sizes)
         assert page.evaluate(WORDS_BROKEN) == [], path
         assert page.evaluate(UNLABELLED) == [], path
+        assert page.evaluate(LOW_CONTRAST) == [], path  # WCAG AA: 4.5:1, large text 3:1
     page.goto("/ui/users/alice/memories")
     page.keyboard.press("Tab")  # the first stop is the skip link, visibly focused
     focused = page.evaluate("[document.activeElement.className, getComputedStyle(document.activeElement).outlineStyle]")
