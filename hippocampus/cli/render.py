@@ -22,6 +22,7 @@ from ..models import HistoryEvent, MemoryRecord, SearchHit, SearchResult
 
 TEXT_WIDTH = 70
 WIDE = 120  # below this many columns the tables fold `when` onto two lines and merge small columns
+COMPACT = 90  # below this many columns `history` shows the event and the change in two columns
 MIN_TEXT = 24  # the text column's least share; to keep it, small columns are left out on a narrow terminal
 UNLIMITED = 100_000  # --wide: never wrap nor cut (the terminal or a pager scrolls sideways)
 # Control characters that are not whitespace: shown as \xNN (raw, an ESC sequence recolours or clears the terminal)
@@ -220,9 +221,21 @@ def record_table(record: MemoryRecord) -> Table:
 
 
 def history_table(events: Iterable[HistoryEvent], memory_id: int, width: int | None = None) -> Table:
-    """A memory's events; below WIDE columns the event and who did it share a column."""
-    narrow = (width or terminal_width()) < WIDE
+    """A memory's events; below WIDE columns the event and who did it share a column; below COMPACT
+    the event (id, action, by, when) is one column and the old and new text one more, "was:" over
+    "now:", so that the words keep a fair share at 40 columns."""
+    width = width or terminal_width()
+    narrow = width < WIDE
     table = Table(title=f"history of memory {memory_id}")
+    if width < COMPACT:
+        table.add_column("event", no_wrap=True)
+        table.add_column("change", ratio=1, min_width=min(20, MIN_TEXT), overflow="fold")
+        for e in events:
+            at = when(e.at).replace(" ", "\n")
+            change = _new_column(e) if e.old_text is None or e.old_text == e.new_text else \
+                f"was: {short(e.old_text, 40)}\nnow: {short(e.new_text or '', 40)}"
+            table.add_row(literal(f"{e.event_id or ''} {e.action.value}\n{short(e.actor, 12)}\n{at}"), literal(change))
+        return table
     table.add_column("event id", justify="right", no_wrap=True)  # what `hippocampus undo` takes
     _when_column(table, narrow)
     if narrow:

@@ -19,7 +19,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from hippocampus.cli import render
-from hippocampus.models import MemoryRecord, MemoryType
+from hippocampus.models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType
 
 LEASE = "I signed the lease for the flat on Kastanienallee with the landlord, Mrs Weber, on Tuesday; the deposit is three months of rent"
 
@@ -84,3 +84,21 @@ def test_tables_fit_any_width_and_break_only_between_words(width: int, words: li
     shown = text_cells(out)
     assert shown and whole(shown, text), out
     assert " ".join(w.removesuffix("…") for w in shown) == " ".join(text.split()[: len(shown)])  # in order, none skipped
+
+
+@settings(max_examples=15, deadline=None)
+@given(width=st.integers(min_value=40, max_value=200), old=st.lists(WORD, min_size=1, max_size=12),
+       new=st.lists(WORD, min_size=1, max_size=12))
+def test_history_fits_any_width_and_keeps_words_whole(width: int, old: list[str], new: list[str]):
+    """Before: at 40 columns the old and new text columns had no room at all (0 cells each)."""
+    event = HistoryEvent(event_id=7, memory_id=1, user_id="u", action=HistoryAction.UPDATED,
+                         old_text=" ".join(old), new_text=" ".join(new + ["again"]), at=1_700_000_000)
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, highlight=False, emoji=False).print(render.history_table([event], 1, width=width))
+    out = buffer.getvalue()
+    assert max(cell_len(line) for line in out.splitlines()) <= width
+    shown = [w for w in text_cells(out) if w not in ("was:", "now:")]
+    if width >= render.COMPACT:  # two text columns: the words of both, read row by row
+        shown = " ".join(line.split("│")[-3] + " " + line.split("│")[-2] for line in out.splitlines() if line.count("│") >= 3).split()
+    assert {w.removesuffix("…") for w in shown} - {""} <= set(old) | set(new) | {"again"}, out
+    assert any(w.removesuffix("…") for w in shown)
