@@ -5,7 +5,8 @@
 A temporary milvus-lite store gets a small bilingual memory (offline defaults: rules LLM, bundled
 embedder), one consolidation and an edit, then `create_app` serves it on a free loopback port and
 Debian's Chromium (driven by Playwright) saves ui_memories.png, ui_memory.png, ui_search.png and
-ui_stats.png. Prints the paths it wrote.
+ui_stats.png at 1280 px, and ui_phone_memories.png and ui_phone_stats.png at a phone's 390 px.
+Prints the paths it wrote.
 """
 
 from __future__ import annotations
@@ -83,6 +84,12 @@ def main(argv: list[str] | None = None) -> list[Path]:
                     page.goto(url)
                     path = out / f"{name}.png"
                     page.screenshot(path=str(path), full_page=True)
+                    written.append(path)
+                phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+                for name, url in [("ui_phone_memories", f"{base}/memories"), ("ui_phone_stats", f"{base}/stats")]:
+                    phone.goto(url)
+                    path = out / f"{name}.png"
+                    phone.screenshot(path=str(path), full_page=False)
                     written.append(path)
                 browser.close()
         finally:

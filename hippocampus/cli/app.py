@@ -24,7 +24,7 @@ import typer
 
 from ..errors import HippocampusError
 from . import render
-from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, app, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
+from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, WideOpt, app, check_expiry, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
 
 # ---------------------------------------------------------------------- commands
 @app.command()
@@ -50,6 +50,7 @@ def add(
     The text is the argument, `-` to read it from stdin, or --file PATH (for a text too long for a
     command line)."""
     text = read_text(text, file)
+    check_expiry(expires_at, ts)
     with open_memory() as memory:
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
@@ -78,14 +79,15 @@ def search(
     agent_scope: str = AgentScopeOpt,
     run: Optional[str] = RunOpt,
     as_json: bool = JsonOpt,
+    wide: bool = WideOpt,
 ) -> None:
     """Recall the memories most related to a question."""
     with open_memory() as memory:
         result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_filters(where), mode=mode,
                                include_superseded=include_superseded, graph=graph, include_expired=include_expired,
                                agent_id=agent, agent_scope=agent_scope, run_id=run)
-    emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit),
-         None if len(result) else "nothing recalled")
+    emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit, wide=wide),
+         None if len(result) else "nothing recalled", wide=wide)
 
 
 @app.command()
@@ -112,12 +114,14 @@ def list_(
     agent_scope: str = AgentScopeOpt,
     run: Optional[str] = RunOpt,
     as_json: bool = JsonOpt,
+    wide: bool = WideOpt,
 ) -> None:
     """Every memory of a user, oldest event first (paged through the store, never capped)."""
     with open_memory() as memory:
         records = memory.get_all(user, memory_type=memory_type, filters=parse_filters(filters), include_expired=include_expired,
                                  agent_id=agent, agent_scope=agent_scope, run_id=run)
-    emit(as_json, [render.record_json(r) for r in records], render.records_table(records, title=f"{len(records)} memories of {user}"))
+    emit(as_json, [render.record_json(r) for r in records], render.records_table(records, title=f"{render.plural(len(records), 'memory', 'memories')} of {user}", wide=wide),
+         wide=wide)
 
 
 @app.command()
@@ -131,6 +135,7 @@ def update(
     as_json: bool = JsonOpt,
 ) -> None:
     """Replace a memory's text (re-embedded; the id stays, the old text goes to history)."""
+    check_expiry(expires_at)
     with open_memory() as memory:
         record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None, expires_at=expires_at)
     emit(as_json, render.record_json(record), message=f"updated {record.id}")
@@ -159,7 +164,7 @@ def reset(
         typer.confirm(f"Erase every memory of {user!r} and its history?", abort=True)
     with open_memory() as memory:
         count = memory.reset(user)
-    emit(as_json, {"user_id": user, "deleted": count}, message=f"erased {count} memories of {user}")
+    emit(as_json, {"user_id": user, "deleted": count}, message=f"erased {render.plural(count, 'memory', 'memories')} of {user}")
 
 
 @app.command()

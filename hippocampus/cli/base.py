@@ -38,7 +38,10 @@ def report(exc: HippocampusError) -> None:
     """The error as one line on stderr; a store held by a recorded service names the service."""
     from .service import locked_hint
 
-    render.err_console().print(render.error(exc, locked_hint(exc)))
+    line = locked_hint(exc)
+    if line is None and type(exc).__name__ == "AuthError" and _SERVER["url"]:  # the CLI's key is an environment variable
+        line = f"{render.error_line(exc)}; the CLI sends the key in HIPPOCAMPUS_API_KEY: export HIPPOCAMPUS_API_KEY=<key>"
+    render.err_console().print(render.error(exc, line))
 
 
 def friendly_errors(fn: F) -> F:
@@ -46,11 +49,18 @@ def friendly_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .store_path import discard_fresh_store, forget_fresh_store
+
+        forget_fresh_store()
         try:
             return fn(*args, **kwargs)
         except HippocampusError as exc:
             report(exc)
+            if exit_code(exc) == USER_EXIT:  # refused before writing: no new store left behind
+                discard_fresh_store()
             raise typer.Exit(code=exit_code(exc)) from None
+        finally:
+            forget_fresh_store()
 
     return wrapper  # type: ignore[return-value]
 
@@ -184,12 +194,12 @@ def parse_filters(items: Optional[List[str]], option: str = "--filter") -> dict[
     return parts[0] if len(parts) == 1 else {"AND": parts}
 
 
-def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = None) -> None:
-    """JSON on stdout for scripts, or a table / message for people."""
+def emit(as_json: bool, payload: Any, table: Any = None, message: str | None = None, wide: bool = False) -> None:
+    """JSON on stdout for scripts, or a table / message for people (`wide`: never wrapped nor cut)."""
     if as_json:
         typer.echo(render.dumps(payload))
         return
-    console = render.console()
+    console = render.console(wide=wide)
     if table is not None:
         console.print(table)
     if message:
@@ -228,8 +238,30 @@ def read_text(text: Optional[str], file: Optional[Path]) -> str:
     return raw
 
 
+PAST_SLACK_S = 14 * 3600  # the widest time-zone offset: a date that is past in every zone is surely past
+
+
+def check_expiry(expires_at: Optional[str], ts: Optional[int] = None) -> None:
+    """Refuse (InvalidInput, one line) an --expires-at already past: the memory would be hidden at once
+    (search, list and context leave expired memories out) and nothing would say so."""
+    if expires_at is None:
+        return
+    import time
+    from datetime import datetime, timezone
+
+    from ..lifecycle import expiry
+
+    now = int(time.time())
+    until = expiry.resolve(expires_at, ts if ts is not None else now, timezone.utc)
+    if until is not None and until < now - PAST_SLACK_S:
+        shown = datetime.fromtimestamp(until, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        raise InvalidInput(f"--expires-at {expires_at!r} is already past ({shown}): the memory would be hidden at once "
+                           "(expired memories are left out of search and list); give a later time")
+
+
 UserOpt = typer.Option(..., "--user", "-u", help="the user whose memories these are")
 JsonOpt = typer.Option(False, "--json", help="print JSON (for scripts) instead of a table")
+WideOpt = typer.Option(False, "--wide", help="every column and the whole text, one line a row, whatever the terminal's width")
 AgentOpt = typer.Option(None, "--agent", help="the agent acting: its own memories within the user (docs/agents.md)")
 AgentScopeOpt = typer.Option("both", "--agent-scope", help="with --agent: own, shared (the user's without agent) or both")
 RunOpt = typer.Option(None, "--run", help="the run: recorded on add, kept to one run on reads")

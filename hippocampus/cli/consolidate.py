@@ -20,12 +20,19 @@ from .base import app, open_memory
 PHASES = {"pending": "pending decisions", "semantic": "distilling facts", "pairs": "merging / separating"}
 
 
-def stats_table(stats: BaseModel, title: str = "consolidation") -> Table:
+def _offline(memory: Any) -> bool:
+    """Whether the run decided by the offline rules (no LLM was called); a Client cannot tell: False."""
+    return getattr(getattr(memory, "config", None), "llm_provider", None) == "offline"
+
+
+def stats_table(stats: BaseModel, title: str = "consolidation", offline: bool = False) -> Table:
+    """A run's statistics; offline, `llm_calls` counts the rules' decisions and says so."""
     table = Table(title=title)
     table.add_column("what")
     table.add_column("count", justify="right")
     for key, value in stats.model_dump().items():
-        table.add_row(key.replace("_", " "), f"{value:.2f}" if isinstance(value, float) else str(value))
+        name = "rule decisions (offline, no LLM)" if offline and key == "llm_calls" else key.replace("_", " ")
+        table.add_row(name, f"{value:.2f}" if isinstance(value, float) else str(value))
     return table
 
 
@@ -35,10 +42,10 @@ def consolidate_cmd(
     as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
 ) -> None:
     """Run consolidation once: retry pending decisions, distil facts, merge or separate similar episodes."""
-    console = Console(stderr=as_json)
+    console, bars = Console(), Console(stderr=True)
     with open_memory() as memory:
         with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=as_json) as bar:
+                      console=bars, transient=as_json, disable=not bars.is_terminal) as bar:  # a bar only on a terminal
             tasks: dict[str, int] = {}
 
             def progress(phase: str, done: int, total: int) -> None:
@@ -50,7 +57,7 @@ def consolidate_cmd(
     if as_json:
         typer.echo(json.dumps(stats.model_dump()))
     else:
-        console.print(stats_table(stats))
+        console.print(stats_table(stats, offline=_offline(memory)))
 
 
 @app.command("schedule")

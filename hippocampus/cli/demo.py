@@ -149,8 +149,9 @@ def run_demo(
         removed = memory.reset(conv.user_id)  # a fresh start when --uri points at an earlier demo store
         if removed:
             console.print(f"removed {removed} memories of {conv.user_id!r} left by an earlier demo run")
+        bars = Console(stderr=True)
         with Progress(TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=False) as bar:
+                      console=bars, transient=False, disable=not bars.is_terminal) as bar:  # a bar only on a terminal
             task = bar.add_task("loading the embedder", total=1)
             memory.embedder.encode(["warm-up"], role="passage")
             bar.update(task, completed=1)

@@ -22,6 +22,9 @@ from ..models import HistoryEvent, MemoryRecord, SearchHit, SearchResult
 
 TEXT_WIDTH = 70
 WIDE = 120  # below this many columns the tables fold `when` onto two lines and merge small columns
+COMPACT = 90  # below this many columns `history` shows the event and the change in two columns
+MIN_TEXT = 24  # the text column's least share; to keep it, small columns are left out on a narrow terminal
+UNLIMITED = 100_000  # --wide: never wrap nor cut (the terminal or a pager scrolls sideways)
 # Control characters that are not whitespace: shown as \xNN (raw, an ESC sequence recolours or clears the terminal)
 _HIDDEN = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 _ODD_SPACE = re.compile(r"[\x0b\x0c\r\x1c-\x1f\x85\u2028\u2029]")  # whitespace that moves the cursor: a plain space
@@ -37,9 +40,10 @@ def literal(value: object, style: str = "") -> Text:
     return Text(visible(str(value)), style=style)
 
 
-def console(stderr: bool = False) -> Console:
-    """A Console that never highlights or reads emoji codes in strings (user text comes as `literal`)."""
-    return Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=stderr)
+def console(stderr: bool = False, wide: bool = False) -> Console:
+    """A Console that never highlights or reads emoji codes in strings (user text comes as `literal`);
+    `wide` (`--wide`): as wide as the lines are, nothing wrapped or cut."""
+    return Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=stderr, width=UNLIMITED if wide else None)
 
 
 def terminal_width() -> int:
@@ -56,7 +60,7 @@ def when(ts: int | None) -> str:
 
 def short(text: str, width: int = TEXT_WIDTH) -> str:
     """One line, at most `width` terminal cells (a Chinese character takes two; the full text is in
-    `get` and `--json`)."""
+    `get`, `--wide` and `--json`), cut after a whole word where the text has spaces."""
     flat = " ".join(text.split())
     if cell_len(flat) <= width:
         return flat
@@ -66,7 +70,46 @@ def short(text: str, width: int = TEXT_WIDTH) -> str:
         if used > width - 1:
             break
         kept.append(char)
-    return "".join(kept) + "…"
+    cut = "".join(kept)
+    if flat[len(cut)] != " " and " " in cut[len(cut) // 2:]:  # mid-word: back to the last space
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
+def fold_middle(text: str, width: int) -> str:
+    """`text` in at most `width` cells, its middle replaced by "…": a path keeps its root and (in the
+    larger part) its end, the file name."""
+    if cell_len(text) <= width or width < 5:
+        return text
+    head = (width - 1) // 3
+    tail = width - 1 - head
+    return text[:head] + "…" + text[len(text) - tail:]
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """`1 memory`, `2 memories`."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
+def _cells(value: Any) -> int:
+    """The widest line of a cell, in terminal cells."""
+    plain = value.plain if isinstance(value, Text) else str(value)
+    return max((cell_len(line) for line in plain.splitlines()), default=0)
+
+
+def fitted(width: int, columns: list[tuple[str, list[Any], int]]) -> set[str]:
+    """The names of the columns to show at `width`: (name, cells, drop order; 0 = always) in table
+    order, the text column (the last, flexible) kept at MIN_TEXT cells by leaving out the others,
+    highest drop order first."""
+    shown = list(columns)
+
+    def need(cols: list[tuple[str, list[Any], int]]) -> int:  # fixed columns: content + 2 padding + 1 border
+        return sum(max([_cells(v) for v in cells] + [cell_len(name)]) + 3 for name, cells, _ in cols[:-1]) + 4 + MIN_TEXT
+    for name, _, _ in sorted((c for c in columns if c[2]), key=lambda c: -c[2]):
+        if need(shown) <= width:
+            break
+        shown = [c for c in shown if c[0] != name]
+    return {c[0] for c in shown}
 
 
 def dumps(value: Any) -> str:
@@ -94,48 +137,71 @@ def _when_column(table: Table, narrow: bool) -> None:
     table.add_column("when (UTC)", no_wrap=not narrow, width=10 if narrow else None)
 
 
-def records_table(records: Iterable[MemoryRecord], title: str | None = None, width: int | None = None) -> Table:
+def records_table(records: Iterable[MemoryRecord], title: str | None = None, width: int | None = None, wide: bool = False) -> Table:
     """`list`: below WIDE columns chat and who share a column and hits (in `get`) is left out, so
-    the text keeps a fair share (at least ~30 cells at 80 columns)."""
-    narrow = (width or terminal_width()) < WIDE
+    the text keeps a fair share (at least ~30 cells at 80 columns); on a terminal narrower still,
+    chat/who, then when, then type are left out (`fitted`), and the text wraps between words.
+    `wide`: every column and the whole text on one line."""
+    records = list(records)
+    width = UNLIMITED if wide else width or terminal_width()
+    narrow = width < WIDE
     table = Table(title=literal(title) if title else None, show_lines=False)
+    rows = [(str(r.id), r.memory_type.value, when(r.ts).replace(" ", "\n") if narrow else when(r.ts),
+             f"{short(r.chat_id, 12)}\n{short(r.who, 12)}") for r in records]
+    keep = fitted(width, [("id", [r[0] for r in rows], 0), ("type", [r[1] for r in rows], 1),
+                          ("when (UTC)", [r[2] for r in rows], 2), ("chat / who", [r[3] for r in rows], 3 if narrow else 0),
+                          ("text", [], 0)])
     table.add_column("id", justify="right", no_wrap=True)
-    table.add_column("type", no_wrap=True)
-    _when_column(table, narrow)
-    if narrow:
-        table.add_column("chat / who", no_wrap=True, max_width=12, overflow="ellipsis")
-    else:
+    if "type" in keep:
+        table.add_column("type", no_wrap=True)
+    if "when (UTC)" in keep:
+        _when_column(table, narrow)
+    if not narrow:
         table.add_column("chat", no_wrap=True)
         table.add_column("who", no_wrap=True)
         table.add_column("hits", justify="right")
-    table.add_column("text", min_width=20, ratio=1, overflow="fold")  # fold: a long word or CJK run wraps, never cut
-    for r in records:
-        meta = [literal(f"{short(r.chat_id, 12)}\n{short(r.who, 12)}")] if narrow else [
-            literal(short(r.chat_id, 16)), literal(short(r.who, 16)), str(r.hit_count)]
-        table.add_row(str(r.id), r.memory_type.value, when(r.ts), *meta, literal(short(r.text)))
+    elif "chat / who" in keep:
+        table.add_column("chat / who", no_wrap=True, max_width=12, overflow="ellipsis")
+    table.add_column("text", min_width=min(20, MIN_TEXT), ratio=None if wide else 1, overflow="fold")  # fold: only a word longer than the column
+    for r, (rid, kind, at, chat_who) in zip(records, rows):
+        cells: list[Any] = [rid] + ([kind] if "type" in keep else []) + ([when(r.ts)] if "when (UTC)" in keep else [])
+        if not narrow:
+            cells += [literal(short(r.chat_id, 16) if not wide else r.chat_id), literal(short(r.who, 16) if not wide else r.who), str(r.hit_count)]
+        elif "chat / who" in keep:
+            cells.append(literal(chat_who))
+        text = " ".join(r.text.split()) if wide else short(r.text)
+        table.add_row(*cells, literal(text))
     return table
 
 
-def hits_table(result: SearchResult, title: str | None = None, rows: int | None = None, width: int | None = None) -> Table:
+def hits_table(result: SearchResult, title: str | None = None, rows: int | None = None, width: int | None = None,
+               wide: bool = False) -> Table:
     """One ranked list, both kinds together in `SearchResult.all`'s order (scores compare only within
     a kind; where the kinds meet the cosine decides), at most `rows` rows, the kind on each. Below
-    WIDE columns the rank column (the row order says it) is left out."""
-    narrow = (width or terminal_width()) < WIDE
+    WIDE columns the rank column (the row order says it) is left out; narrower still, cosine, when,
+    score and type (`fitted`). `wide`: every column and the whole text on one line."""
+    width = UNLIMITED if wide else width or terminal_width()
+    narrow = width < WIDE
+    hits = result.all if rows is None else result.all[:rows]
     table = Table(title=literal(title) if title else None)
+    cos = ["" if h.similarity is None else f"{h.similarity:.3f}" for h in hits]
+    keep = fitted(width, [("type", [h.memory.memory_type.value for h in hits], 2), ("score", ["0.000"], 4),
+                          ("cosine", cos, 5), ("id", [str(h.id) for h in hits], 0),
+                          ("when (UTC)", ["2000-01-01" if narrow else "2000-01-01 00:00"], 3), ("text", [], 0)])
     if not narrow:
         table.add_column("#", justify="right")
-    table.add_column("type", no_wrap=True)
-    table.add_column("score", justify="right")
-    table.add_column("cosine", justify="right")
-    table.add_column("id", justify="right", no_wrap=True)
-    _when_column(table, narrow)
-    table.add_column("text", min_width=20, ratio=1, overflow="fold")
-    hits = result.all if rows is None else result.all[:rows]
+    for name, justify, nowrap in (("type", "left", True), ("score", "right", False), ("cosine", "right", False), ("id", "right", True)):
+        if name in keep:
+            table.add_column(name, justify=justify, no_wrap=nowrap)  # type: ignore[arg-type]
+    if "when (UTC)" in keep:
+        _when_column(table, narrow)
+    table.add_column("text", min_width=min(20, MIN_TEXT), ratio=None if wide else 1, overflow="fold")
     for i, hit in enumerate(hits, 1):
-        cos = "" if hit.similarity is None else f"{hit.similarity:.3f}"
+        values = {"type": hit.memory.memory_type.value, "score": f"{hit.score:.3f}", "cosine": cos[i - 1], "id": str(hit.id),
+                  "when (UTC)": when(hit.memory.ts)}
         rank = [] if narrow else [str(i)]
-        table.add_row(*rank, hit.memory.memory_type.value, f"{hit.score:.3f}", cos, str(hit.id), when(hit.memory.ts),
-                      literal(short(hit.text)))
+        cells = [values[k] for k in ("type", "score", "cosine", "id", "when (UTC)") if k in keep]
+        table.add_row(*rank, *cells, literal(" ".join(hit.text.split()) if wide else short(hit.text)))
     return table
 
 
@@ -155,9 +221,21 @@ def record_table(record: MemoryRecord) -> Table:
 
 
 def history_table(events: Iterable[HistoryEvent], memory_id: int, width: int | None = None) -> Table:
-    """A memory's events; below WIDE columns the event and who did it share a column."""
-    narrow = (width or terminal_width()) < WIDE
+    """A memory's events; below WIDE columns the event and who did it share a column; below COMPACT
+    the event (id, action, by, when) is one column and the old and new text one more, "was:" over
+    "now:", so that the words keep a fair share at 40 columns."""
+    width = width or terminal_width()
+    narrow = width < WIDE
     table = Table(title=f"history of memory {memory_id}")
+    if width < COMPACT:
+        table.add_column("event", no_wrap=True)
+        table.add_column("change", ratio=1, min_width=min(20, MIN_TEXT), overflow="fold")
+        for e in events:
+            at = when(e.at).replace(" ", "\n")
+            change = _new_column(e) if e.old_text is None or e.old_text == e.new_text else \
+                f"was: {short(e.old_text, 40)}\nnow: {short(e.new_text or '', 40)}"
+            table.add_row(literal(f"{e.event_id or ''} {e.action.value}\n{short(e.actor, 12)}\n{at}"), literal(change))
+        return table
     table.add_column("event id", justify="right", no_wrap=True)  # what `hippocampus undo` takes
     _when_column(table, narrow)
     if narrow:

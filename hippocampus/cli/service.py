@@ -23,7 +23,7 @@ from rich.table import Table
 
 from ..errors import ConfigError, HippocampusError, StoreError, StoreLockedError
 from . import render
-from .base import JsonOpt, _App, app, emit, store_overrides
+from .base import JsonOpt, WideOpt, _App, app, emit, store_overrides
 
 STOP_WAIT_S = 45.0  # the service finishes its requests (uvicorn allows 30 s) and closes the store
 
@@ -173,16 +173,25 @@ def _row(record: ServiceRecord) -> dict[str, Any]:
 
 
 @service_app.command("status")
-def status_cmd(as_json: bool = JsonOpt) -> None:
-    """List the recorded services: URL, pid, store, and whether each is still running."""
+def status_cmd(as_json: bool = JsonOpt, wide: bool = WideOpt) -> None:
+    """List the recorded services: URL, pid, store, and whether each is still running. A long store
+    path is folded in its middle to fit the terminal (its file name stays); --wide or --json for it whole."""
     rows = [_row(r) for r in records()]
-    table = Table(title=render.literal(f"services recorded in {services_dir()}"))
-    for name in ("url", "pid", "state", "store", "since"):
-        table.add_column(name, no_wrap=name != "store")
-    for row in rows:
-        table.add_row(render.literal(row["url"]), str(row["pid"]), "running" if row["alive"] else "dead",
-                      render.literal(row["store"]), row["started_at"])
-    emit(as_json, rows, table if rows else None, None if rows else "no service recorded")
+    width = render.UNLIMITED if wide else render.terminal_width()
+    cells = [{"url": row["url"], "pid": str(row["pid"]), "state": "running" if row["alive"] else "dead", "store": row["store"],
+              "since": row["started_at"].replace("T", " ")[:16]} for row in rows]
+    names = ["url", "pid", "state", "store", "since"]
+    fixed = {n: max([len(n)] + [render.cell_len(c[n]) for c in cells]) + 3 for n in names if n != "store"}
+    room = width - sum(fixed.values()) - 4
+    if room < 40:  # a narrow terminal: the store path matters more than when it started (--wide, --json)
+        names.remove("since")
+        room += fixed["since"]
+    table = Table(title=render.literal(f"services recorded in {render.fold_middle(str(services_dir()), max(16, width - 22))}"))
+    for name in names:
+        table.add_column(name, no_wrap=True)
+    for c in cells:
+        table.add_row(*(render.literal(render.fold_middle(c[n], max(16, room)) if n == "store" else c[n]) for n in names))
+    emit(as_json, rows, table if rows else None, None if rows else "no service recorded", wide=wide)
 
 
 @service_app.command("stop")

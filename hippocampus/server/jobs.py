@@ -63,6 +63,7 @@ class Consolidations:
         self.pending_decided = 0
         self._starters: list[threading.Thread] = []
         self._tracked: dict[str, dict[str, Any]] = {}
+        self._starting = threading.Lock()
 
     def run(self, user_ids: list[Optional[str]], trigger: str, progress: Any = None) -> ConsolidationStats:
         """Consolidate each of `user_ids` (None: every user) after any run in progress has finished;
@@ -112,11 +113,17 @@ class Consolidations:
 
     def start(self, user_ids: list[Optional[str]], trigger: str) -> str:
         """Consolidate in the background (the UI's "consolidate now"); `tracked(run_id)` tells how far
-        it got: the phase and its done/total from the job's own progress callback, then the stats."""
-        run_id = uuid.uuid4().hex[:12]
-        state: dict[str, Any] = {"id": run_id, "users": user_ids, "phase": "waiting", "done": 0, "total": 0,
-                                 "finished": False, "stats": None, "error": None}
-        self._tracked[run_id] = state
+        it got: the phase and its done/total from the job's own progress callback, then the stats.
+        While a run for the same users is unfinished its id is returned and no thread is started
+        (1,500 posts were 1,500 threads, issue 42)."""
+        with self._starting:  # one background run per set of users: a second click joins the running one
+            for state in self._tracked.values():
+                if state["users"] == user_ids and not state["finished"]:
+                    return str(state["id"])
+            run_id = uuid.uuid4().hex[:12]
+            state = {"id": run_id, "users": user_ids, "phase": "waiting", "done": 0, "total": 0,
+                     "finished": False, "stats": None, "error": None}
+            self._tracked[run_id] = state
         while len(self._tracked) > KEEP_RUNS:
             self._tracked.pop(next(iter(self._tracked)))
 

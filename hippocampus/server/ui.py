@@ -15,7 +15,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Form, Request
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from .. import validation as V
@@ -292,6 +292,11 @@ def mount(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions(getattr(app.state, "ui_session_s", DEFAULT_LIFETIME_S))
     app.include_router(router)
     app.mount(f"{UI_PREFIX}/static", StaticFiles(directory=str(HERE / "static")), name="ui-static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:  # browsers ask for it on every page; a 404 there filled logs and consoles
+        return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml",
+                            headers={"Cache-Control": "public, max-age=86400"})
 
     @app.exception_handler(LoginRequired)
     async def to_login(request: Request, exc: LoginRequired) -> Response:

@@ -180,7 +180,8 @@ def bar_chart(data: Mapping[str, int], label: str, width: int = 520, bar: int = 
 
 
 def column_chart(values: list[int], labels: list[str], label: str, width: int = 520, height: int = 140) -> Markup:
-    """Vertical columns (a histogram, a time series), the first and last labels under the axis."""
+    """Vertical columns (a histogram, a time series), the first and last labels under the axis (one
+    label, centred, when there is one column: a lone day once showed its date at both ends)."""
     n = max(len(values), 1)
     top = max(values, default=0) or 1
     step = (width - 10) / n
@@ -192,7 +193,9 @@ def column_chart(values: list[int], labels: list[str], label: str, width: int = 
         cols.append(f'<rect x="{x:.1f}" y="{height - 20 - h}" width="{max(step - 2, 1):.1f}" height="{max(h, 0)}" '
                     f'class="bar"><title>{escape(tip)}</title></rect>')
     ends = ""
-    if labels:
+    if len(labels) == 1 or (labels and labels[0] == labels[-1]):  # one column: its label once, under it
+        ends = f'<text x="{5 + step * len(values) / 2:.1f}" y="{height - 5}" class="lbl" text-anchor="middle">{escape(labels[0])}</text>'
+    elif labels:
         ends = (f'<text x="5" y="{height - 5}" class="lbl">{escape(labels[0])}</text>'
                 f'<text x="{width - 5}" y="{height - 5}" class="lbl" text-anchor="end">{escape(labels[-1])}</text>')
     return Markup(f'<svg role="img" aria-label="{escape(label)}" viewBox="0 0 {width} {height}" width="{width}" '

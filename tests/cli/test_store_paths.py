@@ -86,6 +86,9 @@ def test_the_default_store_is_still_made_on_first_add(tmp_path: Path):
 def test_the_rule_names_the_nearest_store(tmp_path: Path):
     for name in ("alpha.db", "memories.db", "notes.txt"):
         (tmp_path / name).mkdir()
+        (tmp_path / name / "LOCK").touch()  # what milvus-lite leaves: an empty directory is no store
+    (tmp_path / "hollow.db").mkdir()
+    assert refusal(str(tmp_path / "hollow.db"), "list", False, defaults=set()) is not None
     typo = str(tmp_path / "memorise.db")
     assert refusal(typo, "list", False, defaults=set()) == f"no store at {typo} (did you mean {tmp_path / 'memories.db'}?)"
     assert refusal(typo, "list", True, defaults=set()) is None  # --create / create_store_dir: said so

@@ -144,9 +144,81 @@ def test_statistics_render_the_counts_and_consolidate_now_finishes(page, world):
     for kind, n in view.by_type.items():
         assert f"type: {kind}\t{n}" in counts
     assert page.locator("svg.chart").count() == 5
+    days = page.locator("svg.chart").nth(4).locator("text").all_inner_texts()
+    assert len(days) == len(set(days)) >= 1  # before: one day's date at both ends of the axis
+    memory.add("I started learning the cello", user_id="alice", chat_id="c3")  # the page's counts are stale now
     page.click("text=Consolidate now")
     sync_api.expect(page.locator("#phase")).to_have_text("done", timeout=60_000)  # the CSP forbids a string predicate
-    assert '"examined"' in page.inner_text("#run-stats")
+    summary = page.inner_text("#run-stats")
+    assert summary.startswith("Done in ") and "examined" in summary and "{" not in summary  # before: raw JSON
+    sync_api.expect(page.locator("#total")).to_have_text(f"{memory.overview('alice').total} memories.")  # refreshed, no reload
+    assert page.locator("#runs td[data-label=trigger]").first.inner_text() == "ui"
+    favicon = page.request.get("/favicon.ico")
+    assert favicon.status == 200 and favicon.headers["content-type"].startswith("image/svg+xml")  # before: 404
+
+
+WORDS_BROKEN = r"""() => {
+  const broken = [];
+  const walker = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const re = /\S{2,24}/g;
+    for (let m = re.exec(node.data); m; m = re.exec(node.data)) {
+      const range = document.createRange();
+      range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (tops.size > 1) { broken.push(m[0]); }
+    }
+  }
+  return broken;
+}"""
+LOW_CONTRAST = r"""() => {
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+                               return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const background = el => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor);
+                                                                 if (c.length === 3 || c[3] > 0) { return c.slice(0, 3); } }
+                             return [255, 255, 255]; };
+  const low = [];
+  for (const el of document.querySelectorAll("body *:not(svg):not(svg *)")) {
+    const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.data.trim());
+    const style = getComputedStyle(el);
+    if (!own || style.visibility === "hidden" || !el.getClientRects().length) { continue; }
+    const a = lum(rgb(style.color)), b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const large = parseFloat(style.fontSize) >= 24 || (parseFloat(style.fontSize) >= 18.66 && +style.fontWeight >= 700);
+    if (ratio < (large ? 3 : 4.5)) { low.push(el.tagName + ": " + el.textContent.trim().slice(0, 30) + " " + ratio.toFixed(2)); }
+  }
+  return low;
+}"""
+UNLABELLED = """() => Array.from(document.querySelectorAll("input:not([type=hidden]), select, textarea"))
+  .filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.getAttribute("aria-labelledby"))
+  .map(e => e.outerHTML)"""
+
+
+@pytest.mark.parametrize("width", [360, 390, 1440])
+def test_every_page_fits_the_screen_keeps_words_whole_and_is_labelled(world, width):
+    """Before, at 390 px: 618 px of content (the page scrolled sideways), the header overflowed and
+    words broke mid-word. Every form field has a label, text has WCAG AA contrast, and the keyboard's
+    first stop is visibly focused."""
+    url, _memory, ids, browser = world
+    context = browser.new_context(base_url=url, viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.goto("/ui")
+    page.fill("#key", ALICE)
+    page.click("form button[type=submit]")
+    for path in ("/ui", "/ui/users/alice/memories", f"/ui/users/alice/memories/{ids['tea']}",
+                 "/ui/users/alice/search?q=where+does+my+sister+live", "/ui/users/alice/stats"):
+        page.goto(path)
+        sizes = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert sizes[0] <= sizes[1], (path, sizes)
+        assert page.evaluate(WORDS_BROKEN) == [], path
+        assert page.evaluate(UNLABELLED) == [], path
+        assert page.evaluate(LOW_CONTRAST) == [], path  # WCAG AA: 4.5:1, large text 3:1
+    page.goto("/ui/users/alice/memories")
+    page.keyboard.press("Tab")  # the first stop is the skip link, visibly focused
+    focused = page.evaluate("[document.activeElement.className, getComputedStyle(document.activeElement).outlineStyle]")
+    assert focused == ["skip", "solid"]
+    context.close()
 
 
 def test_a_key_bound_to_alice_never_reaches_bob(page, world):

@@ -12,6 +12,16 @@
     var box = document.querySelector("[data-shortcut='/']");
     if (box) { event.preventDefault(); box.focus(); }
   });
+  // each cell of a wide table names its column, for the one-card-a-row layout of a phone (ui.css)
+  function label(root) {
+    root.querySelectorAll("table.memories, table.history, table.runs").forEach(function (table) {
+      var names = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
+      table.querySelectorAll("tbody tr").forEach(function (tr) {
+        Array.prototype.forEach.call(tr.children, function (td, i) { if (names[i] && !td.hasAttribute("colspan")) { td.setAttribute("data-label", names[i]); } });
+      });
+    });
+  }
+  label(document);
   var form = document.getElementById("consolidate");
   if (!form) { return; }
   var bar = document.getElementById("progress"), phase = document.getElementById("phase"), out = document.getElementById("run-stats");
@@ -24,13 +34,30 @@
       .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); })
       .then(function (started) { poll(form.getAttribute("data-progress") + encodeURIComponent(started.run_id)); })
       .catch(function (err) { phase.textContent = "failed: " + err.message; button.disabled = false; });
+    // "done in 1.2 s: examined 40, merged 3" from the run's statistics (only what changed)
+    function summary(stats) {
+      var parts = [];
+      Object.keys(stats).forEach(function (k) { if (k !== "seconds" && stats[k]) { parts.push(k.replace(/_/g, " ") + " " + stats[k]); } });
+      return "Done in " + (stats.seconds || 0).toFixed(1) + " s" + (parts.length ? ": " + parts.join(", ") : ": nothing to change") + ".";
+    }
+    // the counts, charts and runs of this page, fetched again and swapped in (no reload, no stale counts)
+    function refresh() {
+      fetch(window.location.href, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        ["total", "charts", "counts", "runs"].forEach(function (id) {
+          var now = document.getElementById(id), next = fresh.getElementById(id);
+          if (now && next) { now.replaceWith(document.importNode(next, true)); }
+        });
+        label(document);
+      });
+    }
     function poll(url) {
       fetch(url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (s) {
         if (s.total > 0) { bar.max = s.total; bar.value = s.done; }
-        phase.textContent = s.finished ? (s.error ? "failed: " + s.error : "done") : s.phase + " " + s.done + "/" + s.total;
+        phase.textContent = s.finished ? (s.error ? "failed: " + s.error : "done") : s.phase + (s.total > 0 ? " " + s.done + " of " + s.total : "");
         if (s.finished) {
           bar.max = 1; bar.value = 1; button.disabled = false;
-          if (s.stats) { out.textContent = JSON.stringify(s.stats, null, 1); out.hidden = false; }
+          if (s.stats) { out.textContent = summary(s.stats); out.hidden = false; refresh(); }
           return;
         }
         setTimeout(function () { poll(url); }, 300);
