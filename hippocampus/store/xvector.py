@@ -14,10 +14,14 @@ so every one of them keeps the companion right without knowing it. A collection 
 companion gets it on every write, whatever the setting; the setting (`crosslang_embedder`) decides
 whether a new store is made with it and whether search uses it.
 
-Nearest neighbours: on a local milvus-lite path this process is the store's only user (the directory
-lock), so the vectors of a user are read once into memory and kept current by the writes above; the
-search is then one matrix product (~1 ms at 10k memories against ~50-90 ms for milvus-lite's own
-filtered search). On a server (several processes may write) the companion is searched by Milvus.
+Nearest neighbours: on a server (several processes may write) the companion is searched by Milvus. On a
+local milvus-lite path this process is the store's only user (the directory lock), so a user's vectors
+are also read into memory and kept current by the writes above; the search is then one matrix product
+(~1 ms). That read is not paid by a search (issue 41: 1.7 s for a user's first search at 10k memories,
+once per user per process): a user's first searches go through Milvus (~10 ms on a flushed 10k store),
+and the read runs in a background thread (`_Loader`), so a CLI that searches once never pays it and a
+service's later searches of that user run in memory. Measured against a bulk load of every user in the
+background: scripts/bench_xvector_load.py, docs/crosslang.md.
 """
 
 from __future__ import annotations
@@ -153,6 +157,9 @@ class CrossVectors:
         self.legacy = False  # a version-4 collection with `xvector` inside: written, never searched
         self._local = "://" not in host.uri
         self._users: dict[str, _UserVectors] = {}
+        self.writes = 0  # writes through the store so far (local stores: what a cached count is keyed on)
+        self.load_in_background = self._local  # False: Milvus serves every search (scripts/bench_xvector_load.py)
+        self._loader = _Loader(self)
         self._made = False
         self._create_kwargs: dict[str, Any] = {}
 
@@ -236,6 +243,7 @@ class CrossVectors:
 
     def written(self, rows: Sequence[dict[str, Any]], ids: Sequence[int], vecs: np.ndarray | None) -> None:
         """After the memories were written: their rows in the companion (under the store's lock)."""
+        self.writes += 1  # called by every insert and upsert, whether the store keeps cross vectors or not
         if not self.filled or vecs is None or not rows:
             return
         data = [xvec_row(r, i, v) for r, i, v in zip(rows, ids, vecs)]
@@ -247,6 +255,7 @@ class CrossVectors:
 
     def removed(self, ids: Sequence[int]) -> None:
         """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""
+        self.writes += 1
         if not self.filled or not ids or not self._ensure(create=False):
             return
         for start in range(0, len(ids), 1000):
@@ -258,7 +267,7 @@ class CrossVectors:
     def nearest(self, user_id: str, qx: Sequence[float], kinds: Sequence[str] | None, scripts: Sequence[str],
                 k: int) -> list[tuple[int, float]]:
         """The user's `k` memories (of `kinds`, written in `scripts`) nearest the query's cross vector:
-        (id, cosine), best first."""
+        (id, cosine), best first. In memory where this user's vectors are loaded, else by Milvus."""
         q = _units([qx])[0]
         if not scripts:
             return []
@@ -266,9 +275,10 @@ class CrossVectors:
             with self.host._lock:
                 if not self._ensure(create=False):
                     return []
-        if self._local:
-            with self.host._lock:
-                return self._user(user_id, q.shape[0]).nearest(q, kinds, scripts, k)
+        with self.host._lock:
+            loaded = self._loaded(user_id)
+            if loaded is not None:
+                return loaded.nearest(q, kinds, scripts, k)
         flt = F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts)), F.in_("memory_type", list(kinds)) if kinds else None)
         with self.host._lock:
             res = self.host._call("search", self.name, data=[q.tolist()], anns_field=XVECTOR, filter=flt, limit=k,
@@ -280,32 +290,103 @@ class CrossVectors:
         q = _units([qx])[0]
         if not ids or not self._made:
             return {}
-        if self._local:
-            with self.host._lock:
-                vectors = self._user(user_id, q.shape[0])
-                return {int(i): c for i in ids if (c := vectors.cosine(i, q)) is not None}
         with self.host._lock:
+            loaded = self._loaded(user_id)
+            if loaded is not None:
+                return {int(i): c for i in ids if (c := loaded.cosine(i, q)) is not None}
             rows = self.host._call("query", self.name, filter=F.and_(F.in_("id", [int(i) for i in ids]), F.eq("user_id", user_id)),
                                    output_fields=["id", XVECTOR], limit=len(ids))
         return {int(r["id"]): float(_units([r[XVECTOR]])[0] @ q) for r in rows}
 
-    def _user(self, user_id: str, dim: int) -> _UserVectors:
-        if user_id not in self._users and not self._made:
-            return _UserVectors([], dim)
-        if user_id not in self._users:
-            self._users[user_id] = _UserVectors(self._read(user_id), dim)
-        return self._users[user_id]
+    def _loaded(self, user_id: str) -> _UserVectors | None:
+        """This user's vectors in memory (local stores, under the store's lock), or None: then Milvus
+        answers, and the vectors are read in the background for the next search."""
+        if not self._local:
+            return None
+        vectors = self._users.get(user_id)
+        if vectors is None and self.load_in_background:
+            self._loader.want(user_id)
+        return vectors
 
-    def _read(self, user_id: str) -> list[dict[str, Any]]:
-        it = self.host._call("query_iterator", self.name, batch_size=1000, filter=F.eq("user_id", user_id),
-                             output_fields=[*XVEC_FIELDS, XVECTOR])
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        """Until the background reads asked for so far are done (tests, benchmarks); False on timeout."""
+        return self._loader.wait(timeout)
+
+    def _read(self, user_id: str | None) -> list[dict[str, Any]]:
+        """A user's rows (every user's with None), page by page, the store's lock taken per page."""
+        with self.host._lock:
+            it = self.host._call("query_iterator", self.name, batch_size=1000, filter=F.eq("user_id", user_id) if user_id else "",
+                                 output_fields=[*XVEC_FIELDS, XVECTOR])
         rows: list[dict[str, Any]] = []
         try:
-            while page := it.next():
+            while True:
+                with self.host._lock:
+                    page = it.next()
+                if not page:
+                    return rows
                 rows += page
         finally:
             it.close()
-        return rows
+
+
+class _Loader:
+    """Reads users' cross vectors into memory in one background thread, one user at a time, in the order
+    they were first searched. A read runs outside the store's lock (a page at a time under it), so
+    searches and writes go on meanwhile; a write during the read makes it read again, so the copy never
+    misses a write (after three tries it reads holding the lock)."""
+
+    def __init__(self, cross: CrossVectors):
+        self.cross = cross
+        self._pending: list[str] = []
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def want(self, user_id: str) -> None:
+        with self._cv:
+            if user_id in self._pending:
+                return
+            self._pending.append(user_id)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="hippocampus-xvec-loader", daemon=True)
+                self._thread.start()
+
+    def wait(self, timeout: float | None) -> bool:
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._pending, timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                if not self._pending:
+                    self._thread = None
+                    self._cv.notify_all()
+                    return
+                user = self._pending[0]
+            try:
+                self._load(user)
+            except Exception:  # the store was closed meanwhile, or the read failed: Milvus keeps answering
+                log.debug("reading the cross vectors of %r failed", user, exc_info=True)
+            with self._cv:
+                self._pending.remove(user)
+                self._cv.notify_all()
+
+    def _load(self, user: str) -> None:
+        cross, lock = self.cross, self.cross.host._lock
+        for attempt in range(4):
+            if user in cross._users:
+                return
+            if attempt == 3:
+                lock.acquire()
+            try:
+                seen = cross.writes
+                rows = cross._read(user)
+                with lock:
+                    if cross.writes == seen and user not in cross._users:
+                        cross._users[user] = _UserVectors(rows, cross.embedder.dim)
+                        return
+            finally:
+                if attempt == 3:
+                    lock.release()
 
 
 def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,

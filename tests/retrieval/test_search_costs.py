@@ -1,0 +1,76 @@
+"""What one search costs the store (issue 41): no `count` per search on a local store until the next
+write, and a user's cross-language vectors read in the background, never inside their first search,
+and kept complete when a write lands during that read (store/xvector.py `_Loader`)."""
+
+from __future__ import annotations
+
+import threading
+
+from hippocampus import Memory
+
+QUESTION = "我对哪种药过敏？"
+ANSWER = "I'm allergic to penicillin; it gave me hives when I was a kid."
+OTHERS = ["我女儿在学钢琴，每周六上课。", "I take the 8:15 train to work.", "我每天早上喝一杯黑咖啡。"]
+
+
+def _spy_counts(memory: Memory, monkeypatch) -> list[str]:
+    calls: list[str] = []
+    real = memory.store.count
+    monkeypatch.setattr(memory.store, "count", lambda expr="", partition=None: calls.append(expr) or real(expr, partition))
+    return calls
+
+
+def test_search_issues_no_count_until_the_next_write(memory: Memory, monkeypatch) -> None:
+    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])  # episodic only: the other kind is empty
+    calls = _spy_counts(memory, monkeypatch)
+    first = [h.text for h in memory.search("which medicine am I allergic to?", user_id="mei").all]
+    assert ANSWER in first
+    calls.clear()
+    again = [h.text for h in memory.search("which medicine am I allergic to?", user_id="mei").all]
+    memory.search("what do I drink in the morning?", user_id="mei")
+    assert calls == [] and again == first
+    new = memory.add("I'm also allergic to ibuprofen.", user_id="mei", infer=False).ids[0]  # a write: counts are stale
+    hits = memory.search("which medicine am I allergic to?", user_id="mei").all
+    assert new in {h.id for h in hits}
+
+
+def test_a_users_first_search_reads_no_cross_vectors_and_later_ones_use_memory(memory: Memory, monkeypatch) -> None:
+    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    cross = memory.store.cross
+    reads: list[str] = []
+    real_read = cross._read
+    monkeypatch.setattr(cross, "_read", lambda user: reads.append(threading.current_thread().name) or real_read(user))
+    searched: list[str] = []
+    real_call = memory.store._call
+
+    def call(method, *args, **kwargs):
+        if method == "search" and args and args[0] == cross.name:
+            searched.append(method)
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(memory.store, "_call", call)
+    first = [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all]
+    assert ANSWER in first and searched == ["search"]  # Milvus answered
+    assert cross.wait_loaded(timeout=60)
+    assert reads and threading.main_thread().name not in reads  # read by the loader, not by the search
+    searched.clear()
+    assert [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all] == first and searched == []
+
+
+def test_a_write_during_the_background_read_is_not_lost(memory: Memory, monkeypatch) -> None:
+    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    cross = memory.store.cross
+    real_read = cross._read
+    added: list[int] = []
+
+    def read_then_write(user):
+        rows = real_read(user)
+        if not added:  # a write lands after the rows were read, before they are installed
+            added.extend(memory.add("我对青霉素过敏，小时候起过疹子。", user_id="mei", infer=False).ids)
+        return rows
+
+    monkeypatch.setattr(cross, "_read", read_then_write)
+    memory.search(QUESTION, user_id="mei")
+    assert cross.wait_loaded(timeout=60)
+    assert added and added[0] in cross._users["mei"].pos
+    assert set(cross._users["mei"].ids) == {int(r["id"]) for r in memory.store.query('user_id == "mei"', ["id"])}
