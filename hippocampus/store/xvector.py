@@ -298,6 +298,21 @@ class CrossVectors:
                                    output_fields=["id", XVECTOR], limit=len(ids))
         return {int(r["id"]): float(_units([r[XVECTOR]])[0] @ q) for r in rows}
 
+    def holds(self, user_id: str, scripts: Sequence[str]) -> bool:
+        """Whether the user has a memory written in one of `scripts` (the stage loads the cross-language
+        model for a question only then: a CLI search of a one-language store never loads it)."""
+        if not scripts:
+            return False
+        with self.host._lock:
+            if not self._ensure(create=False):
+                return False
+            loaded = self._loaded(user_id)
+            if loaded is not None:
+                return any(s in scripts for s in set(loaded.scripts))
+            rows = self.host._call("query", self.name, filter=F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts))),
+                                   output_fields=["id"], limit=1)
+        return bool(rows)
+
     def _loaded(self, user_id: str) -> _UserVectors | None:
         """This user's vectors in memory (local stores, under the store's lock), or None: then Milvus
         answers, and the vectors are read in the background for the next search."""

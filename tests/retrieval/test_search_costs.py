@@ -74,3 +74,19 @@ def test_a_write_during_the_background_read_is_not_lost(memory: Memory, monkeypa
     assert cross.wait_loaded(timeout=60)
     assert added and added[0] in cross._users["mei"].pos
     assert set(cross._users["mei"].ids) == {int(r["id"]) for r in memory.store.query('user_id == "mei"', ["id"])}
+
+
+def test_a_question_no_memory_of_another_script_can_answer_leaves_the_model_unloaded(fresh_path: str, embedder, monkeypatch) -> None:
+    from hippocampus.embeddings import crosslang
+
+    with Memory(milvus_uri=fresh_path, embedder=embedder) as m:
+        m.add_many([{"text": t, "user_id": "ann"} for t in ["I live in Porto.", "I take the 8:15 train to work."]])
+        m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    fresh = crosslang.CrossLangEmbedder()  # this process's model, not loaded yet
+    monkeypatch.setitem(crosslang._SHARED, crosslang.NAME, fresh)
+    with Memory(milvus_uri=fresh_path, embedder=embedder) as m:
+        assert m.store.cross.active and m.store.cross.embedder is fresh
+        assert [h.text for h in m.search("where do I live?", user_id="ann").all][0] == "I live in Porto."
+        assert fresh._model is None  # ann has no Chinese memory: the stage had nothing to gather
+        assert ANSWER in [h.text for h in m.search(QUESTION, user_id="mei", limit=3).all]
+        assert fresh._model is not None  # mei has English memories for a Chinese question
