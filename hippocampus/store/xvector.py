@@ -80,10 +80,11 @@ class _UserVectors:
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
         self.put(rows)
 
-    def put(self, rows: Sequence[dict[str, Any]]) -> None:
+    def put(self, rows: Sequence[dict[str, Any]], vecs: np.ndarray | None = None) -> None:
+        """Add or replace rows (`vecs`: their unit vectors, when already read; else from the rows)."""
         if not rows:
             return
-        vecs = _units([r[XVECTOR] for r in rows])
+        vecs = _units([r[XVECTOR] for r in rows]) if vecs is None else vecs
         self._arrays = None
         fresh = []
         for r, v in zip(rows, vecs):
@@ -160,6 +161,7 @@ class CrossVectors:
         self.writes = 0  # writes through the store so far (local stores: what a cached count is keyed on)
         self.load_in_background = self._local  # False: Milvus serves every search (scripts/bench_xvector_load.py)
         self._loader = _Loader(self)
+        self.all_loaded = False  # the background read installed every user's vectors (local stores)
         self._made = False
         self._create_kwargs: dict[str, Any] = {}
 
@@ -250,8 +252,9 @@ class CrossVectors:
         self._ensure(create=True)
         self.host._call("upsert", self.name, data=data)
         for user in {d["user_id"] for d in data}:
-            if user in self._users:
-                self._users[user].put([d for d in data if d["user_id"] == user])
+            if user in self._users or self.all_loaded:  # every user is in memory: a new one too
+                self._users.setdefault(user, _UserVectors([], self.embedder.dim)).put([d for d in data if d["user_id"] == user])
+        self._loader.journal(("put", data))
 
     def removed(self, ids: Sequence[int]) -> None:
         """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""
@@ -262,6 +265,7 @@ class CrossVectors:
             self.host._call("delete", self.name, filter=F.in_("id", [int(i) for i in ids[start:start + 1000]]))
         for vectors in self._users.values():
             vectors.drop(ids)
+        self._loader.journal(("drop", list(ids)))
 
     # ------------------------------------------------------------ search
     def nearest(self, user_id: str, qx: Sequence[float], kinds: Sequence[str] | None, scripts: Sequence[str],
@@ -319,89 +323,100 @@ class CrossVectors:
         if not self._local:
             return None
         vectors = self._users.get(user_id)
-        if vectors is None and self.load_in_background:
+        if vectors is None and self.all_loaded:  # every user was read: this one has no row (yet)
+            vectors = self._users[user_id] = _UserVectors([], self.embedder.dim)
+        elif vectors is None and self.load_in_background:
             self._loader.want(user_id)
         return vectors
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
-        """Until the background reads asked for so far are done (tests, benchmarks); False on timeout."""
+        """Until the background read is done (tests, benchmarks); False on timeout."""
         return self._loader.wait(timeout)
 
-    def _read(self, user_id: str | None) -> list[dict[str, Any]]:
-        """A user's rows (every user's with None), page by page, the store's lock taken per page."""
+    def _pages(self, size: int = 500) -> Any:
+        """Every row of the companion, a page at a time (the store's lock taken per page, so searches and
+        writes go on between two pages): (rows without their vectors, their unit vectors as float32)."""
         with self.host._lock:
-            it = self.host._call("query_iterator", self.name, batch_size=1000, filter=F.eq("user_id", user_id) if user_id else "",
-                                 output_fields=[*XVEC_FIELDS, XVECTOR])
-        rows: list[dict[str, Any]] = []
+            it = self.host._call("query_iterator", self.name, batch_size=size, filter="", output_fields=[*XVEC_FIELDS, XVECTOR])
         try:
             while True:
                 with self.host._lock:
                     page = it.next()
                 if not page:
-                    return rows
-                rows += page
+                    return
+                vecs = _units([r[XVECTOR] for r in page])  # 512 floats a row as Python objects: gone page by page
+                yield [{k: r[k] for k in XVEC_FIELDS} for r in page], vecs
         finally:
             it.close()
 
 
 class _Loader:
-    """Reads users' cross vectors into memory in one background thread, one user at a time, in the order
-    they were first searched. A read runs outside the store's lock (a page at a time under it), so
-    searches and writes go on meanwhile; a write during the read makes it read again, so the copy never
-    misses a write (after three tries it reads holding the lock)."""
+    """Reads every user's cross vectors into memory in one background thread, started by the first search
+    that needs them; until it is done, searches go through Milvus. Measured against reading a user's
+    vectors in their first search and against reading one user at a time in the background
+    (scripts/bench_xvector_load.py, docs/crosslang.md): one paged read of the whole companion was the
+    fastest and, converted to float32 page by page, costs no transient copy in Python floats.
+    Writes made while it reads are journalled and replayed before the copy is installed, so the copy
+    never misses one (the journal and the install run under the store's lock, as the writes do)."""
 
     def __init__(self, cross: CrossVectors):
         self.cross = cross
-        self._pending: list[str] = []
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._journal: list[tuple[str, Any]] | None = None  # writes seen while reading (under the store's lock)
+        self.done = False
 
     def want(self, user_id: str) -> None:
+        """A search of `user_id` found no copy (called under the store's lock)."""
         with self._cv:
-            if user_id in self._pending:
+            if self._thread is not None or self.done:
                 return
-            self._pending.append(user_id)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="hippocampus-xvec-loader", daemon=True)
-                self._thread.start()
+            self._journal = []
+            self._thread = threading.Thread(target=self._run, name="hippocampus-xvec-loader", daemon=True)
+            self._thread.start()
+
+    def journal(self, entry: tuple[str, Any]) -> None:
+        if self._journal is not None:
+            self._journal.append(entry)
 
     def wait(self, timeout: float | None) -> bool:
         with self._cv:
-            return self._cv.wait_for(lambda: not self._pending, timeout)
+            return self._cv.wait_for(lambda: self._thread is None, timeout)
 
     def _run(self) -> None:
-        while True:
+        cross = self.cross
+        try:
+            by_user: dict[str, tuple[list[dict[str, Any]], list[np.ndarray]]] = {}
+            for rows, vecs in cross._pages():
+                for k, r in enumerate(rows):
+                    got = by_user.setdefault(str(r["user_id"]), ([], []))
+                    got[0].append(r)
+                    got[1].append(vecs[k])
+            with cross.host._lock:
+                dim = cross.embedder.dim
+                fresh = {u: _UserVectors([], dim) for u in by_user}
+                for u, (rows, vecs) in by_user.items():
+                    fresh[u].put(rows, np.stack(vecs))
+                for kind, what in self._journal or []:  # the writes made while reading, in order
+                    if kind == "put":
+                        for u in {d["user_id"] for d in what}:
+                            if u in fresh:
+                                fresh[u].put([d for d in what if d["user_id"] == u])
+                    else:
+                        for vectors in fresh.values():
+                            vectors.drop(what)
+                for u, vectors in fresh.items():
+                    cross._users.setdefault(u, vectors)
+                cross.all_loaded = True  # a user with no row now has none: an empty copy, not a Milvus search
+                self._journal = None
+                self.done = True
+        except Exception:  # the store was closed meanwhile, or the read failed: Milvus keeps answering
+            log.debug("reading the cross vectors failed", exc_info=True)
+            self._journal = None
+        finally:
             with self._cv:
-                if not self._pending:
-                    self._thread = None
-                    self._cv.notify_all()
-                    return
-                user = self._pending[0]
-            try:
-                self._load(user)
-            except Exception:  # the store was closed meanwhile, or the read failed: Milvus keeps answering
-                log.debug("reading the cross vectors of %r failed", user, exc_info=True)
-            with self._cv:
-                self._pending.remove(user)
+                self._thread = None
                 self._cv.notify_all()
-
-    def _load(self, user: str) -> None:
-        cross, lock = self.cross, self.cross.host._lock
-        for attempt in range(4):
-            if user in cross._users:
-                return
-            if attempt == 3:
-                lock.acquire()
-            try:
-                seen = cross.writes
-                rows = cross._read(user)
-                with lock:
-                    if cross.writes == seen and user not in cross._users:
-                        cross._users[user] = _UserVectors(rows, cross.embedder.dim)
-                        return
-            finally:
-                if attempt == 3:
-                    lock.release()
 
 
 def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,

@@ -36,10 +36,11 @@ def test_search_issues_no_count_until_the_next_write(memory: Memory, monkeypatch
 
 def test_a_users_first_search_reads_no_cross_vectors_and_later_ones_use_memory(memory: Memory, monkeypatch) -> None:
     memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    memory.add("I'm allergic to penicillin too.", user_id="bob", infer=False)
     cross = memory.store.cross
     reads: list[str] = []
-    real_read = cross._read
-    monkeypatch.setattr(cross, "_read", lambda user: reads.append(threading.current_thread().name) or real_read(user))
+    real_pages = cross._pages
+    monkeypatch.setattr(cross, "_pages", lambda: reads.append(threading.current_thread().name) or real_pages())
     searched: list[str] = []
     real_call = memory.store._call
 
@@ -53,26 +54,30 @@ def test_a_users_first_search_reads_no_cross_vectors_and_later_ones_use_memory(m
     assert ANSWER in first and searched == ["search"]  # Milvus answered
     assert cross.wait_loaded(timeout=60)
     assert reads and threading.main_thread().name not in reads  # read by the loader, not by the search
+    assert set(cross._users) == {"mei", "bob"}  # every user at once
     searched.clear()
     assert [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all] == first and searched == []
+    new = memory.add("我对青霉素过敏。", user_id="zoe", infer=False).ids[0]  # a user first written after the read
+    assert new in cross._users["zoe"].pos and searched == []
 
 
 def test_a_write_during_the_background_read_is_not_lost(memory: Memory, monkeypatch) -> None:
-    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    ids = memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
     cross = memory.store.cross
-    real_read = cross._read
+    real_pages = cross._pages
     added: list[int] = []
 
-    def read_then_write(user):
-        rows = real_read(user)
-        if not added:  # a write lands after the rows were read, before they are installed
-            added.extend(memory.add("我对青霉素过敏，小时候起过疹子。", user_id="mei", infer=False).ids)
-        return rows
+    def pages_then_writes():
+        for page in real_pages():
+            yield page
+            if not added:  # after the rows were read, before they are installed: a write and a delete
+                added.extend(memory.add("我对青霉素过敏，小时候起过疹子。", user_id="mei", infer=False).ids)
+                memory.delete(ids[1], user_id="mei")
 
-    monkeypatch.setattr(cross, "_read", read_then_write)
+    monkeypatch.setattr(cross, "_pages", pages_then_writes)
     memory.search(QUESTION, user_id="mei")
-    assert cross.wait_loaded(timeout=60)
-    assert added and added[0] in cross._users["mei"].pos
+    assert cross.wait_loaded(timeout=60) and cross.all_loaded
+    assert added and added[0] in cross._users["mei"].pos and ids[1] not in cross._users["mei"].pos
     assert set(cross._users["mei"].ids) == {int(r["id"]) for r in memory.store.query('user_id == "mei"', ["id"])}
 
 
