@@ -10,7 +10,7 @@ included, its USE query embedding too) for users drawn at random:
 - `off`: no cross-language stage (HIPPOCAMPUS_CROSSLANG_EMBEDDER=none), the floor;
 - `milvus`: Milvus searches the companion collection on every search;
 - `bulk` (the default): the first search starts a background thread that reads every user's vectors,
-  page by page; searches go through Milvus until it is done, then run in memory (store/xvector.py `_Loader`);
+  page by page; searches go through Milvus until it is done, then run in memory (store/xvector_copy.py `Loader`);
 - `sync`: the code before issue 41, a user's vectors read inside their first search.
 The stored vectors are random unit vectors (embedding 10,000 texts twice would take minutes here):
 what is measured is reading and searching them, which does not depend on their values.
@@ -69,7 +69,7 @@ def build(path: str, rows: int, users: int) -> None:
 
 def run(path: str, strategy: str, users: int, queries: int) -> dict[str, Any]:
     from hippocampus import Memory
-    from hippocampus.store.xvector import _UserVectors
+    from hippocampus.store.xvector_copy import UserVectors as _UserVectors
 
     t0 = time.perf_counter()
     mem = Memory(milvus_uri=path)

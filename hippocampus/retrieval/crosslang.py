@@ -158,8 +158,10 @@ def stage(r: "Retriever", q: "Query", cands: list[Candidate]) -> list[Candidate]
         return cands
     key = ("crosslang", q.text, q.kinds or q.kind)  # the memo lives for one Memory.search: only the kind varies
     if key not in q.memo:
-        if getattr(cross.embedder, "_model", True) is None and not cross.holds(q.user_id, wanted):
-            q.memo[key] = None  # the model is not loaded yet and nothing could be gathered: leave it unloaded
+        # nothing to gather (the user has no memory in another script): no query embedding, and a model not
+        # loaded yet stays unloaded; asked of Milvus only then, free once the user's vectors are in memory
+        if not cross.holds(q.user_id, wanted, ask=getattr(cross.embedder, "_model", True) is None):
+            q.memo[key] = None
             return cands
         try:
             qx = cross.embedder.encode([q.text], role="query")[0]

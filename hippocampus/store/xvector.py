@@ -15,13 +15,13 @@ companion gets it on every write, whatever the setting; the setting (`crosslang_
 whether a new store is made with it and whether search uses it.
 
 Nearest neighbours: on a server (several processes may write) the companion is searched by Milvus. On a
-local milvus-lite path this process is the store's only user (the directory lock), so a user's vectors
-are also read into memory and kept current by the writes above; the search is then one matrix product
+local milvus-lite path this process is the store's only user (the directory lock), so the vectors are
+also read into memory and kept current by the writes above; the search is then one matrix product
 (~1 ms). That read is not paid by a search (issue 41: 1.7 s for a user's first search at 10k memories,
-once per user per process): a user's first searches go through Milvus (~10 ms on a flushed 10k store),
-and the read runs in a background thread (`_Loader`), so a CLI that searches once never pays it and a
-service's later searches of that user run in memory. Measured against a bulk load of every user in the
-background: scripts/bench_xvector_load.py, docs/crosslang.md.
+once per user per process): the first search starts one paged read of every user's vectors in a
+background thread (store/xvector_copy.py `Loader`), and searches go through Milvus until it is done,
+so a CLI that searches once never waits for it. Measured against reading in the search, against Milvus
+alone and against per-user reads: scripts/bench_xvector_load.py, docs/crosslang.md.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ from ..errors import SchemaMismatchError
 from ..text import script_of
 from . import filters as F
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
+from .xvector_copy import Loader as _Loader
+from .xvector_copy import UserVectors as _UserVectors
+from .xvector_copy import units as _units
 
 log = logging.getLogger(__name__)
 
@@ -68,80 +71,10 @@ def xvec_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
     return schema, index
 
 
-class _UserVectors:
-    """One user's cross vectors in memory (local stores only): ids, kinds and unit rows."""
-
-    def __init__(self, rows: Sequence[dict[str, Any]], dim: int):
-        self.pos: dict[int, int] = {}
-        self.ids: list[int] = []
-        self.kinds: list[str] = []
-        self.scripts: list[str] = []
-        self.mat = np.zeros((0, dim), dtype=np.float32)
-        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
-        self.put(rows)
-
-    def put(self, rows: Sequence[dict[str, Any]], vecs: np.ndarray | None = None) -> None:
-        """Add or replace rows (`vecs`: their unit vectors, when already read; else from the rows)."""
-        if not rows:
-            return
-        vecs = _units([r[XVECTOR] for r in rows]) if vecs is None else vecs
-        self._arrays = None
-        fresh = []
-        for r, v in zip(rows, vecs):
-            i = int(r["id"])
-            if i in self.pos:
-                self.mat[self.pos[i]] = v
-                self.kinds[self.pos[i]], self.scripts[self.pos[i]] = str(r["memory_type"]), str(r["script"])
-            else:
-                self.pos[i] = len(self.ids) + len(fresh)
-                fresh.append((i, str(r["memory_type"]), str(r["script"]), v))
-        if fresh:
-            self.ids += [f[0] for f in fresh]
-            self.kinds += [f[1] for f in fresh]
-            self.scripts += [f[2] for f in fresh]
-            self.mat = np.vstack([self.mat, np.stack([f[3] for f in fresh])])
-
-    def drop(self, ids: Sequence[int]) -> None:
-        gone = {int(i) for i in ids} & self.pos.keys()
-        if not gone:
-            return
-        self._arrays = None
-        keep = [k for k, i in enumerate(self.ids) if i not in gone]
-        self.ids = [self.ids[k] for k in keep]
-        self.kinds = [self.kinds[k] for k in keep]
-        self.scripts = [self.scripts[k] for k in keep]
-        self.mat = self.mat[keep]
-        self.pos = {i: k for k, i in enumerate(self.ids)}
-
-    def nearest(self, qx: np.ndarray, kinds: Sequence[str] | None, scripts: Sequence[str], k: int) -> list[tuple[int, float]]:
-        if not self.ids:
-            return []
-        if self._arrays is None:  # the labels as arrays once per change, not once per search (~2 ms at 10k)
-            self._arrays = (np.asarray(self.scripts), np.asarray(self.kinds))
-        sims = self.mat @ qx
-        keep = np.isin(self._arrays[0], list(scripts))
-        if kinds is not None:
-            keep &= np.isin(self._arrays[1], list(kinds))
-        sims = np.where(keep, sims, -np.inf)
-        k = min(k, len(self.ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        return [(self.ids[j], float(sims[j])) for j in sorted(top, key=lambda j: -sims[j]) if np.isfinite(sims[j])]
-
-    def cosine(self, memory_id: int, qx: np.ndarray) -> float | None:
-        k = self.pos.get(int(memory_id))
-        return None if k is None else float(self.mat[k] @ qx)
-
-
 def xvec_row(row: dict[str, Any], memory_id: int, vec: Any) -> dict[str, Any]:
     """The companion's row of a memory."""
     return {"id": int(memory_id), "user_id": row["user_id"], "memory_type": row["memory_type"],
             "script": script_of(str(row.get("text") or "")), XVECTOR: np.asarray(vec, dtype=np.float32).tolist()}
-
-
-def _units(vecs: Any) -> np.ndarray:
-    m = np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
-    n = np.linalg.norm(m, axis=1, keepdims=True)
-    return m / np.where(n > 0, n, 1.0)
 
 
 class CrossVectors:
@@ -302,9 +235,10 @@ class CrossVectors:
                                    output_fields=["id", XVECTOR], limit=len(ids))
         return {int(r["id"]): float(_units([r[XVECTOR]])[0] @ q) for r in rows}
 
-    def holds(self, user_id: str, scripts: Sequence[str]) -> bool:
-        """Whether the user has a memory written in one of `scripts` (the stage loads the cross-language
-        model for a question only then: a CLI search of a one-language store never loads it)."""
+    def holds(self, user_id: str, scripts: Sequence[str], ask: bool = True) -> bool:
+        """Whether the user has a memory written in one of `scripts` (the stage embeds the question by the
+        cross-language model only then: a CLI search of a one-language store never loads it). Free where the
+        user's vectors are in memory; else a query of Milvus, or, with `ask` False, True (maybe)."""
         if not scripts:
             return False
         with self.host._lock:
@@ -312,7 +246,9 @@ class CrossVectors:
                 return False
             loaded = self._loaded(user_id)
             if loaded is not None:
-                return any(s in scripts for s in set(loaded.scripts))
+                return loaded.holds(scripts)
+            if not ask:
+                return True
             rows = self.host._call("query", self.name, filter=F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts))),
                                    output_fields=["id"], limit=1)
         return bool(rows)
@@ -348,75 +284,6 @@ class CrossVectors:
                 yield [{k: r[k] for k in XVEC_FIELDS} for r in page], vecs
         finally:
             it.close()
-
-
-class _Loader:
-    """Reads every user's cross vectors into memory in one background thread, started by the first search
-    that needs them; until it is done, searches go through Milvus. Measured against reading a user's
-    vectors in their first search and against reading one user at a time in the background
-    (scripts/bench_xvector_load.py, docs/crosslang.md): one paged read of the whole companion was the
-    fastest and, converted to float32 page by page, costs no transient copy in Python floats.
-    Writes made while it reads are journalled and replayed before the copy is installed, so the copy
-    never misses one (the journal and the install run under the store's lock, as the writes do)."""
-
-    def __init__(self, cross: CrossVectors):
-        self.cross = cross
-        self._cv = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._journal: list[tuple[str, Any]] | None = None  # writes seen while reading (under the store's lock)
-        self.done = False
-
-    def want(self, user_id: str) -> None:
-        """A search of `user_id` found no copy (called under the store's lock)."""
-        with self._cv:
-            if self._thread is not None or self.done:
-                return
-            self._journal = []
-            self._thread = threading.Thread(target=self._run, name="hippocampus-xvec-loader", daemon=True)
-            self._thread.start()
-
-    def journal(self, entry: tuple[str, Any]) -> None:
-        if self._journal is not None:
-            self._journal.append(entry)
-
-    def wait(self, timeout: float | None) -> bool:
-        with self._cv:
-            return self._cv.wait_for(lambda: self._thread is None, timeout)
-
-    def _run(self) -> None:
-        cross = self.cross
-        try:
-            by_user: dict[str, tuple[list[dict[str, Any]], list[np.ndarray]]] = {}
-            for rows, vecs in cross._pages():
-                for k, r in enumerate(rows):
-                    got = by_user.setdefault(str(r["user_id"]), ([], []))
-                    got[0].append(r)
-                    got[1].append(vecs[k])
-            with cross.host._lock:
-                dim = cross.embedder.dim
-                fresh = {u: _UserVectors([], dim) for u in by_user}
-                for u, (rows, vecs) in by_user.items():
-                    fresh[u].put(rows, np.stack(vecs))
-                for kind, what in self._journal or []:  # the writes made while reading, in order
-                    if kind == "put":
-                        for u in {d["user_id"] for d in what}:
-                            if u in fresh:
-                                fresh[u].put([d for d in what if d["user_id"] == u])
-                    else:
-                        for vectors in fresh.values():
-                            vectors.drop(what)
-                for u, vectors in fresh.items():
-                    cross._users.setdefault(u, vectors)
-                cross.all_loaded = True  # a user with no row now has none: an empty copy, not a Milvus search
-                self._journal = None
-                self.done = True
-        except Exception:  # the store was closed meanwhile, or the read failed: Milvus keeps answering
-            log.debug("reading the cross vectors failed", exc_info=True)
-            self._journal = None
-        finally:
-            with self._cv:
-                self._thread = None
-                self._cv.notify_all()
 
 
 def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,

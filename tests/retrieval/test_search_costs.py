@@ -1,6 +1,6 @@
 """What one search costs the store (issue 41): no `count` per search on a local store until the next
 write, and a user's cross-language vectors read in the background, never inside their first search,
-and kept complete when a write lands during that read (store/xvector.py `_Loader`)."""
+and kept complete when a write lands during that read (store/xvector_copy.py `Loader`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,14 @@ def test_a_users_first_search_reads_no_cross_vectors_and_later_ones_use_memory(m
     cross = memory.store.cross
     reads: list[str] = []
     real_pages = cross._pages
-    monkeypatch.setattr(cross, "_pages", lambda: reads.append(threading.current_thread().name) or real_pages())
+    go = threading.Event()
+
+    def pages():  # the background read waits for the first search to end: Milvus must have answered it
+        reads.append(threading.current_thread().name)
+        assert go.wait(120)
+        yield from real_pages()
+
+    monkeypatch.setattr(cross, "_pages", pages)
     searched: list[str] = []
     real_call = memory.store._call
 
@@ -52,6 +59,7 @@ def test_a_users_first_search_reads_no_cross_vectors_and_later_ones_use_memory(m
     monkeypatch.setattr(memory.store, "_call", call)
     first = [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all]
     assert ANSWER in first and searched == ["search"]  # Milvus answered
+    go.set()
     assert cross.wait_loaded(timeout=60)
     assert reads and threading.main_thread().name not in reads  # read by the loader, not by the search
     assert set(cross._users) == {"mei", "bob"}  # every user at once
@@ -95,3 +103,17 @@ def test_a_question_no_memory_of_another_script_can_answer_leaves_the_model_unlo
         assert fresh._model is None  # ann has no Chinese memory: the stage had nothing to gather
         assert ANSWER in [h.text for h in m.search(QUESTION, user_id="mei", limit=3).all]
         assert fresh._model is not None  # mei has English memories for a Chinese question
+
+
+def test_once_the_vectors_are_in_memory_a_one_language_user_costs_no_query_embedding(memory: Memory, monkeypatch) -> None:
+    memory.add_many([{"text": t, "user_id": "ann"} for t in ["I live in Porto.", "I take the 8:15 train to work."]])
+    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    cross = memory.store.cross
+    memory.search("where do I live?", user_id="ann")
+    assert cross.wait_loaded(timeout=60) and cross.all_loaded
+    encoded: list[list[str]] = []
+    real = cross.embedder.encode
+    monkeypatch.setattr(cross.embedder, "encode", lambda texts, role="passage": encoded.append(list(texts)) or real(texts, role=role))
+    assert [h.text for h in memory.search("where do I live?", user_id="ann").all][0] == "I live in Porto."
+    assert encoded == []  # ann has no Chinese memory: nothing to gather, nothing embedded
+    assert ANSWER in [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all] and encoded == [[QUESTION]]
