@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 SUFFIX = "_xvec"
 XVEC_FIELDS = ["id", "user_id", "memory_type", "script"]
+WRITE_PAGE = 500  # companion rows upserted per call
 
 
 class CrossHost(Protocol):
@@ -181,13 +182,15 @@ class CrossVectors:
         self.writes += 1  # called by every insert and upsert, whether the store keeps cross vectors or not
         if not self.filled or vecs is None or not rows:
             return
-        data = [xvec_row(r, i, v) for r, i, v in zip(rows, ids, vecs)]
         self._ensure(create=True)
-        self.host._call("upsert", self.name, data=data)
-        for user in {d["user_id"] for d in data}:
-            if user in self._users or self.all_loaded:  # every user is in memory: a new one too
-                self._users.setdefault(user, _UserVectors([], self.embedder.dim)).put([d for d in data if d["user_id"] == user])
-        self._loader.journal(("put", data))
+        for start in range(0, len(rows), WRITE_PAGE):  # 512 Python floats a row: a page at a time, not the whole batch
+            end = start + WRITE_PAGE
+            data = [xvec_row(r, i, v) for r, i, v in zip(rows[start:end], ids[start:end], vecs[start:end])]
+            self.host._call("upsert", self.name, data=data)
+            for user in {d["user_id"] for d in data}:
+                if user in self._users or self.all_loaded:  # every user is in memory: a new one too
+                    self._users.setdefault(user, _UserVectors([], self.embedder.dim)).put([d for d in data if d["user_id"] == user])
+            self._loader.journal(("put", data))
 
     def removed(self, ids: Sequence[int]) -> None:
         """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""

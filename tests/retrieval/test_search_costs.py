@@ -117,3 +117,23 @@ def test_once_the_vectors_are_in_memory_a_one_language_user_costs_no_query_embed
     assert [h.text for h in memory.search("where do I live?", user_id="ann").all][0] == "I live in Porto."
     assert encoded == []  # ann has no Chinese memory: nothing to gather, nothing embedded
     assert ANSWER in [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all] and encoded == [[QUESTION]]
+
+
+def test_a_large_write_reaches_the_companion_page_by_page(memory: Memory, monkeypatch) -> None:
+    from hippocampus.store import xvector
+
+    monkeypatch.setattr(xvector, "WRITE_PAGE", 2)
+    pages: list[int] = []
+    real_call = memory.store._call
+
+    def call(method, *args, **kwargs):
+        if method == "upsert" and args and args[0] == memory.store.cross.name:
+            pages.append(len(kwargs["data"]))
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(memory.store, "_call", call)
+    ids = memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS, "我住在杭州。"]])
+    assert pages == [2, 2, 1]
+    stored = memory.store.client.query(memory.store.cross.name, filter="id >= 0", output_fields=["id"])
+    assert {int(r["id"]) for r in stored} == set(ids)
+    assert ANSWER in [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all]
