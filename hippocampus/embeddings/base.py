@@ -32,7 +32,12 @@ class FairLock:
         me = object()
         with self._cv:
             self._queue.append(me)
-            self._cv.wait_for(lambda: not self._held and self._queue[0] is me)
+            try:
+                self._cv.wait_for(lambda: not self._held and self._queue[0] is me)
+            except BaseException:  # interrupted while waiting: leave the queue, or every later caller waits forever
+                self._queue.remove(me)
+                self._cv.notify_all()
+                raise
             self._queue.popleft()
             self._held = True
         return self

@@ -208,7 +208,7 @@ class Retriever:
             return got[0]
         if len(self._counts) > 4096:  # many users between two writes: forget the oldest half
             for old in list(self._counts)[:2048]:
-                del self._counts[old]
+                self._counts.pop(old, None)  # another thread may have dropped it
         n = self.store.count(scope, partition=part)
         self._counts[key] = (n, clock)
         return n
