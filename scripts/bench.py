@@ -4,6 +4,12 @@
     python scripts/bench.py                        # 1k,10k,100k
     python scripts/bench.py --sizes 1k,10k --queries 200
     python scripts/bench.py --sizes 10k --embed-max 300 --queries 50 --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
+    python scripts/bench.py --sizes 10k --queries 100 --crosslang both  # the default beside cross-language off (issue 41)
+
+`--crosslang both` (the default) runs every size twice, the default configuration and then with the
+cross-language embedder off (HIPPOCAMPUS_CROSSLANG_EMBEDDER=none), and prints the two rows side by
+side with a row of their ratios (default / off): what the bilingual default costs, as a regression
+benchmark (tests/scripts run it at a tiny size for the table's shape, never for its timings).
 
 Per size, in a fresh subprocess (so peak RSS is that size's own):
 - add throughput: Memory.add (infer=False, one turn per call, embedding included) and
@@ -188,30 +194,53 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--embedder", choices=("offline", "local"), default="offline")
     ap.add_argument("--model-path", help="--embedder local: a sentence-transformers folder")
+    ap.add_argument("--crosslang", choices=("both", "auto", "off"), default="both",
+                    help="both: the default and cross-language off, side by side with ratios")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(args.one, args.users, args.queries, args.embed_max, args.embedder, args.model_path)))
         return 0
+    variants = {"both": ("default", "off"), "auto": ("default",), "off": ("off",)}[args.crosslang]
     results = []
     for size in (parse_size(s) for s in args.sizes.split(",")):
-        cmd = [sys.executable, __file__, "--one", str(size), "--users", str(args.users), "--queries", str(args.queries),
-               "--embed-max", str(args.embed_max), "--embedder", args.embedder]
-        cmd += ["--model-path", args.model_path] if args.model_path else []
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
-        if proc.returncode != 0:
-            print(proc.stderr, file=sys.stderr)
-            return proc.returncode
-        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-        print(f"done {size}", file=sys.stderr)
-    print_table(results)
+        for variant in variants:
+            cmd = [sys.executable, __file__, "--one", str(size), "--users", str(args.users), "--queries", str(args.queries),
+                   "--embed-max", str(args.embed_max), "--embedder", args.embedder]
+            cmd += ["--model-path", args.model_path] if args.model_path else []
+            env = os.environ.copy()
+            if variant == "off":
+                env["HIPPOCAMPUS_CROSSLANG_EMBEDDER"] = "none"
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                print(proc.stderr, file=sys.stderr)
+                return proc.returncode
+            results.append({**json.loads(proc.stdout.strip().splitlines()[-1]), "crosslang": variant})
+            print(f"done {size} ({variant})", file=sys.stderr)
+    print_table(with_ratios(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
 
 
+def with_ratios(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows, each size's default row followed by its off row and a row of default / off."""
+    out: list[dict[str, Any]] = []
+    for r in results:
+        out.append(r)
+        if r["crosslang"] != "off":
+            continue
+        default = next((d for d in results if d["n"] == r["n"] and d["crosslang"] == "default"), None)
+        if default is not None:
+            out.append({"crosslang": "ratio", "n": r["n"], **{k: default[k] / r[k] for k in default
+                        if k in r and isinstance(default[k], (int, float)) and isinstance(r[k], (int, float)) and r[k]
+                        and k not in ("n", "users")}})
+    return out
+
+
 def print_table(results: list[dict[str, Any]]) -> None:
     cols = [
+        ("cross-language", "crosslang", "{}"),
         ("rows", "rows", "{:.0f}"), ("embedded", "embedded_rows", "{:.0f}"), ("add/s", "add_per_s", "{:.1f}"),
         ("add_many/s", "add_many_per_s", "{:.1f}"), ("emb pass/s", "embed_passages_per_s", "{:.0f}"),
         ("emb q/s", "embed_queries_per_s", "{:.0f}"), ("open s", "open_s", "{:.2f}"),
@@ -224,8 +253,21 @@ def print_table(results: list[dict[str, Any]]) -> None:
     print("| " + " | ".join(c[0] for c in cols) + " |")
     print("|" + "---|" * len(cols))
     for r in results:
-        print("| " + " | ".join(fmt.format(r.get(key, float("nan"))) for _, key, fmt in cols) + " |")
-    print("latencies in ms, user-filtered top 10, default configuration; '+neighbours' = dense with the opt-in "
+        ratio = r.get("crosslang") == "ratio"
+        cells = []
+        for _, key, fmt in cols:
+            value = r.get(key, float("nan"))
+            if key == "crosslang":
+                cells.append("default / off" if ratio else str(value))
+            elif key == "rows" and ratio:
+                cells.append(f"{r['n']:.0f}")
+            elif ratio:
+                cells.append(f"{value:.2f}x")
+            else:
+                cells.append(fmt.format(value))
+        print("| " + " | ".join(cells) + " |")
+    print("latencies in ms, user-filtered top 10, default configuration ('off': HIPPOCAMPUS_CROSSLANG_EMBEDDER=none; "
+          "'default / off': each figure's ratio); '+neighbours' = dense with the opt-in "
           "neighbour bonus (rank_neighbour_weight=0.3); 'floor' = numpy full scan with the same user mask")
 
 

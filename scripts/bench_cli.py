@@ -4,7 +4,7 @@
 
 Each CLI figure is the median wall time of `--runs` runs of a fresh `hippocampus` process (what a
 person or a cron line waits for: interpreter start, imports, opening the store, loading the
-embedder): `--help`, an `add` and a `search` on a small store (50 memories, offline defaults), and
+embedder): `--help`, an `add`, a `search` and a `list` on a small store (50 memories, offline defaults), and
 the same search through a running service (`--server`, which loads neither the store client nor the embedder).
 Then `Memory.add` in-process for texts of 1, 10 and 60 thousand characters (median of 3), which a
 long text's bounded embedding keeps flat. Prints a table; `--json` also writes the figures.
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         out["--help"] = _median(lambda: _cli("--help", env=env), args.runs)
         out["add"] = _median(lambda: _cli("--uri", db, "add", "I moved to Lisbon in March", "-u", "bench", env=env), args.runs)
         out["search"] = _median(lambda: _cli("--uri", db, "search", "where do I live?", "-u", "bench", env=env), args.runs)
+        out["list"] = _median(lambda: _cli("--uri", db, "list", "-u", "bench", env=env), args.runs)
         url = _serve(db, env)
         try:
             out["search --server (service up)"] = _median(

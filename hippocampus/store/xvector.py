@@ -14,10 +14,14 @@ so every one of them keeps the companion right without knowing it. A collection 
 companion gets it on every write, whatever the setting; the setting (`crosslang_embedder`) decides
 whether a new store is made with it and whether search uses it.
 
-Nearest neighbours: on a local milvus-lite path this process is the store's only user (the directory
-lock), so the vectors of a user are read once into memory and kept current by the writes above; the
-search is then one matrix product (~1 ms at 10k memories against ~50-90 ms for milvus-lite's own
-filtered search). On a server (several processes may write) the companion is searched by Milvus.
+Nearest neighbours: on a server (several processes may write) the companion is searched by Milvus. On a
+local milvus-lite path this process is the store's only user (the directory lock), so the vectors are
+also read into memory and kept current by the writes above; the search is then one matrix product
+(~1 ms). That read is not paid by a search (issue 41: 1.7 s for a user's first search at 10k memories,
+once per user per process): the first search starts one paged read of every user's vectors in a
+background thread (store/xvector_copy.py `Loader`), and searches go through Milvus until it is done,
+so a CLI that searches once never waits for it. Measured against reading in the search, against Milvus
+alone and against per-user reads: scripts/bench_xvector_load.py, docs/crosslang.md.
 """
 
 from __future__ import annotations
@@ -33,11 +37,15 @@ from ..errors import SchemaMismatchError
 from ..text import script_of
 from . import filters as F
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
+from .xvector_copy import Loader as _Loader
+from .xvector_copy import UserVectors as _UserVectors
+from .xvector_copy import units as _units
 
 log = logging.getLogger(__name__)
 
 SUFFIX = "_xvec"
 XVEC_FIELDS = ["id", "user_id", "memory_type", "script"]
+WRITE_PAGE = 500  # companion rows upserted per call
 
 
 class CrossHost(Protocol):
@@ -64,79 +72,10 @@ def xvec_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
     return schema, index
 
 
-class _UserVectors:
-    """One user's cross vectors in memory (local stores only): ids, kinds and unit rows."""
-
-    def __init__(self, rows: Sequence[dict[str, Any]], dim: int):
-        self.pos: dict[int, int] = {}
-        self.ids: list[int] = []
-        self.kinds: list[str] = []
-        self.scripts: list[str] = []
-        self.mat = np.zeros((0, dim), dtype=np.float32)
-        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
-        self.put(rows)
-
-    def put(self, rows: Sequence[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        vecs = _units([r[XVECTOR] for r in rows])
-        self._arrays = None
-        fresh = []
-        for r, v in zip(rows, vecs):
-            i = int(r["id"])
-            if i in self.pos:
-                self.mat[self.pos[i]] = v
-                self.kinds[self.pos[i]], self.scripts[self.pos[i]] = str(r["memory_type"]), str(r["script"])
-            else:
-                self.pos[i] = len(self.ids) + len(fresh)
-                fresh.append((i, str(r["memory_type"]), str(r["script"]), v))
-        if fresh:
-            self.ids += [f[0] for f in fresh]
-            self.kinds += [f[1] for f in fresh]
-            self.scripts += [f[2] for f in fresh]
-            self.mat = np.vstack([self.mat, np.stack([f[3] for f in fresh])])
-
-    def drop(self, ids: Sequence[int]) -> None:
-        gone = {int(i) for i in ids} & self.pos.keys()
-        if not gone:
-            return
-        self._arrays = None
-        keep = [k for k, i in enumerate(self.ids) if i not in gone]
-        self.ids = [self.ids[k] for k in keep]
-        self.kinds = [self.kinds[k] for k in keep]
-        self.scripts = [self.scripts[k] for k in keep]
-        self.mat = self.mat[keep]
-        self.pos = {i: k for k, i in enumerate(self.ids)}
-
-    def nearest(self, qx: np.ndarray, kinds: Sequence[str] | None, scripts: Sequence[str], k: int) -> list[tuple[int, float]]:
-        if not self.ids:
-            return []
-        if self._arrays is None:  # the labels as arrays once per change, not once per search (~2 ms at 10k)
-            self._arrays = (np.asarray(self.scripts), np.asarray(self.kinds))
-        sims = self.mat @ qx
-        keep = np.isin(self._arrays[0], list(scripts))
-        if kinds is not None:
-            keep &= np.isin(self._arrays[1], list(kinds))
-        sims = np.where(keep, sims, -np.inf)
-        k = min(k, len(self.ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        return [(self.ids[j], float(sims[j])) for j in sorted(top, key=lambda j: -sims[j]) if np.isfinite(sims[j])]
-
-    def cosine(self, memory_id: int, qx: np.ndarray) -> float | None:
-        k = self.pos.get(int(memory_id))
-        return None if k is None else float(self.mat[k] @ qx)
-
-
 def xvec_row(row: dict[str, Any], memory_id: int, vec: Any) -> dict[str, Any]:
     """The companion's row of a memory."""
     return {"id": int(memory_id), "user_id": row["user_id"], "memory_type": row["memory_type"],
             "script": script_of(str(row.get("text") or "")), XVECTOR: np.asarray(vec, dtype=np.float32).tolist()}
-
-
-def _units(vecs: Any) -> np.ndarray:
-    m = np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
-    n = np.linalg.norm(m, axis=1, keepdims=True)
-    return m / np.where(n > 0, n, 1.0)
 
 
 class CrossVectors:
@@ -153,6 +92,10 @@ class CrossVectors:
         self.legacy = False  # a version-4 collection with `xvector` inside: written, never searched
         self._local = "://" not in host.uri
         self._users: dict[str, _UserVectors] = {}
+        self.writes = 0  # writes through the store so far (local stores: what a cached count is keyed on)
+        self.load_in_background = self._local  # False: Milvus serves every search (scripts/bench_xvector_load.py)
+        self._loader = _Loader(self)
+        self.all_loaded = False  # the background read installed every user's vectors (local stores)
         self._made = False
         self._create_kwargs: dict[str, Any] = {}
 
@@ -236,29 +179,35 @@ class CrossVectors:
 
     def written(self, rows: Sequence[dict[str, Any]], ids: Sequence[int], vecs: np.ndarray | None) -> None:
         """After the memories were written: their rows in the companion (under the store's lock)."""
+        self.writes += 1  # called by every insert and upsert, whether the store keeps cross vectors or not
         if not self.filled or vecs is None or not rows:
             return
-        data = [xvec_row(r, i, v) for r, i, v in zip(rows, ids, vecs)]
         self._ensure(create=True)
-        self.host._call("upsert", self.name, data=data)
-        for user in {d["user_id"] for d in data}:
-            if user in self._users:
-                self._users[user].put([d for d in data if d["user_id"] == user])
+        for start in range(0, len(rows), WRITE_PAGE):  # 512 Python floats a row: a page at a time, not the whole batch
+            end = start + WRITE_PAGE
+            data = [xvec_row(r, i, v) for r, i, v in zip(rows[start:end], ids[start:end], vecs[start:end])]
+            self.host._call("upsert", self.name, data=data)
+            for user in {d["user_id"] for d in data}:
+                if user in self._users or self.all_loaded:  # every user is in memory: a new one too
+                    self._users.setdefault(user, _UserVectors([], self.embedder.dim)).put([d for d in data if d["user_id"] == user])
+            self._loader.journal(("put", data))
 
     def removed(self, ids: Sequence[int]) -> None:
         """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""
+        self.writes += 1
         if not self.filled or not ids or not self._ensure(create=False):
             return
         for start in range(0, len(ids), 1000):
             self.host._call("delete", self.name, filter=F.in_("id", [int(i) for i in ids[start:start + 1000]]))
         for vectors in self._users.values():
             vectors.drop(ids)
+        self._loader.journal(("drop", list(ids)))
 
     # ------------------------------------------------------------ search
     def nearest(self, user_id: str, qx: Sequence[float], kinds: Sequence[str] | None, scripts: Sequence[str],
                 k: int) -> list[tuple[int, float]]:
         """The user's `k` memories (of `kinds`, written in `scripts`) nearest the query's cross vector:
-        (id, cosine), best first."""
+        (id, cosine), best first. In memory where this user's vectors are loaded, else by Milvus."""
         q = _units([qx])[0]
         if not scripts:
             return []
@@ -266,9 +215,10 @@ class CrossVectors:
             with self.host._lock:
                 if not self._ensure(create=False):
                     return []
-        if self._local:
-            with self.host._lock:
-                return self._user(user_id, q.shape[0]).nearest(q, kinds, scripts, k)
+        with self.host._lock:
+            loaded = self._loaded(user_id)
+            if loaded is not None:
+                return loaded.nearest(q, kinds, scripts, k)
         flt = F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts)), F.in_("memory_type", list(kinds)) if kinds else None)
         with self.host._lock:
             res = self.host._call("search", self.name, data=[q.tolist()], anns_field=XVECTOR, filter=flt, limit=k,
@@ -280,32 +230,63 @@ class CrossVectors:
         q = _units([qx])[0]
         if not ids or not self._made:
             return {}
-        if self._local:
-            with self.host._lock:
-                vectors = self._user(user_id, q.shape[0])
-                return {int(i): c for i in ids if (c := vectors.cosine(i, q)) is not None}
         with self.host._lock:
+            loaded = self._loaded(user_id)
+            if loaded is not None:
+                return {int(i): c for i in ids if (c := loaded.cosine(i, q)) is not None}
             rows = self.host._call("query", self.name, filter=F.and_(F.in_("id", [int(i) for i in ids]), F.eq("user_id", user_id)),
                                    output_fields=["id", XVECTOR], limit=len(ids))
         return {int(r["id"]): float(_units([r[XVECTOR]])[0] @ q) for r in rows}
 
-    def _user(self, user_id: str, dim: int) -> _UserVectors:
-        if user_id not in self._users and not self._made:
-            return _UserVectors([], dim)
-        if user_id not in self._users:
-            self._users[user_id] = _UserVectors(self._read(user_id), dim)
-        return self._users[user_id]
+    def holds(self, user_id: str, scripts: Sequence[str], ask: bool = True) -> bool:
+        """Whether the user has a memory written in one of `scripts` (the stage embeds the question by the
+        cross-language model only then: a CLI search of a one-language store never loads it). Free where the
+        user's vectors are in memory; else a query of Milvus, or, with `ask` False, True (maybe)."""
+        if not scripts:
+            return False
+        with self.host._lock:
+            if not self._ensure(create=False):
+                return False
+            loaded = self._loaded(user_id)
+            if loaded is not None:
+                return loaded.holds(scripts)
+            if not ask:
+                return True
+            rows = self.host._call("query", self.name, filter=F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts))),
+                                   output_fields=["id"], limit=1)
+        return bool(rows)
 
-    def _read(self, user_id: str) -> list[dict[str, Any]]:
-        it = self.host._call("query_iterator", self.name, batch_size=1000, filter=F.eq("user_id", user_id),
-                             output_fields=[*XVEC_FIELDS, XVECTOR])
-        rows: list[dict[str, Any]] = []
+    def _loaded(self, user_id: str) -> _UserVectors | None:
+        """This user's vectors in memory (local stores, under the store's lock), or None: then Milvus
+        answers, and the vectors are read in the background for the next search."""
+        if not self._local:
+            return None
+        vectors = self._users.get(user_id)
+        if vectors is None and self.all_loaded:  # every user was read: this one has no row (yet)
+            vectors = self._users[user_id] = _UserVectors([], self.embedder.dim)
+        elif vectors is None and self.load_in_background:
+            self._loader.want(user_id)
+        return vectors
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        """Until the background read is done (tests, benchmarks); False on timeout."""
+        return self._loader.wait(timeout)
+
+    def _pages(self, size: int = 500) -> Any:
+        """Every row of the companion, a page at a time (the store's lock taken per page, so searches and
+        writes go on between two pages): (rows without their vectors, their unit vectors as float32)."""
+        with self.host._lock:
+            it = self.host._call("query_iterator", self.name, batch_size=size, filter="", output_fields=[*XVEC_FIELDS, XVECTOR])
         try:
-            while page := it.next():
-                rows += page
+            while True:
+                with self.host._lock:
+                    page = it.next()
+                if not page:
+                    return
+                vecs = _units([r[XVECTOR] for r in page])  # 512 floats a row as Python objects: gone page by page
+                yield [{k: r[k] for k in XVEC_FIELDS} for r in page], vecs
         finally:
             it.close()
-        return rows
 
 
 def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,

