@@ -41,7 +41,7 @@ def memory(tmp_path_factory):
 @pytest.fixture(scope="module")
 def filled(memory):
     """(store, reference): the same items put into a HippocampusStore and LangGraph's InMemoryStore."""
-    store, reference = HippocampusStore(memory, users=["alice", "bob"]), InMemoryStore()
+    store, reference = HippocampusStore(memory), InMemoryStore()
     for namespace, key, value in ITEMS:
         store.put(namespace, key, value)
         reference.put(namespace, key, value)
@@ -179,9 +179,10 @@ def test_namespaces_outside_the_rule_are_refused_and_nothing_is_written(memory):
         with pytest.raises(InvalidNamespaceError):
             store.batch([PutOp(("rule", "ivy"), "ok", {"text": "kept?"}), PutOp(bad, "k", {"text": "x"})])
     assert len(memory.get_all("ivy")) == before
-    with pytest.raises(InvalidNamespaceError, match="name the user"):
-        store.search(("rule",), query="anything")
-    assert HippocampusStore(memory, prefix="rule", users=["ivy"]).search(("rule",), query="anything") == []
+    assert store.search(("rule",), query="anything") == []  # the open default walks every user of the prefix
+    only = HippocampusStore(memory, prefix="rule", users=["ivy"])
+    with pytest.raises(InvalidNamespaceError, match="not one of this store's users"):
+        only.put(("rule", "jan"), "k", {"text": "x"})  # a store given users= reads and writes only theirs
 
 
 def test_a_store_bound_to_one_user_keeps_whole_namespaces(memory):
