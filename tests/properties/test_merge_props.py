@@ -21,6 +21,7 @@ from tests.consolidation_helpers import episode_row, merge_union, scripted_chat,
 LOW, HIGH = 0.65, 0.85
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
 SAME_CHAT_S, DIFF_CHAT_S = 1800, 604800
+DAY_S = 86400  # events on different days never merge (issue 40: consolidation/rules.different_days)
 
 merge_sims = st.floats(min_value=HIGH + 0.002, max_value=0.999)
 ambiguous_sims = st.floats(min_value=LOW + 0.002, max_value=HIGH - 0.002)
@@ -35,13 +36,13 @@ def mem(shared_db):
     m.close()
 
 
-def _pair(mem: Memory, sim: float, gap: int, same_chat: bool, who_a: str = "me", who_b: str = "me", seed: int = 0):
+def _pair(mem: Memory, sim: float, gap: int, same_chat: bool, who_a: str = "me", who_b: str = "me", seed: int = 0, base: int = T0):
     user = f"u-{uuid.uuid4().hex}"
     va, vb = vector_pair(sim, seed=seed)
     chat_b = "c1" if same_chat else "c2"
     ids = mem.store.insert([
-        episode_row(user, "first telling", va, T0, "c1", who_a),
-        episode_row(user, "second telling", vb, T0 + gap, chat_b, who_b),
+        episode_row(user, "first telling", va, base, "c1", who_a),
+        episode_row(user, "second telling", vb, base + gap, chat_b, who_b),
     ])
     return user, ids
 
@@ -58,7 +59,7 @@ def test_merge_threshold_enforcement(mem, sim, same_chat, frac, seed):
     For any pair with similarity >= T_merge_high, the same who and passing time/chat
     constraints (and a Merger that judges them one event), consolidation merges them.
     """
-    gap = int(frac * (SAME_CHAT_S if same_chat else DIFF_CHAT_S))
+    gap = int(frac * (SAME_CHAT_S if same_chat else DAY_S - 1))  # across chats: within 7 days and on one day
     user, ids = _pair(mem, sim, gap, same_chat, seed=seed)
     stats = mem.consolidate(user_id=user)
     records = mem.get_all(user, "episodic")
@@ -125,11 +126,12 @@ def test_same_chat_merge_time_constraint(mem, sim, gap, seed):
 def test_different_chat_merge_time_constraint(mem, sim, gap, seed):
     """
     **Validates: Requirements 9.2**
-    Two memories of different chats merge only if |ts1 - ts2| <= 604800 seconds (7 days).
+    Two memories of different chats merge only if |ts1 - ts2| <= 604800 seconds (7 days), and (issue 40)
+    only when their events fall on one day: neither text here names the other's day.
     """
     user, _ = _pair(mem, sim, gap, False, seed=seed)
     mem.consolidate(user_id=user)
-    assert (_count(mem, user) == 1) == (gap <= DIFF_CHAT_S)
+    assert (_count(mem, user) == 1) == (gap <= DIFF_CHAT_S and gap < DAY_S)
 
 
 # **Feature: ai-memory-system, Property 20: Who Field Merge Constraint**
@@ -147,13 +149,13 @@ def test_who_field_merge_constraint(mem, sim, who_a, who_b, seed):
 
 
 # **Feature: ai-memory-system, Property 21: Merged Record Time Selection**
-@given(sim=merge_sims, gap=st.integers(-DIFF_CHAT_S, DIFF_CHAT_S), seed=st.integers(0, 2**32 - 1))
+@given(sim=merge_sims, gap=st.integers(-DAY_S // 2 + 1, DAY_S // 2 - 1), seed=st.integers(0, 2**32 - 1))
 def test_merged_record_time_selection(mem, sim, gap, seed):
     """
     **Validates: Requirements 9.4**
     The merged record's metadata.time is the earlier of the two original metadata.time values.
     """
-    user, ids = _pair(mem, sim, gap, False, seed=seed)
+    user, ids = _pair(mem, sim, gap, False, seed=seed, base=T0 + DAY_S // 2)  # noon: both on one day
     originals = {r.id: r for r in mem.get_all(user)}
     earlier = min(originals.values(), key=lambda r: r.ts)
     mem.consolidate(user_id=user)

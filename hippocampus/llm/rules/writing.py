@@ -116,7 +116,8 @@ def remember_request(text: str, now: str = "") -> dict[str, Any] | None:
     if not _REMEMBER.search(text) or _NOT_A_REQUEST.search(text):
         return None
     zh = has_cjk(text)
-    content = [c for c in clauses(_REMEMBER.sub(" ", text)) if not is_chitchat(c) and not is_question(c)  # the question asked is no memory
+    content = [c for c in clauses(_REMEMBER.sub(" ", text)) if not is_chitchat(c)
+               and not (is_question(c) and not is_personal_fact(c))  # the question asked beside it is no memory
                and c.lower() not in ("this", "that", "这个", "这件事")]
     body = ("，" if zh else ", ").join(content)
     if body and (substantial(body) or any(is_personal_fact(c) for c in content)):
