@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import IO, Any, Iterable
+from collections.abc import Iterable
+from typing import IO, Any
 
 from hippocampus import Memory
 from hippocampus.agent import Session, recall_loop

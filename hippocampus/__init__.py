@@ -22,17 +22,30 @@ from .errors import (
 # Memory pulls in the store client and the embedder, Client httpx, MemoryConfig pydantic-settings.
 _LAZY = {
     "Memory": "memory", "AsyncMemory": "memory", "Client": "remote", "AsyncClient": "remote", "connect": "remote", "MemoryConfig": "config",
-    **{name: "models" for name in ("AddResult", "Category", "ConsolidationStats", "DecayStats", "HistoryAction",
-                                   "HistoryEvent", "Lifecycle", "MemoryPage", "MemoryRecord", "MemoryType",
-                                   "ObserveResult", "SearchHit", "SearchResult", "State", "UndoResult")},
+    **dict.fromkeys(("AddResult", "Category", "ConsolidationStats", "DecayStats", "HistoryAction", "HistoryEvent", "Lifecycle", "MemoryPage", "MemoryRecord", "MemoryType", "ObserveResult", "SearchHit", "SearchResult", "State", "UndoResult"), "models"),
 }
 
 if TYPE_CHECKING:
-    from .remote import AsyncClient, Client, connect
     from .config import MemoryConfig
     from .memory import AsyncMemory, Memory
-    from .models import (AddResult, Category, ConsolidationStats, DecayStats, HistoryAction, HistoryEvent, Lifecycle,
-                         MemoryPage, MemoryRecord, MemoryType, ObserveResult, SearchHit, SearchResult, State, UndoResult)
+    from .models import (
+        AddResult,
+        Category,
+        ConsolidationStats,
+        DecayStats,
+        HistoryAction,
+        HistoryEvent,
+        Lifecycle,
+        MemoryPage,
+        MemoryRecord,
+        MemoryType,
+        ObserveResult,
+        SearchHit,
+        SearchResult,
+        State,
+        UndoResult,
+    )
+    from .remote import AsyncClient, Client, connect
 
 
 def __getattr__(name: str) -> Any:

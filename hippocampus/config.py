@@ -291,7 +291,7 @@ class MemoryConfig(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _check_providers(self) -> "MemoryConfig":
+    def _check_providers(self) -> MemoryConfig:
         if self.llm_api_key is None and os.environ.get("OPENAI_API_KEY"):
             self.llm_api_key = SecretStr(os.environ["OPENAI_API_KEY"])
         if self.embedding_api_key is None and os.environ.get("OPENAI_API_KEY"):
@@ -324,7 +324,7 @@ class MemoryConfig(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _check_store_dir(self) -> "MemoryConfig":
+    def _check_store_dir(self) -> MemoryConfig:
         """A missing parent directory of a local store is a mistake unless asked for (ConfigError, not a
         ValueError, so that pydantic does not append the whole input, secrets included)."""
         if not self.is_local_store or self.create_store_dir:

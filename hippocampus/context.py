@@ -35,7 +35,7 @@ class MemoryContext:
         self.retriever = Retriever(store, embedder, RetrievalParams.from_config(config))
 
     @classmethod
-    def open(cls, config: MemoryConfig, embedder: Embedder, llm: ChatModel | None = None) -> "MemoryContext":
+    def open(cls, config: MemoryConfig, embedder: Embedder, llm: ChatModel | None = None) -> MemoryContext:
         """Open (or create) the store that `config` names, for `embedder`.
 
         Raises StoreLockedError / SchemaMismatchError / StoreCorruptedError / StoreError as MilvusStore does."""

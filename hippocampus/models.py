@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
@@ -66,7 +67,7 @@ class CustomCategory(str):
     """A project's own category (MemoryConfig.categories, docs/categories.md): a name used where a
     Category is; `.value` is the name, as for a Category, so every face shows and filters it alike."""
 
-    def __new__(cls, name: str) -> "CustomCategory":
+    def __new__(cls, name: str) -> CustomCategory:
         if not CATEGORY_NAME.match(str(name)):
             raise ValueError(f"a category name is lower-case letters, digits and _ (at most 32), got {name!r}")
         return super().__new__(cls, str(name))
@@ -190,7 +191,7 @@ class Lifecycle(BaseModel):
     reviewed_at: int | None = None  # the MemoryReviewer's last look (asked again only after a later use)
 
     @classmethod
-    def of(cls, metadata: dict[str, Any], memory_type: "MemoryType", created_at: int | None = None) -> "Lifecycle":
+    def of(cls, metadata: dict[str, Any], memory_type: MemoryType, created_at: int | None = None) -> Lifecycle:
         """The stored fields, or, for a memory written before lifecycle existed (or a damaged entry),
         the defaults with the clock starting now: nothing ages until the decay step stamps it, so an
         upgrade never archives or forgets a row at once. (`created_at` is kept for callers; unused.)"""
@@ -201,7 +202,7 @@ class Lifecycle(BaseModel):
         return cls(category=category, last_activated=now_ts())
 
     @classmethod
-    def stored_in(cls, metadata: dict[str, Any]) -> "Lifecycle | None":
+    def stored_in(cls, metadata: dict[str, Any]) -> Lifecycle | None:
         """The valid lifecycle entry of this metadata, or None (missing or damaged)."""
         raw = metadata.get(LIFE_KEY)
         if isinstance(raw, dict) and "category" in raw and "last_activated" in raw:
@@ -256,7 +257,7 @@ class MemoryRecord(BaseModel):
     updated_at: int | None = None
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "MemoryRecord":
+    def from_row(cls, row: dict[str, Any]) -> MemoryRecord:
         """Build from a Milvus row; vectors and search scores are dropped. A damaged stamp of the
         library's (a `created_at` that is not epoch seconds, metadata that is not an object: a row
         an older import let in) reads as missing, so no read of its user fails; the row's id is

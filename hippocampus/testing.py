@@ -26,7 +26,8 @@ import hashlib
 import json
 import re
 from collections import deque
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -41,7 +42,7 @@ __all__ = ["ScriptedChatModel", "DeterministicEmbedder", "Reply"]
 T = TypeVar("T", bound=BaseModel)
 # A reply is the raw text a model would send, a dict or model (sent as its JSON), an exception (a
 # failed call), or a responder: a function of the prompt's structured inputs returning one of those.
-Reply = Union[str, dict, BaseModel, BaseException, Callable[[dict[str, Any]], Any]]
+Reply = str | dict | BaseModel | BaseException | Callable[[dict[str, Any]], Any]
 
 
 class ScriptedChatModel:
@@ -77,7 +78,7 @@ class ScriptedChatModel:
         self.prompts: list[Prompt] = []
         self.schemas: list[str] = []
 
-    def queue(self, *replies: Reply) -> "ScriptedChatModel":
+    def queue(self, *replies: Reply) -> ScriptedChatModel:
         """Append replies to the script (answered after those already queued)."""
         self.script.extend(replies)
         return self
@@ -128,7 +129,7 @@ class ScriptedChatModel:
         return LLMError(self.model, self.tries, "the script is exhausted")
 
     @staticmethod
-    def _answer(reply: Reply, prompt: Prompt) -> "str | BaseException":
+    def _answer(reply: Reply, prompt: Prompt) -> str | BaseException:
         if callable(reply) and not isinstance(reply, (BaseException, BaseModel, type)):
             reply = reply(prompt.inputs)
         if isinstance(reply, BaseModel):

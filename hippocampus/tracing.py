@@ -19,9 +19,10 @@ import hashlib
 import inspect
 import json
 import logging
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 try:  # the [otel] extra; opentelemetry-api alone is enough to make spans (an SDK exports them)
     from opentelemetry import trace as _otel
@@ -60,7 +61,7 @@ class TraceSettings:
     salt: bytes = b""
 
     @classmethod
-    def of(cls, config: "MemoryConfig") -> "TraceSettings":
+    def of(cls, config: MemoryConfig) -> TraceSettings:
         salt = config.trace_salt.get_secret_value() if config.trace_salt else config.collection_name
         return cls(content=config.trace_content, plain_ids=config.trace_ids == "plain", salt=salt.encode("utf-8"))
 
@@ -86,12 +87,12 @@ class _LLMNote:
     finish_reasons: list[str] = field(default_factory=list)
 
 
-_active: ContextVar[Optional[TraceSettings]] = ContextVar("hippocampus_tracing", default=None)
-_llm_note: ContextVar[Optional[_LLMNote]] = ContextVar("hippocampus_llm_note", default=None)
+_active: ContextVar[TraceSettings | None] = ContextVar("hippocampus_tracing", default=None)
+_llm_note: ContextVar[_LLMNote | None] = ContextVar("hippocampus_llm_note", default=None)
 _warned = [False]
 
 
-def enabled(config: "MemoryConfig") -> bool:
+def enabled(config: MemoryConfig) -> bool:
     """Whether `config` asks for spans and opentelemetry can make them (a warning, once, when it cannot)."""
     if not getattr(config, "tracing", False):
         return False
@@ -202,7 +203,7 @@ def result_count(result: Any) -> int | None:
 
 
 # ---------------------------------------------------------------------- the embedder
-def traced_embedder(embedder: Any, config: "MemoryConfig") -> Any:
+def traced_embedder(embedder: Any, config: MemoryConfig) -> Any:
     """`embedder` itself when tracing is off, else a proxy whose `encode` is a child span."""
     return TracedEmbedder(embedder) if enabled(config) and not isinstance(embedder, TracedEmbedder) else embedder
 

@@ -16,7 +16,8 @@ their names unless `names` says otherwise (for the CLI `CLI_NAMES` is the house 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,8 +27,8 @@ class Face(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    name: Optional[str] = None
-    omitted: Optional[str] = None
+    name: str | None = None
+    omitted: str | None = None
     names: Mapping[str, str] = Field(default_factory=dict)  # verb argument -> its name on this face
     skips: Mapping[str, str] = Field(default_factory=dict)  # verb argument -> why this face does not take it
 
@@ -57,7 +58,7 @@ class Verb(BaseModel):
     rest: Face
     mcp: Face
     cli: Face
-    async_memory: Optional[Face] = None  # None: AsyncMemory offers it under its own name (memory/async_memory.py)
+    async_memory: Face | None = None  # None: AsyncMemory offers it under its own name (memory/async_memory.py)
 
     def face(self, which: str) -> Face:
         if which == "async_memory" and self.async_memory is None:
@@ -105,7 +106,7 @@ SERVICE_DECIDES = "the service decides pending turns itself: its pending worker 
 PAGED = "REST pages (GET /v1/memories is `page`); Client.get_all and iter_all page through it"
 
 
-def on(name: str, names: Optional[dict[str, str]] = None, skips: Optional[dict[str, str]] = None) -> Face:
+def on(name: str, names: dict[str, str] | None = None, skips: dict[str, str] | None = None) -> Face:
     """The face offers the verb as `name`."""
     return Face(name=name, names=names or {}, skips=skips or {})
 

@@ -8,7 +8,7 @@ so that the facade's validation, not a second copy of it here, decides what is I
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Optional, Union
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -17,7 +17,7 @@ KEY_HEADER = "Authorization"  # "Bearer <key>"; X-API-Key is accepted too
 ALT_KEY_HEADER = "X-API-Key"
 
 Message = dict[str, str]
-Timestamp = Union[int, float, datetime, None]
+Timestamp = int | float | datetime | None
 # List lengths a request may hold (issue 42): past them a clear 422 before any work. The batch verbs take
 # 1,000 items (memory/batch.py), add_many more (a bulk import: the body cap bounds it first).
 MAX_IDS = 1000
@@ -31,18 +31,18 @@ class _Body(BaseModel):
 
 
 class AddRequest(_Body):
-    messages: Union[str, Turns] = Field(description="the turn: a string or [{role, content}, ...]")
+    messages: str | Turns = Field(description="the turn: a string or [{role, content}, ...]")
     user_id: str
     chat_id: str = "default"
-    who: Optional[str] = None
-    metadata: Optional[dict[str, Any]] = None
+    who: str | None = None
+    metadata: dict[str, Any] | None = None
     infer: bool = False
     ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
     memory_type: str = "episodic"
-    expires_at: Optional[Union[int, float, str]] = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
+    expires_at: int | float | str | None = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
                                                           "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
-    agent_id: Optional[str] = Field(default=None, description="the agent the memory belongs to (none: the user's shared memory); docs/agents.md")
-    run_id: Optional[str] = Field(default=None, description="the run it was said in, recorded and filterable; docs/agents.md")
+    agent_id: str | None = Field(default=None, description="the agent the memory belongs to (none: the user's shared memory); docs/agents.md")
+    run_id: str | None = Field(default=None, description="the run it was said in, recorded and filterable; docs/agents.md")
 
 
 class AddManyRequest(_Body):
@@ -58,28 +58,28 @@ class IdsResult(BaseModel):
 class SearchRequest(_Body):
     query: str
     user_id: str
-    limit: Optional[int] = None
-    memory_type: Optional[str] = None
-    filters: Optional[dict[str, Any]] = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
+    limit: int | None = None
+    memory_type: str | None = None
+    filters: dict[str, Any] | None = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
                                               "metadata.<key>: a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, "
                                               "contains, icontains, exists) with AND / OR / NOT, e.g. {\"priority\": {\"gte\": 3}}; "
                                               "docs/filters.md")
-    mode: Optional[str] = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
+    mode: str | None = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
     include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
-    memory_types: Optional[list[str]] = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]",
+    memory_types: list[str] | None = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]",
                                               max_length=8)
-    graph: Optional[StrictBool] = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
+    graph: StrictBool | None = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
     include_expired: StrictBool = Field(default=False, description="also memories past their expires_at")
-    agent_id: Optional[str] = Field(default=None, description="the agent reading; with agent_scope; docs/agents.md")
+    agent_id: str | None = Field(default=None, description="the agent reading; with agent_scope; docs/agents.md")
     agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without agent) or both")
-    run_id: Optional[str] = Field(default=None, description="only memories of this run")
+    run_id: str | None = Field(default=None, description="only memories of this run")
 
 
 class UpdateRequest(_Body):
     user_id: str
     text: str
-    metadata: Optional[dict[str, Any]] = None
-    expires_at: Optional[Union[int, float, str]] = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
+    metadata: dict[str, Any] | None = None
+    expires_at: int | float | str | None = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
                                                           "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
 
 
@@ -97,35 +97,35 @@ class DeleteManyRequest(_Body):
 class MarkUsedRequest(_Body):
     user_id: str
     memory_ids: list[int] = Field(max_length=MAX_IDS)
-    context: Optional[str] = None
+    context: str | None = None
 
 
 class ObserveRequest(_Body):
-    messages: Union[str, Turns] = Field(description="the turn with the answer: a string or [{role, content}, ...]")
+    messages: str | Turns = Field(description="the turn with the answer: a string or [{role, content}, ...]")
     user_id: str
     shown: list[int] = Field(default_factory=list, description="ids of the memories retrieved for this turn, best first",
                              max_length=MAX_IDS)
     chat_id: str = "default"
-    who: Optional[str] = None
-    metadata: Optional[dict[str, Any]] = None
+    who: str | None = None
+    metadata: dict[str, Any] | None = None
     ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
-    agent_id: Optional[str] = Field(default=None, description="the agent observing: what it adds is its own; docs/agents.md")
-    run_id: Optional[str] = Field(default=None, description="the run, recorded on what it adds")
+    agent_id: str | None = Field(default=None, description="the agent observing: what it adds is its own; docs/agents.md")
+    run_id: str | None = Field(default=None, description="the run, recorded on what it adds")
 
 
 class ConsolidateRequest(_Body):
-    user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
+    user_id: str | None = Field(default=None, description="one user; default: every user the key may touch")
 
 
 class DecayRequest(_Body):
-    user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
+    user_id: str | None = Field(default=None, description="one user; default: every user the key may touch")
     now: Timestamp = Field(default=None, description="the clock to decay to (simulations); default: now")
 
 
 class CurateRequest(_Body):
     user_id: str
-    category: Optional[str] = Field(default=None, description="preference, fact, ..., core (never decays)")
-    importance: Optional[float] = Field(default=None, description="the score in [0, 1], counted from now")
+    category: str | None = Field(default=None, description="preference, fact, ..., core (never decays)")
+    importance: float | None = Field(default=None, description="the score in [0, 1], counted from now")
 
 
 class ContextReply(BaseModel):
@@ -155,7 +155,7 @@ class ImportRequest(_Body):
 
 
 class BuildGraphRequest(_Body):
-    user_id: Optional[str] = Field(default=None, description="one user; default: every user the key may touch")
+    user_id: str | None = Field(default=None, description="one user; default: every user the key may touch")
 
 
 class ErrorDetail(BaseModel):
@@ -173,7 +173,7 @@ def error_body(kind: str, message: str) -> dict[str, Any]:
     return ErrorBody(error=ErrorDetail(type=kind, message=message)).model_dump()
 
 
-def json_filters(raw: Optional[str]) -> Optional[dict[str, Any]]:
+def json_filters(raw: str | None) -> dict[str, Any] | None:
     """A `filters` query parameter (GET /v1/memories): search's filters as one JSON object, parsed here so
     that a malformed one is a 422 with one line, as every bad filter is."""
     import json

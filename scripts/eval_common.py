@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import openai
 

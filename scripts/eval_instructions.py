@@ -22,8 +22,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -86,7 +87,7 @@ def run_row(memory: Any, row: dict[str, Any], path: str) -> dict[str, Any]:
         refused = say(memory, path, row["turn"], user)
     except Exception as exc:  # a path that raises counts as nothing stored, and says why
         error = f"{type(exc).__name__}: {exc}"
-    stored = [r for r in memory.get_all(user)]
+    stored = list(memory.get_all(user))
     return {"id": row["id"], "health": row["health"], "stored": [r.text for r in stored],
             "categories": [r.life.category.value for r in stored], "refused": refused, "error": error,
             "seconds": round(time.perf_counter() - started, 2)}

@@ -69,7 +69,7 @@ def turns_of(sample: dict[str, Any], now: int | None = None, exchange: int = 0) 
     `messages` list, as a chat hook that stores the exchange would call it), so "Yes, in April"
     carries its question."""
     conv = sample["conversation"]
-    sessions = sorted((int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)))
+    sessions = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
     out = []
     for n in sessions:
         ts = session_ts(conv[f"session_{n}_date_time"])

@@ -37,9 +37,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -51,7 +52,14 @@ from hippocampus.llm.rules import RulesProvider  # noqa: E402
 from hippocampus.processors import EpisodicReconsolidator, SemanticWriter  # noqa: E402
 from scripts.eval_common import CountingClient, Metered, has, keeps, lost, prompts_dir, ratio, record, set_prompts_dir  # noqa: E402
 from scripts.eval_write import (  # noqa: E402,F401  (re-exported: tests and callers import them from here)
-    HARD_KINDS, WRITE_METRICS, WRITE_NOW, WRITE_PATHS, compare_write_paths, decide, eval_write_decider, print_write_paths,
+    HARD_KINDS,
+    WRITE_METRICS,
+    WRITE_NOW,
+    WRITE_PATHS,
+    compare_write_paths,
+    decide,
+    eval_write_decider,
+    print_write_paths,
     write_metrics,
 )
 

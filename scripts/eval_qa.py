@@ -40,8 +40,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: make `scripts` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

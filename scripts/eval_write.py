@@ -18,7 +18,6 @@ from hippocampus.llm import ChatModel
 from hippocampus.llm.rules import RulesProvider
 from hippocampus.processors import EpisodicWriteDecider
 from hippocampus.processors.gate import gate
-
 from scripts.eval_common import Confusion, prompts_dir, ratio
 
 WRITE_NOW = "2026-03-01T10:00:00+00:00"

@@ -215,7 +215,7 @@ def main() -> None:
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    print(f"| framework | file | target | passed | failed | skipped |\n|---|---|---|---|---|---|")
+    print("| framework | file | target | passed | failed | skipped |\n|---|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(map(str, row)) + " |")
     totals: dict[tuple[str, str], list[int]] = {}

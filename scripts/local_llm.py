@@ -35,9 +35,10 @@ import tarfile
 import time
 import urllib.request
 import zipfile
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator, Sequence
+from typing import IO, Any
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent

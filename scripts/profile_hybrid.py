@@ -19,8 +19,9 @@ import collections
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -199,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, (name, *_rest) in enumerate(results[sizes[0]]):
         print(f"| {name} | " + " | ".join(f"{results[n][i][1]:.2f} | {results[n][i][2]:.2f}" for n in sizes) + " |")
     for n in sizes:
-        floor = dict((name, p50) for name, p50, _ in results[n]).get("numpy floor (bench.py)")
+        floor = {name: p50 for name, p50, _ in results[n]}.get("numpy floor (bench.py)")
         if floor:
             print(f"{n:,} rows, p50 / floor p50: " + ", ".join(
                 f"{name.split(' (')[0]} {p50 / floor:.1f}x" for name, p50, _ in results[n] if "Retriever.search" in name))

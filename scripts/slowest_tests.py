@@ -42,7 +42,7 @@ def folder_of(test_id: str) -> str:
 
 
 def table(rows: list[tuple[str, float, str]], top: int) -> str:
-    lines = [f"| # | seconds | outcome | test |", "|---|---|---|---|"]
+    lines = ["| # | seconds | outcome | test |", "|---|---|---|---|"]
     for n, (name, secs, outcome) in enumerate(sorted(rows, key=lambda r: -r[1])[:top], 1):
         lines.append(f"| {n} | {secs:.1f} | {outcome} | {name} |")
     by_folder: dict[str, float] = defaultdict(float)

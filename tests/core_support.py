@@ -5,7 +5,7 @@ DeterministicEmbedder). It implements the same Embedder interface as the real em
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -12,7 +12,8 @@ accepted is shown literally and round-trips; what is refused is an InvalidInput 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import strategies as st
 

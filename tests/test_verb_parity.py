@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 import typer.main

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..lifecycle.policy import PRESETS, score_of
 from ..llm import ChatModel
 from ..llm.rules import RulesProvider
-from ..lifecycle.policy import PRESETS, score_of
 from ..models import MemoryRecord, now_ts
 
 log = logging.getLogger("hippocampus.agent")

@@ -9,7 +9,8 @@ and a warning, logged; only a malformed argument (a programming error) raises.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 

@@ -27,7 +27,8 @@ import hashlib
 import unicodedata
 import uuid
 from collections import deque
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -181,7 +182,7 @@ class Session:
         self.closed = not report.pending
         return report
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:

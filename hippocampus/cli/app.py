@@ -18,31 +18,47 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from ..errors import HippocampusError
 from . import render
-from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, WideOpt, app, check_expiry, emit, exit_code, open_memory, parse_filters, parse_meta, read_text, report
+from .base import (
+    AgentOpt,
+    AgentScopeOpt,
+    JsonOpt,
+    RunOpt,
+    UserOpt,
+    WideOpt,
+    app,
+    check_expiry,
+    emit,
+    exit_code,
+    open_memory,
+    parse_filters,
+    parse_meta,
+    read_text,
+    report,
+)
+
 
 # ---------------------------------------------------------------------- commands
 @app.command()
 def add(
-    text: Optional[str] = typer.Argument(None, help="what to remember; - reads it from stdin"),
+    text: str | None = typer.Argument(None, help="what to remember; - reads it from stdin"),
     user: str = UserOpt,
     chat: str = typer.Option("default", "--chat", "-c", help="conversation id"),
-    who: Optional[str] = typer.Option(None, "--who", help="who said or did it (default: the user)"),
-    meta: Optional[List[str]] = typer.Option(None, "--meta", "-m", help="extra metadata key=value (repeatable)"),
+    who: str | None = typer.Option(None, "--who", help="who said or did it (default: the user)"),
+    meta: list[str] | None = typer.Option(None, "--meta", "-m", help="extra metadata key=value (repeatable)"),
     semantic: bool = typer.Option(False, "--semantic", help="store as a semantic fact instead of an episode"),
     procedural: bool = typer.Option(False, "--procedural", help="store as a procedure (a tool-call sequence that worked)"),
     infer: bool = typer.Option(False, "--infer", help="let the write decider (LLM or offline rules) decide what to keep"),
-    ts: Optional[int] = typer.Option(None, "--ts", help="when it happened, epoch seconds (default: now)"),
-    file: Optional[Path] = typer.Option(None, "--file", help="read the text from this UTF-8 file instead"),
-    expires_at: Optional[str] = typer.Option(None, "--expires-at", help="when it expires: ISO date or datetime, epoch "
+    ts: int | None = typer.Option(None, "--ts", help="when it happened, epoch seconds (default: now)"),
+    file: Path | None = typer.Option(None, "--file", help="read the text from this UTF-8 file instead"),
+    expires_at: str | None = typer.Option(None, "--expires-at", help="when it expires: ISO date or datetime, epoch "
                                              "seconds, or words ('until Monday', '到下周一')"),
-    agent: Optional[str] = AgentOpt,
-    run: Optional[str] = RunOpt,
+    agent: str | None = AgentOpt,
+    run: str | None = RunOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Remember one piece of text.
@@ -65,19 +81,19 @@ def add(
 def search(
     query: str = typer.Argument(..., help="what to recall"),
     user: str = UserOpt,
-    limit: Optional[int] = typer.Option(None, "--limit", "-k", help="how many memories to show, both kinds ranked together "
+    limit: int | None = typer.Option(None, "--limit", "-k", help="how many memories to show, both kinds ranked together "
                                         "(default: k_episodic + k_semantic; with --json: at most this many of each kind)"),
-    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural (default: episodic and semantic)"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="hybrid, dense or bm25 (default: settings)"),
-    where: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="key=value that must match, or a JSON filter "
+    memory_type: str | None = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural (default: episodic and semantic)"),
+    mode: str | None = typer.Option(None, "--mode", help="hybrid, dense or bm25 (default: settings)"),
+    where: list[str] | None = typer.Option(None, "--filter", "-f", help="key=value that must match, or a JSON filter "
                                               "such as '{\"priority\": {\"gte\": 3}}' (repeatable, all must hold; docs/filters.md)"),
     include_superseded: bool = typer.Option(False, "--include-superseded", help="also facts that a newer one superseded"),
     include_expired: bool = typer.Option(False, "--include-expired", help="also memories past their expires_at"),
-    graph: Optional[bool] = typer.Option(None, "--graph/--no-graph", help="the graph stage on or off for this search "
+    graph: bool | None = typer.Option(None, "--graph/--no-graph", help="the graph stage on or off for this search "
                                          "(default: the `graph` setting)"),
-    agent: Optional[str] = AgentOpt,
+    agent: str | None = AgentOpt,
     agent_scope: str = AgentScopeOpt,
-    run: Optional[str] = RunOpt,
+    run: str | None = RunOpt,
     as_json: bool = JsonOpt,
     wide: bool = WideOpt,
 ) -> None:
@@ -105,14 +121,14 @@ def get(
 @app.command("list")
 def list_(
     user: str = UserOpt,
-    memory_type: Optional[str] = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural "
+    memory_type: str | None = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural "
                                               "(default: all three kinds)"),
-    filters: Optional[List[str]] = typer.Option(None, "--filter", "-f", help="key=value that must match, or a JSON filter "
+    filters: list[str] | None = typer.Option(None, "--filter", "-f", help="key=value that must match, or a JSON filter "
                                                 "(repeatable, all must hold; docs/filters.md)"),
     include_expired: bool = typer.Option(False, "--include-expired", help="also memories past their expires_at"),
-    agent: Optional[str] = AgentOpt,
+    agent: str | None = AgentOpt,
     agent_scope: str = AgentScopeOpt,
-    run: Optional[str] = RunOpt,
+    run: str | None = RunOpt,
     as_json: bool = JsonOpt,
     wide: bool = WideOpt,
 ) -> None:
@@ -129,8 +145,8 @@ def update(
     memory_id: int = typer.Argument(..., help="memory id"),
     text: str = typer.Argument(..., help="the new text"),
     user: str = UserOpt,
-    meta: Optional[List[str]] = typer.Option(None, "--meta", "-m", help="metadata key=value to set (repeatable)"),
-    expires_at: Optional[str] = typer.Option(None, "--expires-at", help="when it expires, as add's --expires-at "
+    meta: list[str] | None = typer.Option(None, "--meta", "-m", help="metadata key=value to set (repeatable)"),
+    expires_at: str | None = typer.Option(None, "--expires-at", help="when it expires, as add's --expires-at "
                                              "(words count from now)"),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -181,7 +197,7 @@ def history(
 
 @app.command()
 def stats(
-    user: Optional[str] = typer.Option(None, "--user", "-u", help="count only this user's memories"),
+    user: str | None = typer.Option(None, "--user", "-u", help="count only this user's memories"),
     as_json: bool = JsonOpt,
 ) -> None:
     """How many memories the store holds, by kind."""
@@ -203,14 +219,14 @@ def main() -> None:
 
 # --- command modules registered here ---
 # Each module does `from .base import app` and decorates `@app.command()`; add one import per module.
-from . import demo as _demo  # noqa: E402,F401
-from . import consolidate as _consolidate  # noqa: E402,F401
-from . import serve as _serve  # noqa: E402,F401
-from . import mcp_cmd as _mcp_cmd  # noqa: E402,F401
-from . import lifecycle as _lifecycle  # noqa: E402,F401
-from . import transfer as _transfer  # noqa: E402,F401
-from . import graph as _graph  # noqa: E402,F401
-from . import models as _models  # noqa: E402,F401
-from . import keys as _keys  # noqa: E402,F401
-from . import service as _service  # noqa: E402,F401
 from . import batch as _batch  # noqa: E402,F401
+from . import consolidate as _consolidate  # noqa: E402,F401
+from . import demo as _demo  # noqa: E402,F401
+from . import graph as _graph  # noqa: E402,F401
+from . import keys as _keys  # noqa: E402,F401
+from . import lifecycle as _lifecycle  # noqa: E402,F401
+from . import mcp_cmd as _mcp_cmd  # noqa: E402,F401
+from . import models as _models  # noqa: E402,F401
+from . import serve as _serve  # noqa: E402,F401
+from . import service as _service  # noqa: E402,F401
+from . import transfer as _transfer  # noqa: E402,F401

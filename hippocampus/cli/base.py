@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -22,8 +23,8 @@ from ..errors import ConfigError, HippocampusError, InvalidInput
 from . import render
 
 if TYPE_CHECKING:  # imported by the commands that open a store: `--help` starts without them
-    from ..remote import Client
     from ..memory import Memory
+    from ..remote import Client
 
 F = TypeVar("F", bound=Callable[..., Any])
 USER_EXIT = 2  # the caller's mistake: bad input or settings
@@ -65,7 +66,7 @@ def friendly_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-_RUNNING: dict[str, Optional[str]] = {"command": None}  # the command being run (store_path.py's rule reads it)
+_RUNNING: dict[str, str | None] = {"command": None}  # the command being run (store_path.py's rule reads it)
 
 
 def running_as(name: str, fn: F) -> F:
@@ -105,7 +106,7 @@ app = _App(
 )
 
 _STORE: dict[str, Any] = {"milvus_uri": None, "collection_name": None, "create_store_dir": None}
-_SERVER: dict[str, Optional[str]] = {"url": None}
+_SERVER: dict[str, str | None] = {"url": None}
 
 
 def _print_version(value: bool) -> None:
@@ -118,15 +119,15 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _global_options(
-    uri: Optional[str] = typer.Option(
+    uri: str | None = typer.Option(
         None, "--uri", help="store: a milvus-lite path ending in .db or http://host:19530 (default: settings)"
     ),
-    collection: Optional[str] = typer.Option(None, "--collection", help="collection name (default: settings, 'memories')"),
+    collection: str | None = typer.Option(None, "--collection", help="collection name (default: settings, 'memories')"),
     create: bool = typer.Option(
         False, "--create", help="make a new store at --uri, its directory too (otherwise a new store is made only in the "
         "default home, or by add/import in a directory holding no store yet)"
     ),
-    server: Optional[str] = typer.Option(
+    server: str | None = typer.Option(
         None, "--server", envvar=ENV_SERVER, help="go through a running service, e.g. http://127.0.0.1:8765 (key: HIPPOCAMPUS_API_KEY)"
     ),
     version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="print the version and exit"),
@@ -161,7 +162,7 @@ def open_memory(**overrides: Any) -> Memory | Client:
     return Memory(**settings)
 
 
-def parse_meta(pairs: Optional[List[str]], option: str = "--meta") -> dict[str, Any]:
+def parse_meta(pairs: list[str] | None, option: str = "--meta") -> dict[str, Any]:
     """`key=value` pairs; a value that parses as JSON (numbers, true, lists) keeps its type. `option`
     names the option in the error, as the user typed it (`--meta`, `--filter`)."""
     out: dict[str, Any] = {}
@@ -177,7 +178,7 @@ def parse_meta(pairs: Optional[List[str]], option: str = "--meta") -> dict[str, 
     return out
 
 
-def parse_filters(items: Optional[List[str]], option: str = "--filter") -> dict[str, Any] | None:
+def parse_filters(items: list[str] | None, option: str = "--filter") -> dict[str, Any] | None:
     """`--filter` values: `key=value` pairs (exact matches, as before) and JSON objects in search's
     syntax (`--filter '{"priority": {"gte": 3}}'`, docs/filters.md), all of them ANDed; None for none."""
     pairs = parse_meta([i for i in items or [] if not i.lstrip().startswith("{")], option)
@@ -220,7 +221,7 @@ def read_file(file: Path) -> str:
         raise InvalidInput(f"cannot read --file {str(file)!r}: {exc.strerror}") from None
 
 
-def read_text(text: Optional[str], file: Optional[Path]) -> str:
+def read_text(text: str | None, file: Path | None) -> str:
     """The text of `add`: the argument, stdin for `-`, or a file; InvalidInput when none, both, or empty.
     One trailing line break (what `echo` and editors add) is dropped."""
     if (text is None) == (file is None):
@@ -241,7 +242,7 @@ def read_text(text: Optional[str], file: Optional[Path]) -> str:
 PAST_SLACK_S = 14 * 3600  # the widest time-zone offset: a date that is past in every zone is surely past
 
 
-def check_expiry(expires_at: Optional[str], ts: Optional[int] = None) -> None:
+def check_expiry(expires_at: str | None, ts: int | None = None) -> None:
     """Refuse (InvalidInput, one line) an --expires-at already past: the memory would be hidden at once
     (search, list and context leave expired memories out) and nothing would say so."""
     if expires_at is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -62,9 +62,9 @@ def update_many(
 
 @app.command("delete-many")
 def delete_many(
-    memory_ids: Optional[List[str]] = typer.Argument(None, help="memory ids (at most 1,000 in all)"),
+    memory_ids: list[str] | None = typer.Argument(None, help="memory ids (at most 1,000 in all)"),
     user: str = UserOpt,
-    file: Optional[Path] = typer.Option(None, "--file", help="read ids from this file too (spaces, commas or lines); - reads stdin"),
+    file: Path | None = typer.Option(None, "--file", help="read ids from this file too (spaces, commas or lines); - reads stdin"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Delete many memories at once, a result per id (history kept, as `delete`); core memories are skipped."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from pydantic import BaseModel
@@ -38,7 +38,7 @@ def stats_table(stats: BaseModel, title: str = "consolidation", offline: bool = 
 
 @app.command("consolidate")
 def consolidate_cmd(
-    user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
+    user: str | None = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
     as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
 ) -> None:
     """Run consolidation once: retry pending decisions, distil facts, merge or separate similar episodes."""
@@ -63,7 +63,7 @@ def consolidate_cmd(
 @app.command("schedule")
 def schedule_cmd(
     cron: str = typer.Option(DEFAULT_CRON, "--cron", help='crontab expression, e.g. "0 3 * * *" (03:00 every day)'),
-    user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories"),
+    user: str | None = typer.Option(None, "--user", "-u", help="only this user's memories"),
     grace: int = typer.Option(DEFAULT_GRACE_S, "--misfire-grace", help="seconds a missed run may start late"),
     as_json: bool = typer.Option(False, "--json", help="one JSON line when scheduled and one per run (its stats or its error)"),
 ) -> None:
@@ -88,7 +88,7 @@ class JsonRuns:
     def __init__(self, memory: Any):
         self.memory = memory
 
-    def consolidate(self, user_id: Optional[str] = None) -> Any:
+    def consolidate(self, user_id: str | None = None) -> Any:
         started = datetime.now(timezone.utc).isoformat()
         try:
             stats = self.memory.consolidate(user_id=user_id)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import BaseModel
@@ -119,7 +120,7 @@ OFFLINE_EMBEDDER = {"embedding_provider": "offline", "embedding_base_url": None,
 
 
 def run_demo(
-    uri: Optional[str], console: Console, as_json: bool, top: int = 3, raw: bool = False, consolidate: bool = True,
+    uri: str | None, console: Console, as_json: bool, top: int = 3, raw: bool = False, consolidate: bool = True,
     embedder: str = "offline",
 ) -> dict[str, Any]:
     """`embedder`: "offline" (the bundled one: no network, no key) or "configured" (the settings' own)."""
@@ -227,7 +228,7 @@ def _consolidation_table(stats: dict[str, Any]) -> Table:
 
 @app.command()
 def demo(
-    uri: Optional[str] = typer.Option(None, "--uri", help="store path (default: a new temporary directory)"),
+    uri: str | None = typer.Option(None, "--uri", help="store path (default: a new temporary directory)"),
     top: int = typer.Option(3, "--top", help="how many memories to show per question", min=1, max=20),
     raw: bool = typer.Option(False, "--raw", help="store every user turn as-is (infer=False) instead of letting the write decider choose"),
     no_consolidate: bool = typer.Option(False, "--no-consolidate", help="skip the offline consolidation step"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -33,7 +33,7 @@ def graph_tables(view: Any) -> tuple[Table, Table]:
 def graph(
     user: str = UserOpt,
     build: bool = typer.Option(False, "--build", help="first read the memories not read yet into the graph"),
-    limit: Optional[int] = typer.Option(50, "--limit", help="at most this many entities and triples (most supported first)"),
+    limit: int | None = typer.Option(50, "--limit", help="at most this many entities and triples (most supported first)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Print a user's graph: the entities their memories name and the triples they state, each with the

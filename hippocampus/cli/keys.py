@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -23,7 +23,7 @@ keys_app = _App(name="keys", help="API keys for `serve`: make a strong one and i
 app.add_typer(keys_app, name="keys")
 
 
-def new_entry(users: Optional[str], operator: bool, name: Optional[str]) -> tuple[str, dict[str, Any]]:
+def new_entry(users: str | None, operator: bool, name: str | None) -> tuple[str, dict[str, Any]]:
     """A new key and its keys-file entry (name, sha256, users); InvalidInput for a bad choice of users."""
     if operator == bool(users):
         raise InvalidInput("give exactly one of --users alice,bob (a key for those users) or --operator (every user)")
@@ -44,9 +44,9 @@ def new_entry(users: Optional[str], operator: bool, name: Optional[str]) -> tupl
 
 @keys_app.command("new")
 def new(
-    users: Optional[str] = typer.Option(None, "--users", help="the user ids this key may touch, comma-separated"),
+    users: str | None = typer.Option(None, "--users", help="the user ids this key may touch, comma-separated"),
     operator: bool = typer.Option(False, "--operator", help="an operator key: every user, /metrics, the service's figures"),
-    name: Optional[str] = typer.Option(None, "--name", help="the name logs and metrics show instead of the key"),
+    name: str | None = typer.Option(None, "--name", help="the name logs and metrics show instead of the key"),
     json_out: bool = JsonOpt,
 ) -> None:
     """Print a new key (shown once; nothing stores it) and its keys-file line (its sha256 only).

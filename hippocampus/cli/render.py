@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -163,7 +164,7 @@ def records_table(records: Iterable[MemoryRecord], title: str | None = None, wid
     elif "chat / who" in keep:
         table.add_column("chat / who", no_wrap=True, max_width=12, overflow="ellipsis")
     table.add_column("text", min_width=min(20, MIN_TEXT), ratio=None if wide else 1, overflow="fold")  # fold: only a word longer than the column
-    for r, (rid, kind, at, chat_who) in zip(records, rows):
+    for r, (rid, kind, _at, chat_who) in zip(records, rows):
         cells: list[Any] = [rid] + ([kind] if "type" in keep else []) + ([when(r.ts)] if "when (UTC)" in keep else [])
         if not narrow:
             cells += [literal(short(r.chat_id, 16) if not wide else r.chat_id), literal(short(r.who, 16) if not wide else r.who), str(r.hit_count)]

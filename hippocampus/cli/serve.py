@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 import typer
 
@@ -15,14 +14,14 @@ from .base import _SERVER, app, store_overrides
 def serve_cmd(
     host: str = typer.Option(DEFAULT_HOST, "--host", help="address to listen on; beyond loopback only with API keys"),
     port: int = typer.Option(DEFAULT_PORT, "--port", help="TCP port"),
-    keys_file: Optional[str] = typer.Option(None, "--keys-file", help="API keys bound to user ids (YAML/JSON; or HIPPOCAMPUS_KEYS_FILE)"),
-    consolidate_cron: Optional[str] = typer.Option(None, "--consolidate-cron", help='consolidate on a schedule, e.g. "0 3 * * *"'),
-    decay_cron: Optional[str] = typer.Option(None, "--decay-cron", help='the decay step alone on a schedule, e.g. "30 * * * *"'),
+    keys_file: str | None = typer.Option(None, "--keys-file", help="API keys bound to user ids (YAML/JSON; or HIPPOCAMPUS_KEYS_FILE)"),
+    consolidate_cron: str | None = typer.Option(None, "--consolidate-cron", help='consolidate on a schedule, e.g. "0 3 * * *"'),
+    decay_cron: str | None = typer.Option(None, "--decay-cron", help='the decay step alone on a schedule, e.g. "30 * * * *"'),
     mcp: bool = typer.Option(True, "--mcp/--no-mcp", help="serve MCP (streamable HTTP) at /mcp"),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning, error"),
     allowed_host: list[str] = typer.Option([], "--allowed-host", help="a host name (or name:port) clients use "
                                            "besides loopback; repeat for each (others are refused with 421)"),
-    max_body_bytes: Optional[int] = typer.Option(None, "--max-body-bytes", help="the largest request body accepted, "
+    max_body_bytes: int | None = typer.Option(None, "--max-body-bytes", help="the largest request body accepted, "
                                                  "413 beyond (default 4194304, 4 MiB; batches and imports grow with their items)"),
     public_docs: bool = typer.Option(False, "--public-docs", help="serve /docs, /redoc and /openapi.json without a key"),
     debug_access_log: bool = typer.Option(False, "--debug-access-log", help="log raw paths with their query strings "
@@ -49,9 +48,9 @@ def serve_cmd(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("faiss").setLevel(logging.WARNING)  # milvus-lite's faiss lists every CPU build it did not load
     from ..server import run_server
-    from .service import configured_store, serving
     from ..server.app import _check_port
     from ..server.jobs import deployment_line
+    from .service import configured_store, serving
 
     _check_port(host, port)  # a busy port is one line before anything is logged or opened (run_server checks again)
     logging.getLogger("hippocampus.server").info("%s", deployment_line(configured_store(), store_overrides().get("collection_name")))

@@ -13,9 +13,10 @@ import hashlib
 import os
 import signal
 import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -34,7 +35,7 @@ class ServiceRecord(BaseModel):
     url: str
     pid: int
     store: str
-    collection: Optional[str] = None
+    collection: str | None = None
     started_at: str
 
 
@@ -50,7 +51,7 @@ def store_key(uri: str) -> str:
     return uri.rstrip("/") if "://" in uri else str(Path(uri).expanduser().absolute())
 
 
-def configured_store(uri: Optional[str] = None) -> str:
+def configured_store(uri: str | None = None) -> str:
     """`uri`, else the global --uri, else the settings' milvus_uri (the store is not opened)."""
     from ..config import MemoryConfig
 
@@ -93,7 +94,7 @@ def _path(pid: int) -> Path:
     return services_dir() / f"{pid}.json"
 
 
-def register(host: str, port: int, store: str, collection: Optional[str]) -> ServiceRecord:
+def register(host: str, port: int, store: str, collection: str | None) -> ServiceRecord:
     """Record this process as the service for `store` (written atomically: a reader never sees half)."""
     record = ServiceRecord(url=client_url(host, port), pid=os.getpid(), store=store_key(store), collection=collection,
                            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -126,7 +127,7 @@ def holding(store: str) -> list[ServiceRecord]:
     return [r for r in records() if r.store == key and alive(r.pid)]
 
 
-def locked_hint(exc: HippocampusError) -> Optional[str]:
+def locked_hint(exc: HippocampusError) -> str | None:
     """For a StoreLockedError on a store a recorded service holds: the one line that says how to reach it."""
     if not isinstance(exc, StoreLockedError) or not exc.uri:
         return None
@@ -138,7 +139,7 @@ def locked_hint(exc: HippocampusError) -> Optional[str]:
             "or `hippocampus service stop`")
 
 
-def serving(host: str, port: int, store: str, collection: Optional[str], run: Callable[[], None]) -> None:
+def serving(host: str, port: int, store: str, collection: str | None, run: Callable[[], None]) -> None:
     """Run `run` (the service) recorded: the record goes when it returns, raises, or SIGTERM ends it
     (uvicorn re-raises SIGTERM after its graceful shutdown; the handler here removes the record first)."""
     record = register(host, port, store, collection)
@@ -196,7 +197,7 @@ def status_cmd(as_json: bool = JsonOpt, wide: bool = WideOpt) -> None:
 
 @service_app.command("stop")
 def stop_cmd(
-    uri: Optional[str] = typer.Option(None, "--uri", help="the store whose service to stop (default: the global --uri, "
+    uri: str | None = typer.Option(None, "--uri", help="the store whose service to stop (default: the global --uri, "
                                       "else the configured store)"),
     every: bool = typer.Option(False, "--all", help="stop every recorded service"),
     wait: float = typer.Option(STOP_WAIT_S, "--wait", help="seconds to wait for each to finish and close its store"),

@@ -5,7 +5,6 @@ files stay on this machine (the Client sends and receives their text)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -27,7 +26,7 @@ def _format(fmt: str) -> str:
 def export(
     user: str = UserOpt,
     fmt: str = FormatOpt,
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="file to write (md: the old one is kept as .bak); "
+    out: Path | None = typer.Option(None, "--out", "-o", help="file to write (md: the old one is kept as .bak); "
                                        "md goes to stdout without it, jsonl needs it"),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -36,7 +35,7 @@ def export(
     fmt = _format(fmt)
     if fmt == "jsonl" and out is None:
         raise InvalidInput("--format jsonl needs --out PATH")
-    text: Optional[str] = None
+    text: str | None = None
     with open_memory() as memory:
         if fmt == "md":
             text = memory.export_md(user, out)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
@@ -38,7 +39,7 @@ class Memory:
         self.memory = memory if memory is not None else NativeMemory(**{**_native_config(config or {}), **native})
 
     @classmethod
-    def from_config(cls, config_dict: dict[str, Any]) -> "Memory":
+    def from_config(cls, config_dict: dict[str, Any]) -> Memory:
         """mem0's constructor from a dict: `custom_instructions` and `custom_categories` are honoured; the
         provider sections (vector_store, llm, embedder, ...) do not apply and are named in a warning."""
         return cls(config_dict)
@@ -48,7 +49,7 @@ class Memory:
         if self._own:
             self.memory.close()
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -274,7 +275,7 @@ class AsyncMemory:
         self.sync = Memory(config, memory=memory, **native)
 
     @classmethod
-    def from_config(cls, config_dict: dict[str, Any]) -> "AsyncMemory":
+    def from_config(cls, config_dict: dict[str, Any]) -> AsyncMemory:
         return cls(config_dict)
 
     async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:

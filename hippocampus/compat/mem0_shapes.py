@@ -5,8 +5,9 @@ MemoryRecord or a HistoryEvent into mem0's result dicts. Pure functions: compat/
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import InvalidInput
 from ..models import HistoryAction, HistoryEvent, MemoryRecord

@@ -14,12 +14,23 @@ writes nothing and two runs (two replicas, a retry) end with one record per fact
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, ContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 from ..embeddings import Embedder
 from ..errors import LLMError
 from ..lifecycle.categories import new_life
-from ..models import LIFE_KEY, ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Progress, now_ts
+from ..models import (
+    LIFE_KEY,
+    ConsolidationStats,
+    HistoryAction,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    Progress,
+    now_ts,
+)
 from ..processors.semantic_writer import SemanticWriter
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
@@ -38,7 +49,7 @@ class Distiller:
     hands over its store, embedder, SemanticWriter, write lock, stats and crash-test checkpoint)."""
 
     def __init__(self, store: MilvusStore, embedder: Embedder, writer: SemanticWriter, k_semantic: int,
-                 lock: ContextManager[Any], stats: ConsolidationStats, checkpoint: Callable[[str], None],
+                 lock: AbstractContextManager[Any], stats: ConsolidationStats, checkpoint: Callable[[str], None],
                  fence: Callable[[], None] | None = None):
         self.store, self.embedder, self.writer, self.k_semantic = store, embedder, writer, k_semantic
         self._lock, self.stats, self.checkpoint = lock, stats, checkpoint

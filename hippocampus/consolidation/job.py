@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import nullcontext
-from typing import Any, Callable, ContextManager, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from ..config import MemoryConfig
 from ..context import MemoryContext
@@ -29,14 +30,15 @@ from ..lifecycle.decay import forgotten_row
 from ..llm import ChatModel
 from ..models import ConsolidationStats, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Progress, now_ts
 from ..processors.merger import EpisodicMerger
-from ..store.removal import remove_with_history
 from ..processors.separator import EpisodicSeparator
-from ..store import MEMORY_FIELDS, MilvusStore, filters as F
+from ..store import MEMORY_FIELDS, MilvusStore
+from ..store import filters as F
 from ..store.leases import LeaseLost
+from ..store.removal import remove_with_history
 from . import rules as R
 from .distill import Distiller
-from .rows import add_history, event, fits, ids_by_user, rewrite_alive, row_of, unchanged
 from .merged_row import build_merged_row
+from .rows import add_history, event, fits, ids_by_user, rewrite_alive, row_of, unchanged
 
 log = logging.getLogger(__name__)
 ACTOR = "consolidation"
@@ -82,7 +84,7 @@ class ConsolidationJob:
         self.merger, self.separator, self.writer, self.decider = (
             build(P, llm, config) for P in (EpisodicMerger, EpisodicSeparator, SemanticWriter, EpisodicWriteDecider))
         self.thresholds = thresholds_for(config, embedder.model_name)
-        self._lock: ContextManager[Any] = write_lock if write_lock is not None else nullcontext()
+        self._lock: AbstractContextManager[Any] = write_lock if write_lock is not None else nullcontext()
         self.honour = honour
         self.stats = ConsolidationStats()
         # the run's lease check (store/leases.py), before each destructive step: a replica that lost its
@@ -90,7 +92,7 @@ class ConsolidationJob:
         self.fence: Callable[[], None] = lambda: None
 
     @classmethod
-    def from_context(cls, ctx: MemoryContext, honour: Any = None) -> "ConsolidationJob":
+    def from_context(cls, ctx: MemoryContext, honour: Any = None) -> ConsolidationJob:
         """The job over a facade's context: its store, embedder, chat model, settings and write lock."""
         return cls(ctx.store, ctx.embedder, ctx.llm, ctx.config, write_lock=ctx.write_lock, honour=honour)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..lifecycle.policy import merged as merged_life
 from ..models import LIFE_KEY, MemoryRecord, MemoryType

@@ -4,7 +4,8 @@ for an upsert, the size check on a model's text, and an upsert that never resurr
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import NotFound
 from ..models import TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from ..models import MemoryRecord
 from ..store.agents import same_agent

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable, Protocol, TypeVar, Union
+from typing import Any, Protocol, TypeVar
 
 from apscheduler.job import Job
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
@@ -76,7 +77,7 @@ class ClosableConsolidates(Consolidates, Protocol):
     def close(self) -> None: ...
 
 
-MemoryOrFactory = Union[Consolidates, Callable[[], ClosableConsolidates]]
+MemoryOrFactory = Consolidates | Callable[[], ClosableConsolidates]
 
 
 def cron_trigger(cron: str, timezone: Any = None) -> CronTrigger:

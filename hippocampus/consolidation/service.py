@@ -6,8 +6,9 @@ lifecycle/) and the graph's (graph/). The facade delegates `consolidate` and `de
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Protocol
 
 from .. import validation as V
 from ..context import MemoryContext
@@ -27,7 +28,7 @@ class Decayer(Protocol):
 
 
 class GraphBuilder(Protocol):
-    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> GraphStats: ...
+    def build_graph(self, user_id: str | None = None, progress: Any = None) -> GraphStats: ...
 
 
 @dataclass

@@ -28,7 +28,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_embedder(config: "MemoryConfig") -> Embedder:
+def make_embedder(config: MemoryConfig) -> Embedder:
     """The embedder the settings name; each provider's dependencies load only when it is chosen."""
     if config.embedding_provider == "offline":
         return OfflineEmbedder(batch_size=config.embedding_batch_size)

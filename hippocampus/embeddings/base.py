@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Literal, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class FairLock:
         self._queue: deque[object] = deque()
         self._held = False
 
-    def __enter__(self) -> "FairLock":
+    def __enter__(self) -> FairLock:
         me = object()
         with self._cv:
             self._queue.append(me)

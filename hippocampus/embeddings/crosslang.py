@@ -18,12 +18,11 @@ each is checked against its sha256 before the model loads, and a mismatch refuse
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
-
-import logging
 
 import numpy as np
 

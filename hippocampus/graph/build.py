@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -23,7 +24,7 @@ from ..processors.results import GraphEntity, GraphTriple
 from ..processors.triple_extractor import BATCH, TripleExtractor
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..store.graph import blank_row, clip, NAME_BYTES, PART_BYTES, row_key
+from ..store.graph import NAME_BYTES, PART_BYTES, blank_row, clip, row_key
 
 KINDS_READ = (MemoryType.EPISODIC.value, MemoryType.SEMANTIC.value)  # procedures are steps, not facts about the world
 
@@ -134,7 +135,7 @@ def _merged(user: str, batch: Sequence[MemoryRecord], wanted: dict[str, dict[str
         old = existing.get(key)
         row["vector"] = [float(x) for x in vectors[key]]
         if old is not None:
-            row["supports"] = sorted(set(int(s) for s in old["supports"]) | set(row["supports"]))
+            row["supports"] = sorted({int(s) for s in old["supports"]} | set(row["supports"]))
             row["first_seen"] = min(int(old["first_seen"]) or row["first_seen"], row["first_seen"])
             row["last_seen"] = max(int(old["last_seen"]), row["last_seen"])
         row["updated_at"] = now

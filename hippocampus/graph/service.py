@@ -3,7 +3,7 @@ The facade delegates its graph verbs here; the work is in graph/build.py and sto
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -49,7 +49,7 @@ class GraphService:
     def __init__(self, ctx: MemoryContext):
         self.ctx = ctx
 
-    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> GraphStats:
+    def build_graph(self, user_id: str | None = None, progress: Any = None) -> GraphStats:
         """Read the memories the extractor has not read yet (of `user_id`, else of every user) into the graph.
         Memory.build_graph documents the arguments and errors."""
         from ..processors.triple_extractor import TripleExtractor
@@ -57,7 +57,7 @@ class GraphService:
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
         return build(self.ctx.store, self.ctx.embedder, self.ctx.processor(TripleExtractor), user_id, progress)
 
-    def graph(self, user_id: str, limit: Optional[int] = None) -> GraphView:
+    def graph(self, user_id: str, limit: int | None = None) -> GraphView:
         """`user_id`'s entities and triples as built so far, at most `limit` of each (all when None).
         Memory.graph documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)

@@ -34,12 +34,34 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from langgraph.store.base import (BaseStore, GetOp, IndexConfig, InvalidNamespaceError, Item, ListNamespacesOp, Op, PutOp,
-                                  Result, SearchItem, SearchOp, TTLConfig)
-from langgraph.store.base import validate_op_namespace
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
 
 from ..models import MemoryRecord, now_ts
-from .langgraph_index import INDEXED, VEC, Index, compare, cosine_scores, decode_vector, matches, to_datetime, value_text
+from .langgraph_index import (
+    INDEXED,
+    VEC,
+    Index,
+    compare,
+    cosine_scores,
+    decode_vector,
+    matches,
+    to_datetime,
+    value_text,
+)
 
 __all__ = ["HippocampusStore", "value_text"]
 
@@ -57,7 +79,7 @@ def registry_user(scope: str) -> str:
 class _View:
     """One batch's reads: each user's items of this store, read once, keyed by (rest, key)."""
 
-    def __init__(self, store: "HippocampusStore") -> None:
+    def __init__(self, store: HippocampusStore) -> None:
         self.store = store
         self.cache: dict[str, dict[tuple[str, str], MemoryRecord]] = {}
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime, timezone
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np

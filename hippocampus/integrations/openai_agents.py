@@ -27,7 +27,8 @@ from agents import FunctionTool, RunContextWrapper
 from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
-from ..agent import Session as AgentSession, SessionReport
+from ..agent import Session as AgentSession
+from ..agent import SessionReport
 from . import tools as T
 from .session_items import SessionItems
 
@@ -135,7 +136,7 @@ class HippocampusSession:
         """`end` for synchronous code (not from inside a running event loop)."""
         return self._hand_over("end")
 
-    async def __aenter__(self) -> "HippocampusSession":
+    async def __aenter__(self) -> HippocampusSession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -29,7 +29,7 @@ CHAT = "agents-session"
 
 def pseudo_user(user_id: str, session_id: str) -> str:
     """The reserved user id a session's items are stored under (fits the 128-byte id limit)."""
-    digest = hashlib.sha256(f"{user_id}\x00{session_id}".encode("utf-8")).hexdigest()[:32]
+    digest = hashlib.sha256(f"{user_id}\x00{session_id}".encode()).hexdigest()[:32]
     return f"oa-session:{digest}"
 
 

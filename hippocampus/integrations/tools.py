@@ -19,7 +19,8 @@ Everything goes through the `Memory` facade (or a `Client`: the same verbs); no 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 

@@ -6,9 +6,9 @@ only where they are near certain; everything else is an experience (episodes) or
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import tzinfo
-
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
 from ..models import AnyCategory, Category, CustomCategory, Lifecycle, MemoryType
@@ -48,7 +48,7 @@ def _keyword(word: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(word) + r"(?:s|es)?(?!\w)", re.IGNORECASE)
 
 
-def declared_match(text: str, spec: "CategorySpec") -> str | None:
+def declared_match(text: str, spec: CategorySpec) -> str | None:
     """The keyword (or whole example) of `spec` that `text` contains, or None. Offline and certain only
     as far as the operator's words are: "health" also matches "a health food shop" (docs/categories.md)."""
     for word in spec.keywords:
@@ -58,7 +58,7 @@ def declared_match(text: str, spec: "CategorySpec") -> str | None:
     return next((ex for ex in spec.examples if _norm(ex) and f" {_norm(ex)} " in said), None)
 
 
-def first_match(text: str, declared: Sequence["CategorySpec"], *, refused: bool | None = None) -> tuple["CategorySpec", str] | None:
+def first_match(text: str, declared: Sequence[CategorySpec], *, refused: bool | None = None) -> tuple[CategorySpec, str] | None:
     """The first declared category (config order) whose keywords or examples `text` contains, with the
     word; `refused` True / False keeps only the sensitive (never_store) ones / only the others."""
     for spec in declared:
@@ -69,12 +69,12 @@ def first_match(text: str, declared: Sequence["CategorySpec"], *, refused: bool 
     return None
 
 
-def category_names(declared: Sequence["CategorySpec"] = ()) -> list[str]:
+def category_names(declared: Sequence[CategorySpec] = ()) -> list[str]:
     """Every category name a memory may have: the built-in ones, then the project's own."""
     return [c.value for c in Category] + [spec.name for spec in declared]
 
 
-def parse_category(name: "str | AnyCategory", declared: Sequence["CategorySpec"] = ()) -> AnyCategory:
+def parse_category(name: str | AnyCategory, declared: Sequence[CategorySpec] = ()) -> AnyCategory:
     """A category a person names (curate, the UI): a built-in one or a declared one; InvalidInput else."""
     raw = getattr(name, "value", name)
     try:
@@ -86,7 +86,7 @@ def parse_category(name: "str | AnyCategory", declared: Sequence["CategorySpec"]
     raise InvalidInput(f"unknown category {raw!r}; use one of {category_names(declared)}")
 
 
-def model_category(name: str, declared: Sequence["CategorySpec"] = ()) -> AnyCategory | None:
+def model_category(name: str, declared: Sequence[CategorySpec] = ()) -> AnyCategory | None:
     """The category a model gave, validated: a built-in one (never core or system) or a declared one;
     None for anything else (the guess decides), so a model never invents a category."""
     name = str(name or "").strip().lower()
@@ -98,7 +98,7 @@ def model_category(name: str, declared: Sequence["CategorySpec"] = ()) -> AnyCat
         return None
 
 
-def with_declared(text: str, memory_type: MemoryType, given: AnyCategory, declared: Sequence["CategorySpec"]) -> AnyCategory:
+def with_declared(text: str, memory_type: MemoryType, given: AnyCategory, declared: Sequence[CategorySpec]) -> AnyCategory:
     """The category a row keeps: a declared category whose keywords the text holds replaces the built-in
     category the rules would guess anyway (never one a model or a person chose differently, never core)."""
     if not declared or isinstance(given, CustomCategory) or given is not guess_category(text, memory_type):

@@ -25,7 +25,8 @@ import hashlib
 import logging
 import threading
 from collections import Counter
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict

@@ -13,10 +13,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import LLMError
-from ..models import LIFE_KEY, Category, DecayStats, Lifecycle, HistoryAction, HistoryEvent, MemoryRecord, Progress, State
+from ..models import (
+    LIFE_KEY,
+    Category,
+    DecayStats,
+    HistoryAction,
+    HistoryEvent,
+    Lifecycle,
+    MemoryRecord,
+    Progress,
+    State,
+)
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.removal import remove_with_history

@@ -10,7 +10,8 @@ category, that importance and the time since. Only a change of state (archived, 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,8 +46,8 @@ _EPISODE_LIKE = (Category.EXPERIENCE, Category.TODO)
 
 
 def _table(fact: DecayRule, episode: DecayRule) -> dict[Category, DecayRule]:
-    table = {c: fact for c in _FACT_LIKE} | {c: episode for c in _EPISODE_LIKE}
-    return table | {c: NEVER for c in PERMANENT}
+    table = dict.fromkeys(_FACT_LIKE, fact) | dict.fromkeys(_EPISODE_LIKE, episode)
+    return table | dict.fromkeys(PERMANENT, NEVER)
 
 
 _SEED_004 = DecayRule(grace_days=7, factor=0.99, period_days=1)

@@ -7,8 +7,8 @@ sit inside the same <data> delimiters the processors use, which no stored text c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Sequence
 
 from ..models import Category, MemoryRecord, State
 from ..processors.base import DATA_RULE, data_block

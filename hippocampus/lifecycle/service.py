@@ -8,7 +8,17 @@ from typing import Any, Protocol
 from .. import validation as V
 from ..context import MemoryContext
 from ..errors import InvalidInput
-from ..models import LIFE_KEY, Category, DecayStats, HistoryAction, HistoryEvent, MemoryRecord, SearchResult, State, now_ts
+from ..models import (
+    LIFE_KEY,
+    Category,
+    DecayStats,
+    HistoryAction,
+    HistoryEvent,
+    MemoryRecord,
+    SearchResult,
+    State,
+    now_ts,
+)
 from ..store import filters as F
 from ..store.leases import ALL, JOBS
 from . import prompt_block

@@ -53,7 +53,7 @@ class _Reply(str):
 
     cut_off: bool
 
-    def __new__(cls, text: str, cut_off: bool = False) -> "_Reply":
+    def __new__(cls, text: str, cut_off: bool = False) -> _Reply:
         reply = super().__new__(cls, text)
         reply.cut_off = cut_off
         return reply
@@ -148,7 +148,7 @@ class LLMClient:
             log.warning("LLM %s gave an unusable reply for %s: %s", self.model, prompt.name, exc)
             raise _BadReply(str(exc)) from exc
 
-    def _complete(self, system: str, user: str, response_format: dict[str, Any] | None) -> "_Reply":
+    def _complete(self, system: str, user: str, response_format: dict[str, Any] | None) -> _Reply:
         self.calls += 1
         kwargs: dict[str, Any] = {}
         if response_format is not None:

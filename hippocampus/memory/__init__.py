@@ -2,7 +2,7 @@
 services of this folder (records, observe, browse, batch, undo) and the online flow's helpers (online.py);
 `AsyncMemory` (async_memory.py), the same verbs as coroutines, built from hippocampus/verbs.py."""
 
-from .facade import Memory, load_config
 from .async_memory import AsyncMemory  # noqa: E402 (after Memory, which it wraps)
+from .facade import Memory, load_config
 
 __all__ = ["Memory", "AsyncMemory", "load_config"]

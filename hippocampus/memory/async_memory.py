@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, AsyncIterator, Callable, Optional
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio.to_thread
 
@@ -43,7 +44,7 @@ class AsyncMemory:
         self.memory = Memory(config, embedder=embedder, llm=llm, **overrides)
 
     @classmethod
-    def wrap(cls, memory: Memory) -> "AsyncMemory":
+    def wrap(cls, memory: Memory) -> AsyncMemory:
         """An AsyncMemory over an open `memory` (the same store, lock and settings)."""
         out = cls.__new__(cls)
         out.memory = memory
@@ -51,7 +52,7 @@ class AsyncMemory:
 
     @classmethod
     async def open(cls, config: MemoryConfig | None = None, *, embedder: Embedder | None = None,
-                   llm: ChatModel | None = None, **overrides: Any) -> "AsyncMemory":
+                   llm: ChatModel | None = None, **overrides: Any) -> AsyncMemory:
         """`AsyncMemory(...)`, with the store opened in a worker thread."""
         memory = await anyio.to_thread.run_sync(functools.partial(Memory, config, embedder=embedder, llm=llm, **overrides))
         return cls.wrap(memory)
@@ -72,7 +73,7 @@ class AsyncMemory:
 
     aclose = close  # the name AsyncClient uses
 
-    async def __aenter__(self) -> "AsyncMemory":
+    async def __aenter__(self) -> AsyncMemory:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -109,7 +110,7 @@ def _async_iterator(method: Callable[..., Any]) -> Callable[..., Any]:
     return verb
 
 
-def _install(verb: Verb) -> Optional[str]:
+def _install(verb: Verb) -> str | None:
     """Put `verb` on AsyncMemory under its async_memory name (verbs.py), unless that face omits it."""
     name = verb.face("async_memory").name
     if name is None:

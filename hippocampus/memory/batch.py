@@ -17,8 +17,9 @@ InvalidInput naming the item, and nothing changes. Then:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import tzinfo
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -45,7 +46,7 @@ class BatchItem(BaseModel):
 
     id: int
     status: Status
-    error: Optional[str] = None  # why, for every status but ok and unchanged
+    error: str | None = None  # why, for every status but ok and unchanged
 
 
 class BatchResult(BaseModel):
@@ -88,7 +89,7 @@ def check_size(items: Any, what: str) -> list[Any]:
     return list(items)
 
 
-Item = tuple[int, str, dict[str, Any], Optional[int]]  # memory_id, text, metadata, expiry (epoch seconds) or None
+Item = tuple[int, str, dict[str, Any], int | None]  # memory_id, text, metadata, expiry (epoch seconds) or None
 
 
 def check_update_items(items: Any, tz: tzinfo) -> list[Item]:

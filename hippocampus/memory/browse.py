@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -61,7 +62,7 @@ class BrowseService:
     def __init__(self, ctx: MemoryContext):
         self.ctx = ctx
 
-    def _scan(self, user_id: str, memory_type: Any = None, chat_id: Optional[str] = None, where: str = "") -> Iterable[MemoryRecord]:
+    def _scan(self, user_id: str, memory_type: Any = None, chat_id: str | None = None, where: str = "") -> Iterable[MemoryRecord]:
         mtype = V.check_memory_type(memory_type)
         scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None,
                        F.eq("chat_id", chat_id) if chat_id else None, where)
@@ -69,14 +70,14 @@ class BrowseService:
             for row in page:
                 yield MemoryRecord.from_row(row)
 
-    def score_now(self, record: MemoryRecord, now: Optional[int] = None) -> float:
+    def score_now(self, record: MemoryRecord, now: int | None = None) -> float:
         """A memory's score at `now` (default: the clock). Memory.score_now documents the arguments."""
         return score_now(record, now_ts() if now is None else now, decay_table(self.ctx.config.decay_preset, self.ctx.config.categories))
 
-    def browse(self, user_id: str, *, memory_type: Any = None, category: Optional[str] = None,
-               state: Optional[str] = None, chat_id: Optional[str] = None, text: Optional[str] = None,
+    def browse(self, user_id: str, *, memory_type: Any = None, category: str | None = None,
+               state: str | None = None, chat_id: str | None = None, text: str | None = None,
                sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
-               filters: Optional[dict[str, Any]] = None) -> MemoryPage:
+               filters: dict[str, Any] | None = None) -> MemoryPage:
         """A page of one user's memories matching every filter given (`text`. Memory.browse documents the
         arguments and errors."""
         user_id = V.check_id("user_id", user_id)
@@ -144,7 +145,7 @@ class BrowseService:
         if fmt not in ("jsonl", "md"):
             raise InvalidInput(f"unknown export format {fmt!r}; use jsonl or md")
         records: list[MemoryRecord] = []
-        offset: Optional[int] = 0
+        offset: int | None = 0
         while offset is not None:
             page = self.browse(user_id, **{**filters, "offset": offset, "limit": 1000})
             records += page.items

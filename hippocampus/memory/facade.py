@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Iterator, Literal, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -22,15 +23,26 @@ from ..lifecycle.decay import Progress
 from ..lifecycle.policy import THRESHOLDS
 from ..lifecycle.service import LifecycleService
 from ..llm import ChatModel
-from ..models import (AddResult, Category, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType,
-                      ObserveResult, SearchResult, UndoResult)
+from ..models import (
+    AddResult,
+    Category,
+    ConsolidationStats,
+    DecayStats,
+    HistoryEvent,
+    MemoryPage,
+    MemoryRecord,
+    MemoryType,
+    ObserveResult,
+    SearchResult,
+    UndoResult,
+)
 from ..store.writes import Writer
-from ..transfer.service import ImportReport, TransferService
 from ..tracing import instrument
+from ..transfer.service import ImportReport, TransferService
 from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
 from .browse import BrowseService, Overview, SortKey
-from .observe import ChatHookService
 from .forget import Honour
+from .observe import ChatHookService
 from .records import RecordService
 from .undo import UndoService
 
@@ -130,7 +142,7 @@ class Memory:
         """Release the store (and milvus-lite's directory lock). Raises nothing; closing twice is harmless."""
         self.store.close()
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -479,15 +491,15 @@ class Memory:
         return self._transfer.import_jsonl(user_id, path)
 
     # ------------------------------------------------------------------ browse
-    def score_now(self, record: MemoryRecord, now: Optional[int] = None) -> float:
+    def score_now(self, record: MemoryRecord, now: int | None = None) -> float:
         """A memory's score at `now` (default: the clock), under this store's decay preset: what
         decay compares with its thresholds. Raises nothing (it reads no store)."""
         return self._browse.score_now(record, now)
 
-    def browse(self, user_id: str, *, memory_type: Any = None, category: Optional[str] = None,
-               state: Optional[str] = None, chat_id: Optional[str] = None, text: Optional[str] = None,
+    def browse(self, user_id: str, *, memory_type: Any = None, category: str | None = None,
+               state: str | None = None, chat_id: str | None = None, text: str | None = None,
                sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
-               filters: Optional[dict[str, Any]] = None) -> MemoryPage:
+               filters: dict[str, Any] | None = None) -> MemoryPage:
         """A page of one user's memories matching every filter given (`text`: a case-insensitive
         substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
         and rule, store/filters.py), sorted by time, score (now), hits, id or
@@ -527,7 +539,7 @@ class Memory:
         return self._undo.undo(event_id, user_id)
 
     # ------------------------------------------------------------------ graph
-    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> GraphStats:
+    def build_graph(self, user_id: str | None = None, progress: Any = None) -> GraphStats:
         """Read the memories the extractor has not read yet (of `user_id`, else of every user) into the
         graph: one TripleExtractor call per 8 memories; the offline rules are its degraded mode. A model
         failure leaves that batch for the next build (counted in `errors`).
@@ -535,7 +547,7 @@ class Memory:
         Raises InvalidInput for a bad user_id; StoreError / EmbeddingError when the store or the embedder fails."""
         return self._graph.build_graph(user_id, progress)
 
-    def graph(self, user_id: str, limit: Optional[int] = None) -> GraphView:
+    def graph(self, user_id: str, limit: int | None = None) -> GraphView:
         """`user_id`'s entities and triples as built so far, at most `limit` of each (all when None).
 
         Raises InvalidInput for a bad user_id or limit; StoreError on failure."""

@@ -12,16 +12,27 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..lifecycle.decay import forgotten_row
 from ..lifecycle.policy import PERMANENT
 from ..models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, ObserveResult
 from ..store import MEMORY_FIELDS, MilvusStore
-from ..store.removal import remove_with_history
 from ..store import filters as F
-from ..text import (clauses, forget_clauses, forget_terms, has_cjk, is_chitchat, is_question, names_memory, names_taken_back, substantial,
-                    taken_back)
+from ..store.removal import remove_with_history
+from ..text import (
+    clauses,
+    forget_clauses,
+    forget_terms,
+    has_cjk,
+    is_chitchat,
+    is_question,
+    names_memory,
+    names_taken_back,
+    substantial,
+    taken_back,
+)
 
 if TYPE_CHECKING:
     from ..context import MemoryContext
@@ -118,7 +129,7 @@ class Honour:
     add(infer=True), observe, a session's extraction (through add(infer=True)) and the deferred decision
     (handed to the consolidation job by name) all call."""
 
-    def __init__(self, ctx: "MemoryContext", search: Callable[..., object], actor: str):
+    def __init__(self, ctx: MemoryContext, search: Callable[..., object], actor: str):
         self.ctx, self.search, self.actor = ctx, search, actor
 
     split = staticmethod(forget_split)
@@ -133,7 +144,7 @@ class Honour:
         return supersede_corrected(self.ctx, self.search, user_id, said, new_ids, at, self.actor)
 
 
-def forget_named(ctx: "MemoryContext", search: Callable[..., object], user_id: str, asks: list[str], actor: str,
+def forget_named(ctx: MemoryContext, search: Callable[..., object], user_id: str, asks: list[str], actor: str,
                  skip: set[int] | frozenset[int] = frozenset()) -> ObserveResult:
     """Soft-delete this user's episodic and semantic memories that the forget request names (never a core
     or system one); `search` is RecordService.search. The result lists the deleted ids and any refusal."""
@@ -172,7 +183,7 @@ def corrected(memory: MemoryRecord, takes_back: list[str], new_slots: dict[str, 
     return f"{changed[0]}: {old[changed[0]]} -> {new_slots[changed[0]]}" if changed else ""
 
 
-def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], user_id: str, said: str, new_ids: list[int],
+def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_id: str, said: str, new_ids: list[int],
                         at: int, actor: str) -> list[int]:
     """A correction said in a turn supersedes what it corrects at once (not only at the next consolidation):
     the old memory gets valid_to and superseded_by (the memory this turn stored), its score halved, a
@@ -216,7 +227,7 @@ def supersede_corrected(ctx: "MemoryContext", search: Callable[..., object], use
     return done
 
 
-def _keep_rest(ctx: "MemoryContext", old: MemoryRecord, rest: str, actor: str) -> int:
+def _keep_rest(ctx: MemoryContext, old: MemoryRecord, rest: str, actor: str) -> int:
     """A new memory of what a corrected memory said beyond the corrected slot: said when the old one was,
     carrying its caller metadata (the turn keys among them) and `split_from`."""
     from ..models import LIFE_KEY

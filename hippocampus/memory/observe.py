@@ -8,28 +8,38 @@ like online.py; the monitor itself stays pure (processors/monitor.py).
 from __future__ import annotations
 
 import functools
-
 import logging
 import threading
+from collections.abc import Sequence
 from datetime import datetime, tzinfo
-from typing import Any, Sequence
+from typing import Any
 
+from .. import text as T
 from .. import validation as V
 from ..context import MemoryContext
 from ..embeddings import Embedder
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import model_category, new_life
 from ..lifecycle.policy import PERMANENT, DecayRule
-from ..models import LIFE_KEY, AnyCategory, Category, HistoryAction, MemoryRecord, MemoryType, ObserveResult, now_ts, ts_to_iso
-from .. import text as T
 from ..lifecycle.when import user_zone
-from .forget import ACTOR, _soft_delete, forget_asks, forget_named, forget_split, supersede_corrected
-from .online import record_use
+from ..models import (
+    LIFE_KEY,
+    AnyCategory,
+    Category,
+    HistoryAction,
+    MemoryRecord,
+    MemoryType,
+    ObserveResult,
+    now_ts,
+    ts_to_iso,
+)
 from ..processors.gate import refusals
 from ..processors.monitor import MonitorPlan
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.writes import Writer, new_row
+from .forget import ACTOR, _soft_delete, forget_asks, forget_named, forget_split, supersede_corrected
+from .online import record_use
 
 log = logging.getLogger(__name__)
 IMPORTANCE = {"high": 0.8, "medium": 0.6, "low": 0.4}  # the LLM's importance levels as scores
@@ -114,9 +124,9 @@ class ChatHookService:
     def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
         """The chat hook reports which recalled memories the answer actually used (a memory that was only
         retrieved does not count as used). Memory.mark_used documents the arguments and errors."""
-        from ..processors.reconsolidator import EpisodicReconsolidator
         from ..lifecycle.policy import decay_table
-        
+        from ..processors.reconsolidator import EpisodicReconsolidator
+
         user_id = V.check_id("user_id", user_id)
         ids = list(dict.fromkeys(V.check_memory_id(i) for i in ([memory_ids] if isinstance(memory_ids, (int, str)) else memory_ids)))
         context = V.check_text(context, "context") if context is not None else None

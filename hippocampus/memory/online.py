@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ..embeddings import Embedder
 from ..errors import LLMError, NotFound
 from ..lifecycle.policy import PRESETS, DecayRule, decay_table, use
 from ..lifecycle.when import user_zone
-from ..models import LIFE_KEY, AddResult, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from ..models import (
+    LIFE_KEY,
+    AddResult,
+    Category,
+    HistoryAction,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    now_ts,
+    ts_to_iso,
+)
 from ..processors.reconsolidator import EpisodicReconsolidator, apply_reconsolidation
 from ..processors.results import ReconsolidationResult
 from ..store import MEMORY_FIELDS, MilvusStore
@@ -100,13 +111,14 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
     stored; what else the turn says is decided as usual. A correction ("I don't live in Paris anymore, I
     moved to Rome") supersedes what it corrects at once (`correct`). The turn's time is read in the user's zone
     (lifecycle/when.user_zone) and resolved once (lifecycle/when.py)."""
+    from ..consolidation.rules import SAME_CHAT_WINDOW_S as W  # the same words said again: one chat, 30 minutes
+    from ..consolidation.rules import said_again
     from ..processors.gate import gate, refusals, refused_turn
-    from ..processors.write_decider import decide_turn, episodic_metadata, gate_enabled, pending_metadata
-    from ..consolidation.rules import SAME_CHAT_WINDOW_S as W, said_again  # the same words said again: one chat, 30 minutes
     from ..processors.results import WriteDecision
+    from ..processors.write_decider import decide_turn, episodic_metadata, gate_enabled, pending_metadata
+    from ..store.agents import same_agent
     from ..text import has_cjk
     from .forget import forget_split, is_correction
-    from ..store.agents import same_agent
 
     tz = user_zone(config, user_id)
     said = user_lines(turns) if turns else text

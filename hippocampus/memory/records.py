@@ -5,17 +5,27 @@ history, while storage, embeddings and retrieval each live in their own folder."
 from __future__ import annotations
 
 import functools
-
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from .. import validation as V
 from ..context import MemoryContext
 from ..errors import InvalidInput, NotFound
-from ..lifecycle.decay import forgotten_row
 from ..lifecycle import expiry
+from ..lifecycle.decay import forgotten_row
 from ..lifecycle.expiry import expired
 from ..lifecycle.when import user_zone
-from ..models import LIFE_KEY, AddResult, HistoryAction, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, SearchResult, now_ts
+from ..models import (
+    LIFE_KEY,
+    AddResult,
+    HistoryAction,
+    HistoryEvent,
+    MemoryPage,
+    MemoryRecord,
+    MemoryType,
+    SearchResult,
+    now_ts,
+)
 from ..processors.write_decider import EpisodicWriteDecider
 from ..retrieval import check_search_mode
 from ..store import MEMORY_FIELDS

@@ -25,7 +25,8 @@ Every undo writes its own history events: actor "undo", details {"undo_of": even
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import validation as V
 from ..context import MemoryContext

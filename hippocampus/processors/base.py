@@ -157,7 +157,7 @@ class Processor(Generic[R]):
         self.llm = llm
         self.template = load_prompt(self.prompt_name, prompts_dir)
 
-    def with_project(self, config: Any) -> "Processor[R]":
+    def with_project(self, config: Any) -> Processor[R]:
         """This processor reading the project's categories and instructions of `config` (when it reads them)."""
         if self.reads_project:
             from .project import Project

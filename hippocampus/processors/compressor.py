@@ -13,9 +13,9 @@ target, is refused (None): nothing is compressed, the sources stay as they are.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
 
 from ..llm import ChatModel
 from ..models import TEXT_MAX_BYTES, MemoryRecord

@@ -9,8 +9,8 @@ dropped), so a model can never touch a memory it was not shown.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Sequence
 
 from ..models import MemoryRecord
 from .base import Processor

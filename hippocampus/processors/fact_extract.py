@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable
 
 from ..text import HAS_CJK as IS_CJK  # also read by lifecycle/compress
 
@@ -37,7 +37,7 @@ _EN_DATE = re.compile(
 _EN_MONTH = re.compile(rf"\b(?:in|of|since|until|till|by|early|late|mid|next|last|this)[ \t]+({_MONTH})\b(?:[ \t]+(\d{{4}})\b)?")
 _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|(?<![零〇一二两三四五六七八九十\d])(?:周|星期|礼拜)([一二三四五六日天])", re.I)
 _EN_TIME = re.compile(r"(?<![\d:])(\d{1,2})(?::(\d{2}))?[ \t]*(am|pm|a\.m\.|p\.m\.)(?![a-z])|(?<![\d:.])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d:])", re.I)
-_CN_TIME = re.compile(rf"(上午|下午|晚上|早上|早晨|清晨|中午|凌晨|傍晚|夜里|晚)?(\d{{1,2}}|[零一二两三四五六七八九十]{{1,3}})[点时](?:(半|一刻|三刻)|(\d{{1,2}}|[零一二三四五六七八九十]{{1,3}})分?)?")
+_CN_TIME = re.compile(r"(上午|下午|晚上|早上|早晨|清晨|中午|凌晨|傍晚|夜里|晚)?(\d{1,2}|[零一二两三四五六七八九十]{1,3})[点时](?:(半|一刻|三刻)|(\d{1,2}|[零一二三四五六七八九十]{1,3})分?)?")
 _PM = ("下午", "晚上", "傍晚", "夜里", "晚")
 
 # --- numbers

@@ -21,7 +21,7 @@ positive (jieba tags "喝咖啡" nr) costs a retry or a repeated clause, never a
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from .fact_extract import CN_NUM_CHARS, IS_CJK, Fact, cn_int, en_stem, extract, fold, unit_name
 

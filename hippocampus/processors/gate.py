@@ -27,13 +27,24 @@ the rows run.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 from .. import text as T
 from ..llm.rules.writing import remember_request as _remember_decision  # answered as the write rule answers it
-from ..text.turns import (Turn, arithmetic, content_request, forget_request, fragment, greeting, knowledge_question, laughter,
-                          read_turn, weather_remark)
+from ..text.turns import (
+    Turn,
+    arithmetic,
+    content_request,
+    forget_request,
+    fragment,
+    greeting,
+    knowledge_question,
+    laughter,
+    read_turn,
+    weather_remark,
+)
 from .results import WriteDecision
 
 Outcome = Literal["skip", "store"]

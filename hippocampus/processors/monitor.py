@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from ..text import key_terms
 from ..models import MemoryRecord
+from ..text import key_terms
 from .base import Processor
 from .results import MonitorAdd, MonitorResult
 

@@ -7,8 +7,9 @@ so nothing in them can close the block or open a fake one. docs/categories.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..llm import Prompt
 
@@ -28,11 +29,11 @@ PROJECT_RULE = (
 class Project:
     """What the operator declared: categories (name, description, examples, whether never stored) and instructions."""
 
-    categories: tuple["CategorySpec", ...] = ()
+    categories: tuple[CategorySpec, ...] = ()
     instructions: str = ""
 
     @classmethod
-    def of(cls, config: Any) -> "Project | None":
+    def of(cls, config: Any) -> Project | None:
         """The project of a MemoryConfig (or of anything with those two settings); None when it declares nothing."""
         categories = tuple(getattr(config, "categories", None) or ())
         instructions = str(getattr(config, "instructions", "") or "")
@@ -65,5 +66,5 @@ def with_project(prompt: Prompt, project: Project | None) -> Prompt:
     return prompt.model_copy(update={"system": system})
 
 
-def declared(project: Project | None) -> Sequence["CategorySpec"]:
+def declared(project: Project | None) -> Sequence[CategorySpec]:
     return project.categories if project is not None else ()

@@ -8,7 +8,8 @@ Pure: turns and recalled records in, a validated `RecallPlan` out; it never sear
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..models import MemoryRecord
 from .base import Processor

@@ -6,7 +6,7 @@ function in, a validated ReviewResult out; the decay step (lifecycle/decay.py) a
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..models import MemoryRecord
 from .base import Processor

@@ -18,10 +18,11 @@ both answers are kept. Dropping, not repairing: an invented count cannot be fixe
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from ..text import normalise_fact
 from ..models import MemoryRecord
+from ..text import normalise_fact
 from .base import Processor, record_view
 from .facts import missing
 from .results import SemanticExtraction, SemanticFact

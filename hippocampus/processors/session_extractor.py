@@ -11,14 +11,15 @@ dropped, and only the most recent MAX_CHARS of a long session reach the model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..models import MemoryRecord
 from .base import Processor
 from .gate import refusals
-from .project import declared
 from .monitor import MAX_SHOWN, repeats, shown_memories, shown_view
+from .project import declared
 from .results import MonitorAdd, SessionExtraction
 
 MAX_CHARS = 8000  # the session's most recent characters that reach the model

@@ -8,7 +8,8 @@ Pure: the conversation's last messages, the tool's name and its result in, a val
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .base import Processor
 from .recall_planner import turns_view

@@ -7,7 +7,8 @@ facade turns a positive decision into an episodic record with `episodic_metadata
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .base import Processor
 from .gate import gate
@@ -40,13 +41,13 @@ class EpisodicWriteDecider(Processor[WriteDecision]):
         return result
 
 
-def gate_enabled(config: "MemoryConfig") -> bool:
+def gate_enabled(config: MemoryConfig) -> bool:
     """`llm_gate: on` puts the rules gate before the model and before a deferral. With the offline
     provider deciding online it is not consulted: the rules provider decides those turns alike."""
     return config.llm_gate == "on" and (config.llm_provider != "offline" or config.write_decision == "deferred")
 
 
-def decide_turn(make_decider: Callable[[], "EpisodicWriteDecider"], config: "MemoryConfig", chat_id: str,
+def decide_turn(make_decider: Callable[[], EpisodicWriteDecider], config: MemoryConfig, chat_id: str,
                 turns: Sequence[dict[str, str]], now_iso: str = "") -> WriteDecision | None:
     """add(infer=True)'s write decision: the gate's when it is certain (reason "gate: ..."; no model
     call), else None under `write_decision: deferred` (keep the turn raw, pending), else the model's

@@ -7,17 +7,28 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
-from ..errors import InvalidInput
-from ..models import (AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
-                     SearchResult, UndoResult)
 from .. import validation as V
+from ..errors import InvalidInput
+from ..models import (
+    AddResult,
+    ConsolidationStats,
+    DecayStats,
+    HistoryEvent,
+    MemoryPage,
+    MemoryRecord,
+    MemoryType,
+    ObserveResult,
+    SearchResult,
+    UndoResult,
+)
 from ..wire import IdsResult
 
 if TYPE_CHECKING:  # the reply models, imported where a call is built (they live with the facade)
@@ -51,7 +62,7 @@ def _when(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def _filters_param(filters: Any) -> Optional[str]:
+def _filters_param(filters: Any) -> str | None:
     """`filters` as the JSON text of GET /v1/memories' query parameter (None: no filter)."""
     if filters is None:
         return None
@@ -104,10 +115,10 @@ class _Verbs:
     raises ServiceUnavailable when the service cannot be reached and AuthError when it refuses the
     API key; the service's own failures come back as the same errors Memory raises."""
 
-    def add(self, messages: Any, user_id: str, chat_id: str = "default", who: Optional[str] = None,
-            metadata: Optional[dict[str, Any]] = None, *, infer: bool = False, ts: Any = None,
-            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None, agent_id: Optional[str] = None,
-            run_id: Optional[str] = None) -> Call[AddResult]:
+    def add(self, messages: Any, user_id: str, chat_id: str = "default", who: str | None = None,
+            metadata: dict[str, Any] | None = None, *, infer: bool = False, ts: Any = None,
+            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None, agent_id: str | None = None,
+            run_id: str | None = None) -> Call[AddResult]:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
         body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
@@ -121,10 +132,10 @@ class _Verbs:
         call.read = lambda payload: IdsResult.model_validate(payload).ids  # type: ignore[method-assign]
         return call
 
-    def search(self, query: str, user_id: str, limit: Optional[int] = None, memory_type: MemoryType | str | None = None,
-               filters: Optional[dict[str, Any]] = None, mode: Optional[str] = None,
-               include_superseded: bool = False, memory_types: Optional[Sequence[Any]] = None,
-               graph: Optional[bool] = None, include_expired: bool = False, agent_id: Optional[str] = None, agent_scope: str = "both", run_id: Optional[str] = None) -> Call[SearchResult]:
+    def search(self, query: str, user_id: str, limit: int | None = None, memory_type: MemoryType | str | None = None,
+               filters: dict[str, Any] | None = None, mode: str | None = None,
+               include_superseded: bool = False, memory_types: Sequence[Any] | None = None,
+               graph: bool | None = None, include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
         body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
                     include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None,
@@ -136,8 +147,8 @@ class _Verbs:
         return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
 
     def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
-             limit: int = 100, filters: Optional[dict[str, Any]] = None, include_expired: bool = False, *,
-             agent_id: Optional[str] = None, agent_scope: str = "both", run_id: Optional[str] = None) -> Call[MemoryPage]:
+             limit: int = 100, filters: dict[str, Any] | None = None, include_expired: bool = False, *,
+             agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> Call[MemoryPage]:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
         params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
                   "limit": V.check_limit(limit), "filters": _filters_param(filters),
@@ -145,7 +156,7 @@ class _Verbs:
                   **_agent_params(agent_id, agent_scope, run_id)}
         return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: Optional[dict[str, Any]] = None,
+    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
                expires_at: Any = None) -> Call[MemoryRecord]:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
@@ -190,15 +201,15 @@ class _Verbs:
         there is no history for this user."""
         return Call("GET", f"/memories/{_id(memory_id)}/history", _HISTORY, params={"user_id": _uid(user_id)})
 
-    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: Optional[str] = None) -> Call[list[MemoryRecord]]:
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> Call[list[MemoryRecord]]:
         """Report which recalled memories the answer used (see Memory.mark_used). Raises InvalidInput
         for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
         ids = [memory_ids] if isinstance(memory_ids, (int, str)) else list(memory_ids)
         return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
 
-    def observe(self, messages: Any, user_id: str, shown: Sequence[Any] = (), chat_id: str = "default", who: Optional[str] = None,
-                metadata: Optional[dict[str, Any]] = None, *, ts: Any = None, agent_id: Optional[str] = None,
-                run_id: Optional[str] = None) -> Call[ObserveResult]:
+    def observe(self, messages: Any, user_id: str, shown: Sequence[Any] = (), chat_id: str = "default", who: str | None = None,
+                metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
+                run_id: str | None = None) -> Call[ObserveResult]:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
         if isinstance(shown, (str, bytes)):
@@ -208,25 +219,25 @@ class _Verbs:
                                                              "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts,
                                                              "agent_id": agent_id, "run_id": run_id})
 
-    def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> Call[ConsolidationStats]:
+    def consolidate(self, user_id: str | None = None, progress: Any = None) -> Call[ConsolidationStats]:
         """Run consolidation in the service (after any run in progress); `progress` is not streamed.
         Raises InvalidInput for a bad user_id."""
         return Call("POST", "/consolidate", ConsolidationStats, body={"user_id": user_id}, timeout=None)
 
-    def decay(self, user_id: Optional[str] = None, now: Any = None, progress: Any = None) -> Call[DecayStats]:
+    def decay(self, user_id: str | None = None, now: Any = None, progress: Any = None) -> Call[DecayStats]:
         """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
         may touch. Raises InvalidInput for a bad user_id or now."""
         return Call("POST", "/decay", DecayStats, body={"user_id": user_id, "now": now}, timeout=None)
 
-    def graph(self, user_id: str, limit: Optional[int] = None) -> Call[Any]:
+    def graph(self, user_id: str, limit: int | None = None) -> Call[Any]:
         """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
         from ..graph.service import GraphView
 
         params = {"user_id": _uid(user_id), **({"limit": V.check_limit(limit)} if limit is not None else {})}
         return Call("GET", "/graph", GraphView, params=params)
 
-    def context(self, user_id: str, query: Optional[str] = None, max_items: int = 20, min_score: float = 0.5,
-                dates: bool = False, now: Any = None, *, agent_id: Optional[str] = None, agent_scope: str = "both", run_id: Optional[str] = None) -> Call[str]:
+    def context(self, user_id: str, query: str | None = None, max_items: int = 20, min_score: float = 0.5,
+                dates: bool = False, now: Any = None, *, agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> Call[str]:
         """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
         Raises InvalidInput for a bad argument."""
         if now is not None:
@@ -237,7 +248,7 @@ class _Verbs:
         call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
         return call
 
-    def curate(self, memory_id: int, user_id: str, *, category: Any = None, importance: Optional[float] = None) -> Call[MemoryRecord]:
+    def curate(self, memory_id: int, user_id: str, *, category: Any = None, importance: float | None = None) -> Call[MemoryRecord]:
         """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
         value or neither; NotFound when it is missing or another user's."""
         body = {"user_id": user_id, "category": _plain(category), "importance": importance}
@@ -254,7 +265,7 @@ class _Verbs:
         after it); NotFound when the event is unknown or another user's."""
         return Call("POST", f"/history/{_event_id(event_id)}/undo", UndoResult, params={"user_id": _uid(user_id)})
 
-    def stats(self, user_id: Optional[str] = None) -> Call[dict[str, Any]]:
+    def stats(self, user_id: str | None = None) -> Call[dict[str, Any]]:
         """Memories by kind; with an operator key also the service's latency per endpoint and runs.
         Raises InvalidInput for a bad user_id."""
         return Call("GET", "/stats", None, params={"user_id": _uid(user_id)} if user_id is not None else {})
@@ -315,7 +326,7 @@ class _Verbs:
             raise InvalidInput(f"cannot read {str(path)!r}: no such file")
         return Call("POST", "/import/jsonl", ImportReport, body={"user_id": user_id, "text": text})
 
-    def build_graph(self, user_id: Optional[str] = None, progress: Any = None) -> Call[Any]:
+    def build_graph(self, user_id: str | None = None, progress: Any = None) -> Call[Any]:
         """Read new memories into the graph now (see Memory.build_graph); `progress` is not streamed.
         Raises InvalidInput for a bad user_id."""
         from ..graph.build import GraphStats
@@ -341,7 +352,7 @@ def _local_text(source: Any, verb: str, lines: bool) -> tuple[str, str]:
         raise InvalidInput(f"cannot read {str(source)!r}: {exc}") from None
 
 
-def _agent_params(agent_id: Optional[str], agent_scope: str, run_id: Optional[str]) -> dict[str, Any]:
+def _agent_params(agent_id: str | None, agent_scope: str, run_id: str | None) -> dict[str, Any]:
     """The agent scope as query parameters (store/agents.py); the defaults are left out."""
     out: dict[str, Any] = {"agent_id": agent_id, "run_id": run_id}
     if agent_scope != "both":

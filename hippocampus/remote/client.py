@@ -15,22 +15,23 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, AsyncIterator, Callable, Iterator, Optional
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import httpx
 
-from .calls import Call, R, _json, _Verbs
+from ..defaults import DEFAULT_URL, ENV_SERVER
 from ..errors import HippocampusError, ServiceUnavailable, from_wire
 from ..models import MemoryRecord, MemoryType
-from ..defaults import DEFAULT_URL, ENV_SERVER
 from ..wire import API_PREFIX
+from .calls import Call, R, _json, _Verbs
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 DEFAULT_TIMEOUT_S = 120.0  # add with infer=True waits for the LLM
 PAGE = 1000
 def _sync(build: Callable[..., Call[Any]]) -> Callable[..., Any]:
     @functools.wraps(build)
-    def verb(self: "Client", *args: Any, **kwargs: Any) -> Any:
+    def verb(self: Client, *args: Any, **kwargs: Any) -> Any:
         return self._send(build(self, *args, **kwargs))
 
     verb.__annotations__ = {**build.__annotations__, "return": _reply_type(build)}
@@ -39,7 +40,7 @@ def _sync(build: Callable[..., Call[Any]]) -> Callable[..., Any]:
 
 def _async(build: Callable[..., Call[Any]]) -> Callable[..., Any]:
     @functools.wraps(build)
-    async def verb(self: "AsyncClient", *args: Any, **kwargs: Any) -> Any:
+    async def verb(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
         return await self._send(build(self, *args, **kwargs))
 
     verb.__annotations__ = {**build.__annotations__, "return": _reply_type(build)}
@@ -52,7 +53,7 @@ def _reply_type(build: Callable[..., Any]) -> str:
 
 
 class _Base:
-    def __init__(self, url: Optional[str], api_key: Optional[str], timeout: float):
+    def __init__(self, url: str | None, api_key: str | None, timeout: float):
         self.url = (url or os.environ.get(ENV_SERVER) or DEFAULT_URL).rstrip("/")
         key = api_key if api_key is not None else os.environ.get(ENV_KEY)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -91,8 +92,8 @@ class Client(_Base):
     ...     memory.add("I moved to Berlin in May", user_id="alice")
     """
 
-    def __init__(self, url: Optional[str] = None, *, api_key: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 transport: Optional[httpx.BaseTransport] = None):
+    def __init__(self, url: str | None = None, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 transport: httpx.BaseTransport | None = None):
         super().__init__(url, api_key, timeout)
         self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
 
@@ -123,20 +124,20 @@ class Client(_Base):
     import_jsonl = _sync(_Verbs.import_jsonl)
     build_graph = _sync(_Verbs.build_graph)
 
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                 include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
-                 run_id: Optional[str] = None) -> Iterator[MemoryRecord]:
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                 include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
+                 run_id: str | None = None) -> Iterator[MemoryRecord]:
         """Every memory of this user matching `filters` (and the agent scope), a page at a time."""
-        offset: Optional[int] = 0
+        offset: int | None = 0
         while offset is not None:
             page = self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired,
                              agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
             yield from page.items
             offset = page.next_offset
 
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
-                run_id: Optional[str] = None) -> list[MemoryRecord]:
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
+                run_id: str | None = None) -> list[MemoryRecord]:
         """Every memory of this user matching `filters` (and the agent scope), oldest event first."""
         return list(self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
                                   run_id=run_id))
@@ -158,7 +159,7 @@ class Client(_Base):
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -168,8 +169,8 @@ class Client(_Base):
 class AsyncClient(_Base):
     """Client for asyncio agents: every verb is a coroutine."""
 
-    def __init__(self, url: Optional[str] = None, *, api_key: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 transport: Optional[httpx.AsyncBaseTransport] = None):
+    def __init__(self, url: str | None = None, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 transport: httpx.AsyncBaseTransport | None = None):
         super().__init__(url, api_key, timeout)
         self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport)
 
@@ -200,10 +201,10 @@ class AsyncClient(_Base):
     import_jsonl = _async(_Verbs.import_jsonl)
     build_graph = _async(_Verbs.build_graph)
 
-    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                       include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
-                       run_id: Optional[str] = None) -> AsyncIterator[MemoryRecord]:
-        offset: Optional[int] = 0
+    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                       include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
+                       run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
+        offset: int | None = 0
         while offset is not None:
             page = await self.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters, include_expired=include_expired,
                                    agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
@@ -211,9 +212,9 @@ class AsyncClient(_Base):
                 yield record
             offset = page.next_offset
 
-    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: Optional[dict[str, Any]] = None,
-                      include_expired: bool = False, *, agent_id: Optional[str] = None, agent_scope: str = "both",
-                      run_id: Optional[str] = None) -> list[MemoryRecord]:
+    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
+                      include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> list[MemoryRecord]:
         return [r async for r in self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id,
                                                agent_scope=agent_scope, run_id=run_id)]
 
@@ -227,7 +228,7 @@ class AsyncClient(_Base):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def __aenter__(self) -> "AsyncClient":
+    async def __aenter__(self) -> AsyncClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

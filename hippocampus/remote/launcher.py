@@ -15,18 +15,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 from urllib.parse import urlparse
 
-from .client import DEFAULT_URL, ENV_SERVER, Client
 from ..config import DEFAULT_HOME
 from ..errors import ConfigError, ServiceUnavailable
+from .client import DEFAULT_URL, ENV_SERVER, Client
 
 START_TIMEOUT_S = 90.0  # opening the store and loading the embedder on a slow machine
 
 
-def connect(url: Optional[str] = None, *, api_key: Optional[str] = None, start: bool = True,
-            start_timeout: float = START_TIMEOUT_S, milvus_uri: Optional[str] = None) -> Client:
+def connect(url: str | None = None, *, api_key: str | None = None, start: bool = True,
+            start_timeout: float = START_TIMEOUT_S, milvus_uri: str | None = None) -> Client:
     """A Client to the service at `url` (default: HIPPOCAMPUS_SERVER, else http://127.0.0.1:8765).
 
     When nothing answers there and `start` is true, `hippocampus serve` is started in the background

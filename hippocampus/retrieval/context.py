@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..text import HAS_CJK as _HAN
 
@@ -46,7 +47,7 @@ class ContextParams:
         return self.neighbour_weight != 0  # a window of 0 still links turns of the same second
 
     @classmethod
-    def from_config(cls, config: Any) -> "ContextParams":
+    def from_config(cls, config: Any) -> ContextParams:
         return cls(
             neighbour_weight=float(config.rank_neighbour_weight),
             chat_weight=float(config.rank_chat_weight),

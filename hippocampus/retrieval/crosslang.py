@@ -31,7 +31,8 @@ same-language control.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def id_filter(ids: Sequence[int]) -> str:
     return F.in_("id", list(ids))
 
 
-def kinds_scope(q: "Query") -> tuple[str, int]:
+def kinds_scope(q: Query) -> tuple[str, int]:
     """The scope and depth of the one cross-language gathering a Memory.search shares across the kinds it
     asks for (each kind's stage keeps its own rows): the kind's condition widened to all of them, the depth
     times their number, so the cost is paid once per search, not once per kind."""
@@ -124,7 +125,7 @@ def kinds_scope(q: "Query") -> tuple[str, int]:
     return q.scope.replace(F.eq("memory_type", q.kind), F.in_("memory_type", list(q.kinds)), 1), q.depth * len(q.kinds)
 
 
-def _gather(r: "Retriever", q: "Query", qx: Sequence[float], scripts: Sequence[str]) -> tuple[list[dict[str, Any]], float | None]:
+def _gather(r: Retriever, q: Query, qx: Sequence[float], scripts: Sequence[str]) -> tuple[list[dict[str, Any]], float | None]:
     """The memories in `scripts` nearest the query by cross vector (store/xvector.py `nearest`), read in
     the scope: rows with `_distance` (the USE cosine), and the lowest cosine `nearest` returned (`floor`).
     Without caller filters the rows are read by id alone, which milvus-lite answers from its primary key
@@ -148,7 +149,7 @@ def _gather(r: "Retriever", q: "Query", qx: Sequence[float], scripts: Sequence[s
     return sorted(rows, key=lambda row: -row["_distance"])[:depth], min(near.values())
 
 
-def stage(r: "Retriever", q: "Query", cands: list[Candidate]) -> list[Candidate]:
+def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """The stage itself (stages.py STAGES `crosslang`): the query's USE vector and the gathering, both
     shared by the kinds of one Memory.search (`Query.memo`), then `rescore`."""
 

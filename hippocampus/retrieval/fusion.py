@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
-from ..text import HAS_CJK as _HAN, script_of
+from ..text import HAS_CJK as _HAN
+from ..text import script_of
 
 FusionMethod = Literal["weighted", "rrf"]
 

@@ -14,7 +14,7 @@ the signal `hubness`. Pure functions; the probe vectors are the caller's (one em
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

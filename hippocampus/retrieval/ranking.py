@@ -23,8 +23,9 @@ memory already placed is best, so that near-copies of one turn do not fill the t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ class RankParams:
         return self.bonuses or self.mmr_weight > 0
 
     @classmethod
-    def from_config(cls, config: Any) -> "RankParams":
+    def from_config(cls, config: Any) -> RankParams:
         return cls(
             recency_weight=float(config.rank_recency_weight),
             half_life_days=float(config.rank_half_life_days),

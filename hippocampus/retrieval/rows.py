@@ -8,8 +8,7 @@ import re
 from typing import Any
 
 from ..models import now_ts
-from ..store import MilvusStore
-from ..store import expiry
+from ..store import MilvusStore, expiry
 from ..store import filters as F
 
 

@@ -14,16 +14,16 @@ no working embedder either the scope's newest memories are returned.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from ..embeddings import Embedder
 from ..errors import EmbeddingError, InvalidInput
 from ..models import MemoryRecord, MemoryType, SearchHit, now_ts
-from ..store import MEMORY_FIELDS, MilvusStore
-from ..store import expiry
+from ..store import MEMORY_FIELDS, MilvusStore, expiry
 from ..store import filters as F
 from . import stages
 from .context import ContextParams, apply_context, in_context, neighbours, windows
@@ -64,7 +64,7 @@ class RetrievalParams:
     categories: tuple[str, ...] = ()  # the project's own category names (MemoryConfig.categories): filterable
 
     @classmethod
-    def from_config(cls, config: Any) -> "RetrievalParams":
+    def from_config(cls, config: Any) -> RetrievalParams:
         return cls(
             mode=config.search_mode,
             fusion=config.hybrid_fusion,

@@ -24,7 +24,8 @@ turns say "I". Pure functions; no store call.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 Subject = Literal["self", "other", "both"]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Optional, Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -37,8 +38,8 @@ from .trace_requests import export_to_collector, install_tracing, without_native
 log = logging.getLogger("hippocampus.server")
 
 
-def create_app(memory: Memory, keys: Optional[KeyRing] = None, *, cron: Optional[str] = None,
-               close_memory: bool = True, mcp: bool = True, decay_cron: Optional[str] = None,
+def create_app(memory: Memory, keys: KeyRing | None = None, *, cron: str | None = None,
+               close_memory: bool = True, mcp: bool = True, decay_cron: str | None = None,
                decay_at_start: bool = False, ui: bool = True, behind_https: bool = False,
                ui_session_s: float = 12 * 3600, allowed_hosts: Sequence[str] = (),
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
@@ -228,8 +229,8 @@ def _check_port(host: str, port: int) -> None:
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file: Optional[str] = None,
-               cron: Optional[str] = None, mcp: bool = True, log_level: str = "info", decay_cron: Optional[str] = None,
+def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file: str | None = None,
+               cron: str | None = None, mcp: bool = True, log_level: str = "info", decay_cron: str | None = None,
                allowed_hosts: Sequence[str] = (), max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
                debug_access_log: bool = False, behind_https: bool = False, ui_session_hours: float = 12.0,
                trusted_proxies: Sequence[str] = (), **overrides: Any) -> None:

@@ -35,9 +35,10 @@ import os
 import string
 import zlib
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any
 
 import yaml
 
@@ -103,8 +104,8 @@ class Tenant:
     take an agent (check_agent, check_owned); every other verb refuses it (`check`)."""
 
     name: str
-    users: Optional[frozenset[str]] = None
-    agents: Optional[frozenset[str]] = None
+    users: frozenset[str] | None = None
+    agents: frozenset[str] | None = None
 
     @property
     def is_operator(self) -> bool:
@@ -113,7 +114,7 @@ class Tenant:
     def may(self, user_id: str) -> bool:
         return self.users is None or user_id in self.users
 
-    def check(self, user_id: Optional[str], missing: str) -> None:
+    def check(self, user_id: str | None, missing: str) -> None:
         """A user id this tenant may not touch is answered like a missing memory: `missing` is the
         very message the library gives for one, so the answer tells nothing about other tenants.
         A key bound to agents is refused here too: a whole-user verb (export, reset, consolidate, ...)
@@ -122,11 +123,11 @@ class Tenant:
         if self.agents is not None:
             raise NotFound(missing)
 
-    def _check_user(self, user_id: Optional[str], missing: str) -> None:
+    def _check_user(self, user_id: str | None, missing: str) -> None:
         if user_id is not None and isinstance(user_id, str) and not self.may(user_id):
             raise NotFound(missing)
 
-    def check_agent(self, user_id: Optional[str], agent_id: Optional[str], missing: str) -> Optional[str]:
+    def check_agent(self, user_id: str | None, agent_id: str | None, missing: str) -> str | None:
         """The user check, then the agent a call acts as: the caller's for an unbound key; for a bound key
         one of its agents (the one it has when the call names none), another agent answered as `missing`."""
         self._check_user(user_id, missing)
@@ -140,12 +141,12 @@ class Tenant:
             raise NotFound(missing)
         return agent_id
 
-    def may_touch(self, metadata: Optional[Mapping[str, Any]]) -> bool:
+    def may_touch(self, metadata: Mapping[str, Any] | None) -> bool:
         """Whether this key may read or change a memory with this metadata: a shared one or its agents'."""
         owner = agent_of(metadata)
         return self.agents is None or owner is None or owner in self.agents
 
-    def check_owned(self, user_id: Optional[str], missing: str, metadata_of: Callable[[], Optional[Mapping[str, Any]]]) -> None:
+    def check_owned(self, user_id: str | None, missing: str, metadata_of: Callable[[], Mapping[str, Any] | None]) -> None:
         """A by-id verb (get, update, delete, history): the user check; for a bound key the memory
         (`metadata_of` reads it) must be shared or its agents', else `missing`, as for an unknown id."""
         self._check_user(user_id, missing)
@@ -158,7 +159,7 @@ class Tenant:
         if not self.may_touch(metadata):
             raise NotFound(missing)
 
-    def scope(self, user_id: Optional[str]) -> list[Optional[str]]:
+    def scope(self, user_id: str | None) -> list[str | None]:
         """The user ids a store-wide verb (consolidate, stats) runs over for this tenant."""
         if user_id is not None:
             return [user_id]
@@ -187,14 +188,14 @@ class KeyRing:
     def is_open(self) -> bool:
         return not self._entries
 
-    def resolve(self, presented: Optional[str]) -> Tenant:
+    def resolve(self, presented: str | None) -> Tenant:
         """The tenant a presented key stands for; AuthError (401) when keys are configured and it is none."""
         if self.is_open:
             return OPEN
         if not presented:
             raise AuthError("this server requires an API key: send 'Authorization: Bearer <key>'")
         probe = digest(presented)
-        found: Optional[Tenant] = None
+        found: Tenant | None = None
         for entry in self._entries:  # no early exit: every stored digest is compared
             if hmac.compare_digest(probe, entry.digest):
                 found = entry.tenant
@@ -204,7 +205,7 @@ class KeyRing:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, keys_file: Optional[str | Path] = None, env: Optional[Mapping[str, str]] = None) -> "KeyRing":
+    def load(cls, keys_file: str | Path | None = None, env: Mapping[str, str] | None = None) -> KeyRing:
         """Keys from the environment and the keys file (argument, else HIPPOCAMPUS_KEYS_FILE)."""
         env = os.environ if env is None else env
         entries: list[_Entry] = []
@@ -224,7 +225,7 @@ class KeyRing:
         return cls(entries)
 
 
-def _users(value: Any, where: str) -> Optional[frozenset[str]]:
+def _users(value: Any, where: str) -> frozenset[str] | None:
     if value == "*" or value == ["*"]:
         return None
     if isinstance(value, str):
@@ -234,7 +235,7 @@ def _users(value: Any, where: str) -> Optional[frozenset[str]]:
     return frozenset(u.strip() for u in value)
 
 
-def _agents(value: Any, where: str) -> Optional[frozenset[str]]:
+def _agents(value: Any, where: str) -> frozenset[str] | None:
     """A keys-file entry's `agents`: absent (any agent) or a non-empty list of agent ids."""
     if value is None:
         return None
@@ -245,7 +246,7 @@ def _agents(value: Any, where: str) -> Optional[frozenset[str]]:
     return frozenset(a.strip() for a in value)
 
 
-def _entry(key: str, users: Any, where: str, name: Optional[str] = None, agents: Any = None) -> _Entry:
+def _entry(key: str, users: Any, where: str, name: str | None = None, agents: Any = None) -> _Entry:
     if not isinstance(key, str) or not key.strip():
         raise ConfigError(f"{where}: an API key must be a non-empty string (or give its sha256)")
     check_key_strength(key.strip(), where)

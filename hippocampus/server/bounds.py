@@ -14,7 +14,6 @@ alone does not bound memory.
 from __future__ import annotations
 
 import asyncio
-from typing import Optional
 
 from starlette.datastructures import Headers
 
@@ -43,7 +42,7 @@ class LargeGate:
 
     def __init__(self, limit: int = LARGE_IN_FLIGHT):
         self.limit = limit
-        self._semaphore: Optional[asyncio.Semaphore] = None
+        self._semaphore: asyncio.Semaphore | None = None
 
     @property
     def semaphore(self) -> asyncio.Semaphore:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -42,8 +43,8 @@ class BoundedH11Protocol(H11Protocol):
     head_timeout_s: float = HEAD_TIMEOUT_S
     body_timeout_s: float = BODY_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
-    _deadline: Optional[asyncio.TimerHandle] = None
-    _waiting: Optional[str] = None
+    _deadline: asyncio.TimerHandle | None = None
+    _waiting: str | None = None
     _since: float = 0.0
     _warned_full = False
 

@@ -34,8 +34,9 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
@@ -49,12 +50,12 @@ from ..models import TEXT_MAX_BYTES
 from ..validation import METADATA_MAX_BYTES
 from ..wire import error_body
 from .auth import KeyRing
-from .deps import presented_key
 from .bounds import LargeGate, is_large, route_cap
+from .deps import presented_key
 from .hosts import HostList, is_loopback_host, split_host
 from .metrics import method_label
-from .throttle import AuthThrottle
 from .sessions import COOKIE, SECURE_COOKIE
+from .throttle import AuthThrottle
 
 access_log = logging.getLogger("hippocampus.access")
 
@@ -122,7 +123,7 @@ def _too_large(cap: int) -> str:
             "serve --max-body-bytes; every other route at most 1 MiB)")
 
 
-def _refusal(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> list[Message]:
+def _refusal(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> list[Message]:
     body = json.dumps(error_body(kind, message)).encode("utf-8")
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
@@ -134,7 +135,7 @@ class Guard:
     """The ASGI middleware itself; GuardedApp puts it outside every other layer, the 500 answer included."""
 
     def __init__(self, app: ASGIApp, settings: GuardSettings, keys: KeyRing, throttle: AuthThrottle,
-                 observe: Optional[Callable[[str, str, int, float, Optional[str]], None]] = None,
+                 observe: Callable[[str, str, int, float, str | None], None] | None = None,
                  ui_sessions: Callable[[], Any] = lambda: None):
         self.app, self.settings, self.keys, self.throttle, self.observe = app, settings, keys, throttle, observe
         self.ui_sessions = ui_sessions  # the UI's session table (sessions.Sessions), once the UI is mounted
@@ -147,7 +148,7 @@ class Guard:
             return True
         return path in DOCS_PATHS and not self.settings.public_docs
 
-    def _check(self, scope: Scope, headers: Headers) -> Optional[list[Message]]:
+    def _check(self, scope: Scope, headers: Headers) -> list[Message] | None:
         """The refusal for this request, or None when it may go on to the app (its body not yet read)."""
         path, method = scope["path"], scope["method"]
         if method not in KNOWN_METHODS:
@@ -199,7 +200,7 @@ class Guard:
         except AuthError:
             return False
 
-    def _authenticate(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+    def _authenticate(self, scope: Scope, closing: dict[str, str]) -> list[Message] | None:
         key = presented_key(Request(scope))
         challenge = {"WWW-Authenticate": 'Bearer realm="hippocampus"', **closing}
         try:
@@ -210,7 +211,7 @@ class Guard:
                 return _refusal(401, "AuthError", str(exc), challenge)
             return self._throttled(scope, closing) or _refusal(401, "AuthError", str(exc), challenge)
 
-    def _count_wrong_key(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+    def _count_wrong_key(self, scope: Scope, closing: dict[str, str]) -> list[Message] | None:
         """Where no key is needed, a key header that is wrong is still a guess: counted toward the
         throttle, and 429 once over it; the request otherwise goes on (a UI page asks for a login)."""
         key = presented_key(Request(scope))
@@ -222,7 +223,7 @@ class Guard:
         except AuthError:
             return self._throttled(scope, closing)
 
-    def _throttled(self, scope: Scope, closing: dict[str, str]) -> Optional[list[Message]]:
+    def _throttled(self, scope: Scope, closing: dict[str, str]) -> list[Message] | None:
         """Count one wrong key of this client; the 429 when it is over the throttle's limit."""
         client = (scope.get("client") or ("unknown", 0))[0]
         wait = self.throttle.retry_after(client)
@@ -325,7 +326,7 @@ class Guard:
             access_log.info("%s %s %d %.1fms", method, template, status, seconds * 1000)
 
 
-def _cross_site(headers: Headers, host: str) -> Optional[str]:
+def _cross_site(headers: Headers, host: str) -> str | None:
     """Why a state-changing request is cross-site, or None: its Sec-Fetch-Site, an opaque ("null")
     Origin, or an Origin other than this service as the request itself names it."""
     site = (headers.get("sec-fetch-site") or "").lower()

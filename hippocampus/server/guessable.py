@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
-from typing import Optional
 
 COMMON = ("", "password", "admin", "123456", "12345678", "123456789", "1234567890", "qwerty", "abc123", "letmein",
           "welcome", "monkey", "dragon", "secret", "changeme", "root", "toor", "test", "guest", "default", "master",
@@ -102,7 +101,7 @@ def _word_letters(key: str) -> tuple[int, int]:
     return found, letters
 
 
-def why_guessable(key: str) -> Optional[str]:
+def why_guessable(key: str) -> str | None:
     """The reason a guesser would find this key early, or None."""
     low = key.lower()
     if any(d in low for d in _digests() if len(d) <= len(low)):

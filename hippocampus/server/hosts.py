@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from ..errors import ConfigError
 
@@ -13,7 +13,7 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _NAME = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?)$")
 
 
-def split_host(value: str) -> tuple[str, Optional[int]]:
+def split_host(value: str) -> tuple[str, int | None]:
     """("name", port or None) from a Host header or an operator's name; ValueError when it is neither."""
     value = value.strip().lower()
     if value.startswith("["):
@@ -42,7 +42,7 @@ class HostList:
     either a bare name (any port) or name:port."""
 
     def __init__(self, names: Iterable[str] = ()):
-        self.names: list[tuple[str, Optional[int]]] = []
+        self.names: list[tuple[str, int | None]] = []
         for name in names:
             try:
                 self.names.append(split_host(name))
@@ -50,7 +50,7 @@ class HostList:
                 raise ConfigError(f"--allowed-host {name!r}: give a host name or address, optionally with :port "
                                   "(no scheme, path or wildcard)") from None
 
-    def allows(self, host: Optional[str]) -> bool:
+    def allows(self, host: str | None) -> bool:
         if not host:
             return False
         try:

@@ -15,12 +15,20 @@ import threading
 import time
 import uuid
 from collections import deque
-from typing import Any, Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from ..consolidation.schedule import (DEFAULT_GRACE_S, ERROR_CHARS, add_stats, cron_trigger, each_user, register_consolidation,
-                                      store_users)
+from ..consolidation.schedule import (
+    DEFAULT_GRACE_S,
+    ERROR_CHARS,
+    add_stats,
+    cron_trigger,
+    each_user,
+    register_consolidation,
+    store_users,
+)
 from ..errors import HippocampusError
 from ..memory import Memory
 from ..models import ConsolidationStats, DecayStats
@@ -37,7 +45,7 @@ DECAY_JOB = "hippocampus-decay"
 T = TypeVar("T")
 
 
-def deployment_line(uri: str, collection: Optional[str] = None) -> str:
+def deployment_line(uri: str, collection: str | None = None) -> str:
     """What `serve` says at start: alone (a milvus-lite path: one process by its lock) or one of several
     replicas (a server URI: ids and background work coordinated by leases in the store)."""
     name = collection or "memories"
@@ -56,8 +64,8 @@ class Consolidations:
         self.metrics = metrics
         self._lock = threading.Lock()
         self.runs: deque[dict[str, Any]] = deque(maxlen=KEEP_RUNS)
-        self._scheduler: Optional[BackgroundScheduler] = None
-        self._worker: Optional[threading.Thread] = None
+        self._scheduler: BackgroundScheduler | None = None
+        self._worker: threading.Thread | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.pending_decided = 0
@@ -65,7 +73,7 @@ class Consolidations:
         self._tracked: dict[str, dict[str, Any]] = {}
         self._starting = threading.Lock()
 
-    def run(self, user_ids: list[Optional[str]], trigger: str, progress: Any = None) -> ConsolidationStats:
+    def run(self, user_ids: list[str | None], trigger: str, progress: Any = None) -> ConsolidationStats:
         """Consolidate each of `user_ids` (None: every user) after any run in progress has finished;
         `progress(phase, done, total)` as Memory.consolidate calls it. A scheduled run (trigger "cron")
         skips a user whose lease another replica holds (recorded in `skipped`); others wait for it.
@@ -77,7 +85,7 @@ class Consolidations:
             wait = None if trigger != "cron" else 0.0
             failures: list[dict[str, str]] = []
 
-            def one(user_id: Optional[str]) -> ConsolidationStats:
+            def one(user_id: str | None) -> ConsolidationStats:
                 return self.memory.consolidate(user_id=user_id, progress=progress)  # re-enters the lease
 
             try:
@@ -111,7 +119,7 @@ class Consolidations:
             self.metrics.consolidations.labels(trigger, outcome).inc()
             return total
 
-    def start(self, user_ids: list[Optional[str]], trigger: str) -> str:
+    def start(self, user_ids: list[str | None], trigger: str) -> str:
         """Consolidate in the background (the UI's "consolidate now"); `tracked(run_id)` tells how far
         it got: the phase and its done/total from the job's own progress callback, then the stats.
         While a run for the same users is unfinished its id is returned and no thread is started
@@ -146,12 +154,12 @@ class Consolidations:
         self._starters = [t for t in self._starters if t.is_alive()] + [thread]  # shutdown waits for it
         return run_id
 
-    def tracked(self, run_id: str) -> Optional[dict[str, Any]]:
+    def tracked(self, run_id: str) -> dict[str, Any] | None:
         """A background run's state (see `start`), or None for an unknown id."""
         state = self._tracked.get(run_id)
         return dict(state) if state is not None else None
 
-    def decay(self, trigger: str) -> Optional[DecayStats]:
+    def decay(self, trigger: str) -> DecayStats | None:
         """One decay pass over every user (after any run in progress), recorded like a consolidation;
         a failure is logged and recorded, never raised (it runs from the scheduler or at start).
         Skipped (recorded so) while another replica holds a lease of background work."""
@@ -182,7 +190,7 @@ class Consolidations:
             self.metrics.consolidations.labels(trigger, outcome).inc()
             return stats
 
-    def each_user(self, step: str, job: Callable[[Optional[str]], T], user_id: Optional[str], trigger: str = "api") -> list[T]:
+    def each_user(self, step: str, job: Callable[[str | None], T], user_id: str | None, trigger: str = "api") -> list[T]:
         """`job(user_id)` for a route (decay, graph build); for every user (None) through `each_user`,
         the run recorded in the history with each failed user (a user's damaged data stops no other)."""
         if user_id is not None:
@@ -230,7 +238,7 @@ class Consolidations:
         log.info("decay scheduled on %r", cron)
 
     # the Consolidates protocol, for consolidation.schedule.register_consolidation
-    def consolidate(self, user_id: Optional[str] = None, progress: Any = None) -> ConsolidationStats:
+    def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
         return self.run([user_id], trigger="cron")
 
     @property
@@ -260,11 +268,11 @@ class Consolidations:
         log.info("consolidation scheduled on %r", cron)
 
     @property
-    def scheduler(self) -> Optional[BackgroundScheduler]:
+    def scheduler(self) -> BackgroundScheduler | None:
         """The running schedule, if `serve --consolidate-cron` asked for one."""
         return self._scheduler
 
-    def next_run(self) -> Optional[str]:
+    def next_run(self) -> str | None:
         job = self._scheduler.get_job("hippocampus-consolidation") if self._scheduler else None
         return job.next_run_time.isoformat() if job and job.next_run_time else None
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import Annotated, Any, Awaitable, Callable, Literal, Optional, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal, Protocol
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -41,13 +42,13 @@ from .guard import DEFAULT_MAX_BODY_BYTES, HostList
 
 log = logging.getLogger("hippocampus.mcp")
 MCP_PATH = "/mcp"
-MemoryKind = Optional[Literal["episodic", "semantic", "procedural"]]
+MemoryKind = Literal["episodic", "semantic", "procedural"] | None
 UserId = Annotated[str, Field(description="whose memories: the user this conversation is with")]
 MemoryId = Annotated[int, Field(description="a memory id, from search_memory, list_memories or add_memory")]
-AgentId = Annotated[Optional[str], Field(description="the agent acting (none: the user's shared memory); docs/agents.md")]
+AgentId = Annotated[str | None, Field(description="the agent acting (none: the user's shared memory); docs/agents.md")]
 AgentScope = Annotated[Literal["own", "shared", "both"], Field(description="own: the agent's memories; shared: the user's "
                                                                          "without agent; both (default)")]
-RunId = Annotated[Optional[str], Field(description="the run: recorded on add, kept to one run on reads")]
+RunId = Annotated[str | None, Field(description="the run: recorded on add, kept to one run on reads")]
 INSTRUCTIONS = (
     "Long-term memory, scoped by user_id. Before answering, call search_memory with the user's question; "
     "after a turn worth keeping, call add_memory with the exchange (or observe_turn with the exchange and the "
@@ -63,8 +64,8 @@ class BatchUpdate(BaseModel):
 
     memory_id: int = Field(description="the memory to correct")
     text: str = Field(description="its new text")
-    metadata: Optional[dict[str, Any]] = Field(default=None, description="keys to set in its metadata")
-    expires_at: Optional[int | str] = Field(default=None, description="when it stops being true, as update_memory's")
+    metadata: dict[str, Any] | None = Field(default=None, description="keys to set in its metadata")
+    expires_at: int | str | None = Field(default=None, description="when it stops being true, as update_memory's")
 
 
 class Verbs(Protocol):
@@ -106,10 +107,10 @@ def _user(user_id: str) -> str:
     return f"user {user_id!r} not found"
 
 
-Observe = Callable[[str, str, int, float, Optional[str]], None]  # ServiceMetrics.observe
+Observe = Callable[[str, str, int, float, str | None], None]  # ServiceMetrics.observe
 
 
-def _tool_errors(fn: Callable[..., Awaitable[dict[str, Any]]], observe: Optional[Observe] = None) -> Callable[..., Awaitable[Any]]:
+def _tool_errors(fn: Callable[..., Awaitable[dict[str, Any]]], observe: Observe | None = None) -> Callable[..., Awaitable[Any]]:
     """A library error becomes a tool error (isError, one line) instead of a crash report; with
     `observe`, every call is counted and timed like a REST request (method "MCP", the tool's name)."""
 
@@ -136,7 +137,7 @@ def found_by(signals: dict[str, float]) -> list[str]:
     return paths + sorted(k for k, v in signals.items() if k.startswith("graph_") and v > 0)
 
 
-def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] = None) -> MCPServer:
+def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Observe | None = None) -> MCPServer:
     """The tools over `verbs`; `tenant_of(ctx)` says whom the calling request speaks for; `observe`
     (the service's metrics) counts and times each call."""
 
@@ -145,7 +146,7 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
         tenant_of(ctx).check(owner, missing)
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
-    async def as_agent(ctx: Context, owner: str, agent_id: Optional[str], missing: str, fn: Callable[..., Any], /,
+    async def as_agent(ctx: Context, owner: str, agent_id: str | None, missing: str, fn: Callable[..., Any], /,
                        *args: Any, **kwargs: Any) -> Any:
         """The tenant check with the agent the key acts as (auth.Tenant.check_agent), then the verb."""
         agent = tenant_of(ctx).check_agent(owner, agent_id, missing)
@@ -168,10 +169,10 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
         return lambda fn: server.tool(**kwargs)(_tool_errors(fn, observe))
 
     @tool()
-    async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: Optional[str] = None,
-                         metadata: Optional[dict[str, Any]] = None, infer: bool = False,
+    async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: str | None = None,
+                         metadata: dict[str, Any] | None = None, infer: bool = False,
                          memory_type: Literal["episodic", "semantic", "procedural"] = "episodic",
-                         ts: Optional[int | str] = None, expires_at: Optional[int | str] = None, agent_id: AgentId = None,
+                         ts: int | str | None = None, expires_at: int | str | None = None, agent_id: AgentId = None,
                          run_id: RunId = None) -> dict[str, Any]:
         """Remember something about user_id. Call it after a turn worth keeping; give the exchange
         ("assistant: Do you travel alone? user: With my sister"), not a bare reply. infer=true lets
@@ -187,9 +188,9 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
         return result.model_dump(mode="json")
 
     @tool(annotations=_READ)
-    async def search_memory(ctx: Context, query: str, user_id: UserId, limit: Optional[int] = None,
-                            memory_type: MemoryKind = None, filters: Optional[dict[str, Any]] = None,
-                            graph: Optional[bool] = None, include_expired: bool = False, agent_id: AgentId = None,
+    async def search_memory(ctx: Context, query: str, user_id: UserId, limit: int | None = None,
+                            memory_type: MemoryKind = None, filters: dict[str, Any] | None = None,
+                            graph: bool | None = None, include_expired: bool = False, agent_id: AgentId = None,
                             agent_scope: AgentScope = "both", run_id: RunId = None) -> dict[str, Any]:
         """Recall user_id's memories related to query; call it before answering. limit caps each kind
         (episodic, semantic); filters match chat_id, who, memory_type, category, state, ts or
@@ -209,7 +210,7 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
 
     @tool(annotations=_READ)
     async def list_memories(ctx: Context, user_id: UserId, memory_type: MemoryKind = None, offset: int = 0,
-                            limit: int = 50, filters: Optional[dict[str, Any]] = None,
+                            limit: int = 50, filters: dict[str, Any] | None = None,
                             include_expired: bool = False, agent_id: AgentId = None, agent_scope: AgentScope = "both",
                             run_id: RunId = None) -> dict[str, Any]:
         """A page of everything remembered about user_id, oldest event first (to review, not to
@@ -229,8 +230,8 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
 
     @tool(annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False))
     async def update_memory(ctx: Context, memory_id: MemoryId, text: str, user_id: UserId,
-                            metadata: Optional[dict[str, Any]] = None,
-                            expires_at: Optional[int | str] = None) -> dict[str, Any]:
+                            metadata: dict[str, Any] | None = None,
+                            expires_at: int | str | None = None) -> dict[str, Any]:
         """Correct a memory in place when the user says it changed ("I moved again"): replaces its
         text (the id stays, the old text goes to memory_history) and merges metadata into it;
         expires_at as add_memory's. Returns the updated memory."""
@@ -272,7 +273,7 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
         return {"events": [e.model_dump(mode="json") for e in events]}
 
     @tool(annotations=_READ)
-    async def memory_context(ctx: Context, user_id: UserId, query: Optional[str] = None, max_items: int = 20,
+    async def memory_context(ctx: Context, user_id: UserId, query: str | None = None, max_items: int = 20,
                              dates: bool = False, agent_id: AgentId = None, agent_scope: AgentScope = "both",
                              run_id: RunId = None) -> dict[str, Any]:
         """What you remember about user_id, as a block for your system prompt at the start of a
@@ -284,7 +285,7 @@ def build_server(verbs: Verbs, tenant_of: TenantOf, observe: Optional[Observe] =
         return {"context": block}
 
     @tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
-    async def observe_turn(ctx: Context, exchange: str, user_id: UserId, shown: Optional[list[int]] = None,
+    async def observe_turn(ctx: Context, exchange: str, user_id: UserId, shown: list[int] | None = None,
                            chat_id: str = "default", agent_id: AgentId = None, run_id: RunId = None) -> dict[str, Any]:
         """After you answered: give the exchange ("user: ... assistant: ...") and the ids search_memory
         returned for it; one background judgement adds what is new, corrects or (softly, restorably)
@@ -333,8 +334,8 @@ class _Gate:
         await self.app(scope, receive, send)
 
 
-def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH, observe: Optional[Observe] = None, *,
-             hosts: Optional[HostList] = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Starlette:
+def http_app(verbs: Verbs, keys: KeyRing, path: str = MCP_PATH, observe: Observe | None = None, *,
+             hosts: HostList | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Starlette:
     """Streamable HTTP at `path` (stateless: any replica answers any request). Its lifespan must
     run (create_app enters it); route it at `path` itself, e.g. `app.add_route(path, mcp_app)`.
     The service's guard (guard.py) checks Host, Origin, the key and the body size first; the SDK's

@@ -13,7 +13,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 
 def schema() -> dict[str, Any]:
@@ -34,7 +34,7 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=True) + "\n"
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) > 1 or (args and args[0].startswith("-")):
         print("usage: python -m hippocampus.server.openapi [PATH]  (prints to stdout without PATH)", file=sys.stderr)

@@ -8,7 +8,7 @@ Routes are plain `def`s: FastAPI runs them in its thread pool, and Memory is thr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -16,9 +16,19 @@ from .. import validation as V
 from ..errors import InvalidInput
 from ..graph.service import GraphView
 from ..memory import Memory
-from ..models import (damaged_rows, AddResult, ConsolidationStats, DecayStats, HistoryEvent, MemoryPage, MemoryRecord, MemoryType, ObserveResult,
-                      SearchResult, UndoResult)
-from ..wire import json_filters
+from ..models import (
+    AddResult,
+    ConsolidationStats,
+    DecayStats,
+    HistoryEvent,
+    MemoryPage,
+    MemoryRecord,
+    MemoryType,
+    ObserveResult,
+    SearchResult,
+    UndoResult,
+    damaged_rows,
+)
 from ..wire import (
     API_PREFIX,
     AddManyRequest,
@@ -35,10 +45,11 @@ from ..wire import (
     ResetResult,
     SearchRequest,
     UpdateRequest,
+    json_filters,
 )
 from .auth import Tenant
-from .deps import authenticate, consolidations, memory_of
 from .batch_routes import router as batch_router
+from .deps import authenticate, consolidations, memory_of
 from .transfer_routes import router as transfer_router
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -100,15 +111,15 @@ def search(body: SearchRequest, tenant: Tenant = Depends(authenticate), memory: 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
 def page(
     user_id: str,
-    memory_type: Optional[str] = None,
+    memory_type: str | None = None,
     offset: int = Query(0, ge=0),
     limit: int = Query(100, ge=0, le=1000),
-    filters: Optional[str] = Query(None, description="search's filters as a JSON object, e.g. {\"priority\": {\"gte\": 3}} "
+    filters: str | None = Query(None, description="search's filters as a JSON object, e.g. {\"priority\": {\"gte\": 3}} "
                                    "(docs/filters.md)"),
     include_expired: bool = Query(False, description="also memories past their expires_at"),
-    agent_id: Optional[str] = Query(None, description="the agent reading (docs/agents.md)"),
+    agent_id: str | None = Query(None, description="the agent reading (docs/agents.md)"),
     agent_scope: str = Query("both", description="own, shared or both"),
-    run_id: Optional[str] = Query(None, description="only memories of this run"),
+    run_id: str | None = Query(None, description="only memories of this run"),
     tenant: Tenant = Depends(authenticate),
     memory: Memory = Depends(memory_of),
 ) -> MemoryPage:
@@ -117,7 +128,7 @@ def page(
                        include_expired=include_expired, agent_id=agent, agent_scope=agent_scope, run_id=run_id)
 
 
-def _query_filters(raw: Optional[str]) -> Optional[dict[str, Any]]:
+def _query_filters(raw: str | None) -> dict[str, Any] | None:
     """`filters` from the query string as search takes them; JSON the parser itself cannot hold (nested
     past its stack, an integer of over 4,300 digits) is the caller's bad input, a 422 like in a body."""
     try:
@@ -179,14 +190,14 @@ def reset(user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory =
 
 
 @router.post("/consolidate", response_model=ConsolidationStats, summary="Run consolidation now (waits for a run in progress)")
-def consolidate(request: Request, body: Optional[ConsolidateRequest] = None, tenant: Tenant = Depends(authenticate)) -> ConsolidationStats:
+def consolidate(request: Request, body: ConsolidateRequest | None = None, tenant: Tenant = Depends(authenticate)) -> ConsolidationStats:
     user_id = body.user_id if body else None
     tenant.check(user_id, f"user {user_id!r} not found")
     return consolidations(request).run(tenant.scope(user_id), trigger="api")
 
 
 @router.post("/decay", response_model=DecayStats, summary="Archive and forget what has decayed (lifecycle)")
-def decay(request: Request, body: Optional[DecayRequest] = None, tenant: Tenant = Depends(authenticate),
+def decay(request: Request, body: DecayRequest | None = None, tenant: Tenant = Depends(authenticate),
           memory: Memory = Depends(memory_of)) -> DecayStats:
     body = body or DecayRequest()
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
@@ -196,9 +207,9 @@ def decay(request: Request, body: Optional[DecayRequest] = None, tenant: Tenant 
 
 
 @router.get("/context", response_model=ContextReply, summary="The prompt block of a user's memories")
-def context(user_id: str, query: Optional[str] = None, max_items: int = Query(20, ge=0, le=1000),
-            min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, agent_id: Optional[str] = None,
-            agent_scope: str = "both", run_id: Optional[str] = None, tenant: Tenant = Depends(authenticate),
+def context(user_id: str, query: str | None = None, max_items: int = Query(20, ge=0, le=1000),
+            min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, agent_id: str | None = None,
+            agent_scope: str = "both", run_id: str | None = None, tenant: Tenant = Depends(authenticate),
             memory: Memory = Depends(memory_of)) -> ContextReply:
     agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
     return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates,
@@ -206,7 +217,7 @@ def context(user_id: str, query: Optional[str] = None, max_items: int = Query(20
 
 
 @router.get("/graph", response_model=GraphView, summary="A user's entities and triples (graph memory)")
-def graph(user_id: str, limit: Optional[int] = Query(None, ge=0, le=1000), tenant: Tenant = Depends(authenticate),
+def graph(user_id: str, limit: int | None = Query(None, ge=0, le=1000), tenant: Tenant = Depends(authenticate),
           memory: Memory = Depends(memory_of)) -> GraphView:
     tenant.check(user_id, f"user {user_id!r} not found")
     return memory.graph(user_id, limit=limit)
@@ -233,7 +244,7 @@ def undo(event_id: int, user_id: str, tenant: Tenant = Depends(authenticate), me
 
 
 @router.get("/stats", summary="Memories by kind; with an operator key also the service's own figures")
-def stats(request: Request, user_id: Optional[str] = None, tenant: Tenant = Depends(authenticate),
+def stats(request: Request, user_id: str | None = None, tenant: Tenant = Depends(authenticate),
           memory: Memory = Depends(memory_of)) -> dict[str, Any]:
     tenant.check(user_id, f"user {user_id!r} not found")
     scope = tenant.scope(user_id)

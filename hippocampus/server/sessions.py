@@ -14,8 +14,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from .auth import Tenant
 
@@ -69,7 +69,7 @@ class Sessions:
             self._of.setdefault(tenant, OrderedDict())[sid] = None
         return sid
 
-    def get(self, sid: Optional[str]) -> Optional[Session]:
+    def get(self, sid: str | None) -> Session | None:
         """The live session with this id; None for an unknown, revoked or expired one."""
         if not sid:
             return None
@@ -80,7 +80,7 @@ class Sessions:
                 session = None
         return session
 
-    def revoke(self, sid: Optional[str]) -> bool:
+    def revoke(self, sid: str | None) -> bool:
         """End a session (logout); True when there was one."""
         with self._lock:
             return self._remove(sid) if sid else False

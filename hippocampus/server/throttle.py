@@ -6,7 +6,7 @@ import ipaddress
 import threading
 import time
 from collections import OrderedDict, deque
-from typing import Callable, Optional
+from collections.abc import Callable
 
 
 class AuthThrottle:
@@ -37,7 +37,7 @@ class AuthThrottle:
                 return str(ipaddress.ip_network(f"{address}/64", strict=False))
         return str(address)
 
-    def retry_after(self, client: str) -> Optional[float]:
+    def retry_after(self, client: str) -> float | None:
         """Seconds until `client` may be told 401 again; None while it is under the limit."""
         with self._lock:
             times = self._failures.get(self._key(client))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from fastapi import APIRouter, Depends, Request
 
@@ -26,7 +25,7 @@ router = APIRouter()
 SENT = "the JSONL sent"
 
 
-def _user(user_id: Optional[str]) -> str:
+def _user(user_id: str | None) -> str:
     return f"user {user_id!r} not found"
 
 
@@ -36,7 +35,7 @@ def md_count(text: str) -> int:
 
 
 @router.get("/export/md", response_model=ExportReply, summary="A user's memories as MEMORY.md (export_md)")
-def export_md(user_id: str, now: Optional[int] = None, tenant: Tenant = Depends(authenticate),
+def export_md(user_id: str, now: int | None = None, tenant: Tenant = Depends(authenticate),
               memory: Memory = Depends(memory_of)) -> ExportReply:
     tenant.check(user_id, _user(user_id))
     text = memory.export_md(user_id, now=now)
@@ -75,7 +74,7 @@ def import_jsonl(body: ImportRequest, tenant: Tenant = Depends(authenticate), me
 
 
 @router.post("/graph/build", response_model=GraphStats, summary="Read new memories into the graph now (build_graph)")
-def build_graph(request: Request, body: Optional[BuildGraphRequest] = None, tenant: Tenant = Depends(authenticate),
+def build_graph(request: Request, body: BuildGraphRequest | None = None, tenant: Tenant = Depends(authenticate),
                 memory: Memory = Depends(memory_of)) -> GraphStats:
     user_id = body.user_id if body else None
     tenant.check(user_id, _user(user_id))

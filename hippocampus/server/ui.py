@@ -11,7 +11,7 @@ session, and a POST from another origin is refused (logout included).
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Form, Request
@@ -19,16 +19,35 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTex
 from fastapi.staticfiles import StaticFiles
 
 from .. import validation as V
-from ..lifecycle.categories import category_names
-from ..memory.browse import SORT_KEYS
 from ..errors import AuthError, InvalidInput, NotFound
+from ..lifecycle.categories import category_names
 from ..memory import Memory
+from ..memory.browse import SORT_KEYS
 from ..models import MemoryType, State, now_ts
 from .rest import without_paths
 from .sessions import DEFAULT_LIFETIME_S, Sessions
-from .ui_support import (HERE, UI_PREFIX, LoginRequired, attachment, bar_chart, clear_session_cookie, column_chart,
-                         csrf_token, form_ok, from_form, live_session, query, same_origin, session_id, sessions,
-                         set_session_cookie, templates, ui_tenant, visible, when)
+from .ui_support import (
+    HERE,
+    UI_PREFIX,
+    LoginRequired,
+    attachment,
+    bar_chart,
+    clear_session_cookie,
+    column_chart,
+    csrf_token,
+    form_ok,
+    from_form,
+    live_session,
+    query,
+    same_origin,
+    session_id,
+    sessions,
+    set_session_cookie,
+    templates,
+    ui_tenant,
+    visible,
+    when,
+)
 
 router = APIRouter(prefix=UI_PREFIX, include_in_schema=False)
 PAGE = 25
@@ -198,7 +217,7 @@ def edit(request: Request, user_id: str, memory_id: int, text: str = Form(...), 
     memory = _posted(request, user_id, csrf)
     record = memory.get(memory_id, user_id)
     try:
-        level: Optional[float] = float(importance) if importance.strip() else None
+        level: float | None = float(importance) if importance.strip() else None
     except ValueError:
         raise InvalidInput(f"importance must be a number between 0 and 1, got {importance!r}") from None
     if level is not None and abs(level - record.life.importance) < 1e-9:

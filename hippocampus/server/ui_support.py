@@ -14,9 +14,10 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import Request, Response
@@ -79,11 +80,11 @@ def cookie_name(request: Request) -> str:
     return SECURE_COOKIE if over_tls(request) else COOKIE
 
 
-def session_id(request: Request) -> Optional[str]:
+def session_id(request: Request) -> str | None:
     return request.cookies.get(cookie_name(request)) or None
 
 
-def live_session(request: Request) -> Optional[Session]:
+def live_session(request: Request) -> Session | None:
     return sessions(request).get(session_id(request))
 
 
@@ -150,7 +151,7 @@ def attachment(filename: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe=_ATTR_CHARS)}"
 
 
-def when(ts: Optional[int]) -> str:
+def when(ts: int | None) -> str:
     """Epoch seconds as "2026-11-25 09:30" (UTC)."""
     if ts is None:
         return ""

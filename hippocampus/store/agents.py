@@ -14,7 +14,8 @@ verb and face reads it the same way and the injection-proof builder renders it."
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from ..errors import InvalidInput
 
@@ -24,7 +25,7 @@ AgentScope = Literal["own", "shared", "both"]
 SCOPES: tuple[str, ...] = ("own", "shared", "both")
 
 
-def check_scope(agent_id: Optional[str], agent_scope: Any) -> AgentScope:
+def check_scope(agent_id: str | None, agent_scope: Any) -> AgentScope:
     """The scope, checked: one of SCOPES; "own" needs an agent."""
     scope = "both" if agent_scope is None else agent_scope
     if scope not in SCOPES:
@@ -34,7 +35,7 @@ def check_scope(agent_id: Optional[str], agent_scope: Any) -> AgentScope:
     return scope  # type: ignore[return-value]
 
 
-def check_ids(agent_id: Any, run_id: Any) -> tuple[Optional[str], Optional[str]]:
+def check_ids(agent_id: Any, run_id: Any) -> tuple[str | None, str | None]:
     """agent_id and run_id follow user_id's rules (validation.check_id); None means none."""
     from ..validation import check_id
 
@@ -42,7 +43,7 @@ def check_ids(agent_id: Any, run_id: Any) -> tuple[Optional[str], Optional[str]]
             None if run_id is None else check_id("run_id", run_id))
 
 
-def stamp(metadata: Mapping[str, Any], agent_id: Optional[str], run_id: Optional[str]) -> dict[str, Any]:
+def stamp(metadata: Mapping[str, Any], agent_id: str | None, run_id: str | None) -> dict[str, Any]:
     """Metadata with the writer's agent and run (absent ones stay absent: no agent = shared)."""
     out = dict(metadata)
     if agent_id is not None:
@@ -57,13 +58,13 @@ def carried(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: metadata[k] for k in (AGENT_KEY, RUN_KEY) if isinstance(metadata.get(k), str)}
 
 
-def agent_of(metadata: Mapping[str, Any] | None) -> Optional[str]:
+def agent_of(metadata: Mapping[str, Any] | None) -> str | None:
     """The agent a memory belongs to, or None for a shared one."""
     value = (metadata or {}).get(AGENT_KEY)
     return value if isinstance(value, str) else None
 
 
-def scope_filter(agent_id: Optional[str], agent_scope: AgentScope = "both", run_id: Optional[str] = None) -> dict[str, Any] | None:
+def scope_filter(agent_id: str | None, agent_scope: AgentScope = "both", run_id: str | None = None) -> dict[str, Any] | None:
     """The scope as a filter in mem0's syntax, or None when it restricts nothing."""
     shared = {AGENT_KEY: {"exists": False}}
     parts: list[dict[str, Any]] = []
@@ -76,8 +77,8 @@ def scope_filter(agent_id: Optional[str], agent_scope: AgentScope = "both", run_
     return None if not parts else parts[0] if len(parts) == 1 else {"AND": parts}
 
 
-def with_scope(filters: Optional[dict[str, Any]], agent_id: Optional[str], agent_scope: AgentScope = "both",
-               run_id: Optional[str] = None) -> Optional[dict[str, Any]]:
+def with_scope(filters: dict[str, Any] | None, agent_id: str | None, agent_scope: AgentScope = "both",
+               run_id: str | None = None) -> dict[str, Any] | None:
     """The caller's filters ANDed with the scope (the caller's top-level keys kept where they are)."""
     scope = scope_filter(agent_id, agent_scope, run_id)
     if scope is None:
@@ -89,8 +90,8 @@ def with_scope(filters: Optional[dict[str, Any]], agent_id: Optional[str], agent
     return {**filters, "AND": [scope]}
 
 
-def visible(metadata: Mapping[str, Any] | None, agent_id: Optional[str], agent_scope: AgentScope = "both",
-            run_id: Optional[str] = None) -> bool:
+def visible(metadata: Mapping[str, Any] | None, agent_id: str | None, agent_scope: AgentScope = "both",
+            run_id: str | None = None) -> bool:
     """The scope over one memory's metadata, in Python (the twin of scope_filter)."""
     owner = agent_of(metadata)
     if agent_scope == "shared":

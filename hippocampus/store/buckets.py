@@ -11,7 +11,8 @@ same on a Milvus server (64 is far below its 1,024-partition default limit).
 from __future__ import annotations
 
 import zlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 NUM_BUCKETS = 64
 

@@ -13,8 +13,9 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 # milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
 # unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments.

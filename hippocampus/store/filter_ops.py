@@ -21,9 +21,10 @@ of a list value; `icontains` the same after casefold.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Union
+from typing import Any
 
 from ..errors import InvalidInput
 
@@ -43,7 +44,7 @@ _MISSING = object()
 class Atom:
     """One condition: `field` is a column name, "category", "state", or ("metadata", key, ...)."""
 
-    field: Union[str, tuple[str, ...]]
+    field: str | tuple[str, ...]
     op: str
     value: Any
 
@@ -53,10 +54,10 @@ class Node:
     """AND / OR over `children`, or NOT over its single child."""
 
     kind: str
-    children: tuple["Tree", ...] = field(default_factory=tuple)
+    children: tuple[Tree, ...] = field(default_factory=tuple)
 
 
-Tree = Union[Atom, Node]
+Tree = Atom | Node
 
 
 WILDCARD = "*"  # mem0's `{"key": "*"}`: the key is present (`{"exists": true}`); `{"eq": "*"}` is the text itself
@@ -80,7 +81,7 @@ class _Counter:
         self.atoms = 0
 
 
-def parse(filters: dict[str, Any], resolve: Callable[[str], Union[str, tuple[str, ...]]]) -> Tree:
+def parse(filters: dict[str, Any], resolve: Callable[[str], str | tuple[str, ...]]) -> Tree:
     """The filter as a tree, every field resolved (`resolve`: filters.py's field rule) and every value
     checked. Raises InvalidInput naming the first problem."""
     return _parse_dict(filters, resolve, 1, _Counter())

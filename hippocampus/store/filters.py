@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
 from ..models import Category
@@ -148,7 +149,7 @@ class CallerFilter:
     metadata keys of this user (`bare`), whether superseded memories were asked for, and the part
     Milvus cannot evaluate exactly (`residual`, filter_ops.py), which `checked_filter` turns into ids."""
 
-    def __init__(self, expr: str, bare: list[str], wants_superseded: bool, residual: "filter_ops.Tree | None" = None,
+    def __init__(self, expr: str, bare: list[str], wants_superseded: bool, residual: filter_ops.Tree | None = None,
                  named_life: list[str] | None = None):
         self.expr, self.bare, self.wants_superseded, self.residual = expr, bare, wants_superseded, residual
         self.named_life = named_life or []  # `category` / `state` written bare: checked for ambiguity with metadata
@@ -208,7 +209,7 @@ def caller_filter(filters: dict[str, object] | None, json_exists: bool = True) -
     return CallerFilter(and_(*parts), bare, superseded, named_life=named_life)
 
 
-def _resolve(raw_key: object, bare: list[str], named_life: list[str]) -> "str | tuple[str, ...]":
+def _resolve(raw_key: object, bare: list[str], named_life: list[str]) -> str | tuple[str, ...]:
     """Where an operator filter's field lives: a column, "category", "state", or a metadata path
     ("metadata", key, ...); the same rule as the exact filters above."""
     key = FILTER_ALIASES.get(raw_key, raw_key) if isinstance(raw_key, str) else raw_key
@@ -234,7 +235,7 @@ def _resolve(raw_key: object, bare: list[str], named_life: list[str]) -> "str | 
 _ID_KEYS = (("metadata", "agent_id"), ("metadata", "run_id"))
 
 
-def _render(atom: "filter_ops.Atom", json_exists: bool = True) -> str | None:
+def _render(atom: filter_ops.Atom, json_exists: bool = True) -> str | None:
     """An atom's Milvus expression where Milvus evaluates it exactly (filter_ops.py says which), else None."""
     name, op, value = atom.field, atom.op, atom.value
     if op == "exists" and name in _ID_KEYS and json_exists:
@@ -263,7 +264,7 @@ def _operator_filter(filters: dict[str, object], json_exists: bool = True) -> Ca
     return CallerFilter(and_(*pushed), bare, superseded, rest, named_life)
 
 
-def resolve_residual(store: "MilvusStore", user_id: str, caller: CallerFilter) -> CallerFilter:
+def resolve_residual(store: MilvusStore, user_id: str, caller: CallerFilter) -> CallerFilter:
     """The residual evaluated over this user's rows that the pushed-down part keeps (one scan of
     them), reaching Milvus as `id in [...]`: exact on every engine."""
     if caller.residual is None:
@@ -279,7 +280,7 @@ def resolve_residual(store: "MilvusStore", user_id: str, caller: CallerFilter) -
                         named_life=caller.named_life)
 
 
-def checked_filter(store: "MilvusStore", user_id: str, filters: dict[str, object] | None,
+def checked_filter(store: MilvusStore, user_id: str, filters: dict[str, object] | None,
                    categories: Iterable[str] = ()) -> CallerFilter:
     """`caller_filter`, each bare key proven to be a metadata key of some memory of this user (one
     row read per such key) or refused: a misspelt field is an InvalidInput naming the fields, never

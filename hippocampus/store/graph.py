@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import threading
 import unicodedata
-from typing import Any, Iterable, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 from pymilvus import DataType, MilvusClient
 
 from . import filters as F
 from .schema import ID_MAX_LEN
-
 
 
 class GraphHost(Protocol):

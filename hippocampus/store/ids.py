@@ -77,7 +77,8 @@ class LeasedWorker:
             return int(self._lease.name)
 
     def _claim(self):  # -> Lease
-        from .leases import WORKERS as GROUP, Lease
+        from .leases import WORKERS as GROUP
+        from .leases import Lease
 
         tried: set[int] = set()
         for _ in range(CLAIM_TRIES):

@@ -31,9 +31,10 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from ..errors import StoreError
 from . import filters as F

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
@@ -23,7 +24,15 @@ from .graph import GraphCollection, owners_of
 from .ids import IdAllocator, LeasedWorker
 from .leases import LeaseTable
 from .leases_local import LocalLeases
-from .schema import PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, check_existing, history_schema, memories_schema
+from .schema import (
+    PROP_FULL_TEXT,
+    PROP_MODEL,
+    PROP_VERSION,
+    SCHEMA_VERSION,
+    check_existing,
+    history_schema,
+    memories_schema,
+)
 from .xvector import CrossVectors
 
 log = logging.getLogger(__name__)
@@ -411,7 +420,7 @@ class MilvusStore:
         except MilvusException as exc:
             raise StoreError(f"Milvus {method} failed: {exc}", uri=self.uri, original_error=exc) from exc
 
-    def __enter__(self) -> "MilvusStore":
+    def __enter__(self) -> MilvusStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -28,9 +28,10 @@ in the source during a run keeps its old text in the target.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pymilvus import MilvusClient
 
@@ -40,7 +41,16 @@ from . import filters as F
 from .buckets import group_by_bucket
 from .capabilities import detect
 from .connection import connect, release
-from .schema import COMPATIBLE_VERSIONS, PROP_CROSS, PROP_FULL_TEXT, PROP_MODEL, PROP_VERSION, SCHEMA_VERSION, XVECTOR, memories_schema
+from .schema import (
+    COMPATIBLE_VERSIONS,
+    PROP_CROSS,
+    PROP_FULL_TEXT,
+    PROP_MODEL,
+    PROP_VERSION,
+    SCHEMA_VERSION,
+    XVECTOR,
+    memories_schema,
+)
 from .xvector import fill_companion
 
 TARGET_SUFFIX = "__reembed"

@@ -11,10 +11,11 @@ exists, so such an event can never make a second copy.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from .milvus import MilvusStore
 from . import filters as F
+from .milvus import MilvusStore
 
 log = logging.getLogger(__name__)
 

@@ -7,16 +7,17 @@ that the facade shares with the consolidation job, so a row and its history even
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import tzinfo
-from typing import Any, Sequence
+from typing import Any
 
 from ..embeddings import Embedder
 from ..lifecycle import when
 from ..lifecycle.categories import new_life, with_declared
 from ..models import LIFE_KEY, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, now_ts, ts_to_iso
-from .removal import take_back
-from .milvus import MilvusStore
 from . import filters as F
+from .milvus import MilvusStore
+from .removal import take_back
 
 
 def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any],

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 from pymilvus import DataType, MilvusClient

@@ -44,14 +44,15 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..lifecycle.policy import DecayRule, score_of
-from ..models import AnyCategory, CustomCategory, Category, MemoryRecord, MemoryType, State
+from ..models import AnyCategory, Category, CustomCategory, MemoryRecord, MemoryType, State
 
 Section = Literal["active", "archived"]
 TITLE = "# Agent Memory"

@@ -6,8 +6,9 @@ break every later read, edit and store-wide job of its user. Pure: raises Invali
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -121,8 +122,8 @@ def _named_date(key: str, value: Any) -> None:
 
 
 CHECKS: dict[str, Callable[[str, Any], None]] = {
-    **{k: _time for k in _TIMES}, **{k: _flag for k in _FLAGS}, **{k: _ids for k in _ID_LISTS},
-    **{k: _string for k in _STRINGS}, **{k: _name for k in _NAMES},
+    **dict.fromkeys(_TIMES, _time), **dict.fromkeys(_FLAGS, _flag), **dict.fromkeys(_ID_LISTS, _ids),
+    **dict.fromkeys(_STRINGS, _string), **dict.fromkeys(_NAMES, _name),
     "source_chat_ids": _chats, "turns": _turns, "compression": _compression, LIFE_KEY: _life,
     "said_at": _said_at, "named_date": _named_date,  # not owned, but written and read back by the library
 }

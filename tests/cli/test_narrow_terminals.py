@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 

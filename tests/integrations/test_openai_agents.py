@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from agents import Agent, ModelResponse, RunConfig, Runner, Usage

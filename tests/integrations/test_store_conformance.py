@@ -12,7 +12,8 @@ import asyncio
 import hashlib
 import json
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -9,7 +9,14 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from hippocampus import InvalidInput, Memory, NotFound
-from hippocampus.integrations.tools import TOOL_NAMES, parse_arguments, anthropic_tools, definitions, dispatch, openai_tools
+from hippocampus.integrations.tools import (
+    TOOL_NAMES,
+    anthropic_tools,
+    definitions,
+    dispatch,
+    openai_tools,
+    parse_arguments,
+)
 from hippocampus.processors.base import DATA_RULE
 from hippocampus.testing import DeterministicEmbedder
 

@@ -14,7 +14,17 @@ from hippocampus.lifecycle.compress import COMPRESS, FACTS, PATTERN, clusters, l
 from hippocampus.lifecycle.policy import DAY
 from hippocampus.llm.rules import RulesProvider
 from hippocampus.llm.rules.compress import compressed
-from hippocampus.models import LIFE_KEY, Category, HistoryAction, Lifecycle, MemoryRecord, MemoryType, State, now_ts, simulated_clock
+from hippocampus.models import (
+    LIFE_KEY,
+    Category,
+    HistoryAction,
+    Lifecycle,
+    MemoryRecord,
+    MemoryType,
+    State,
+    now_ts,
+    simulated_clock,
+)
 from hippocampus.processors.base import load_prompt
 from hippocampus.processors.compressor import FactCompressor, lost_facts
 from hippocampus.processors.results import CompressionResult

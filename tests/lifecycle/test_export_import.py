@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from hippocampus import Memory
 from hippocampus.cli.app import app
 from hippocampus.errors import InvalidInput
+from hippocampus.models import Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State
 from hippocampus.transfer.jsonl import dump_line, load_line, record_hash
 from hippocampus.transfer.memory_md import SKIPPED, MdEntry, load, parse, render, save
-from hippocampus.models import Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State
 
 NOW = 1_771_583_400  # 2026-02-20T10:30:00Z
 

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from hippocampus import Memory
+from hippocampus.llm.rules import RulesProvider
 from hippocampus.llm.rules.lifecycle import slots
 from hippocampus.models import HistoryAction, MemoryRecord, MemoryType
 from hippocampus.processors.contradiction import ContradictionJudge
-from hippocampus.llm.rules import RulesProvider
 from hippocampus.testing import ScriptedChatModel
 
 

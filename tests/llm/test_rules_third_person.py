@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hippocampus.llm.rules.writing import extract_facts, third_person
 

@@ -5,7 +5,6 @@ what it does and what it raises."""
 from __future__ import annotations
 
 import inspect
-import json
 import threading
 from datetime import datetime, timezone
 from pathlib import Path

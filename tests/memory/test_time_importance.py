@@ -9,16 +9,16 @@ every path. Real milvus-lite, the offline rules as the model.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Callable
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from hippocampus import Memory
-from hippocampus.errors import ConfigError
 from hippocampus.agent.session import Session
+from hippocampus.errors import ConfigError
 from hippocampus.lifecycle.when import day_end, event_time_iso, importance, named_day, zone
 from hippocampus.models import MemoryRecord
 

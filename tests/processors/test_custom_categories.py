@@ -167,9 +167,9 @@ def test_a_model_category_is_held_to_the_declared_ones(store, embedder):
 
 
 def test_a_session_keeps_only_declared_categories():
+    from hippocampus.config import CategorySpec
     from hippocampus.processors.results import SessionExtraction
     from hippocampus.processors.session_extractor import plan
-    from hippocampus.config import CategorySpec
 
     result = SessionExtraction.model_validate({"new": [{"text": "eats no meat", "category": "diet"},
                                                        {"text": "likes tarot", "category": "astrology"}]})

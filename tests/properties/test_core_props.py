@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from hippocampus import ConfigError, InvalidInput, Memory, MemoryConfig, NotFound
 from hippocampus.models import MemoryType, ts_to_iso
 from hippocampus.store import filters as F
-from hippocampus.validation import BOOKKEEPING_KEYS, TS_MAX
 from hippocampus.testing import DeterministicEmbedder
+from hippocampus.validation import BOOKKEEPING_KEYS, TS_MAX
 
 EPISODIC_KEYS = {"context", "thing", "time", "chatid", "who"}
 

@@ -45,7 +45,7 @@ class Slot:
     canon: str  # what it means: "km 2", "date -05-03" (no year), "time 15:00", "name Anna"
     checked: bool = True  # a number, date, time or Latin name (what the SemanticWriter's check covers)
 
-    def covered_by(self, other: "Slot") -> bool:
+    def covered_by(self, other: Slot) -> bool:
         """Does `other` state this slot's fact ("二公里" states "2 km"; "2024-05-03" states "May 3")?"""
         if self.canon.startswith("date -"):
             return other.canon.startswith("date ") and other.canon.endswith(self.canon[5:])

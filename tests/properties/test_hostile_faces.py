@@ -16,8 +16,9 @@ import itertools
 import json
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import httpx
@@ -125,7 +126,7 @@ def test_rest_views_and_round_trips(service, text: str, chat: str, who: str, use
 def test_rest_refuses_with_422_and_stores_nothing(service, field: str, value: str) -> None:
     _url, http, _memory = service
     user = _user("refused")
-    _refused(_post(http, "/v1/memories", {"messages": "fine", "user_id": user, "chat_id": "c", **{field: value}}))
+    _refused(_post(http, "/v1/memories", {"messages": "fine", "user_id": user, "chat_id": "c", field: value}))
     if field == "user_id":
         _refused(http.get("/v1/memories", params={"user_id": value}))
         _refused(_post(http, "/v1/search", {"query": "x", "user_id": value}))

@@ -20,7 +20,8 @@ import itertools
 import json
 import os
 import shutil
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest

@@ -8,12 +8,13 @@ delete and undo. Real milvus-lite, one collection for the module."""
 from __future__ import annotations
 
 import json
-import os
 import math
+import os
 import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings

@@ -10,8 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hippocampus import Memory
-from hippocampus.text import normalise_fact as normalise
 from hippocampus.testing import DeterministicEmbedder
+from hippocampus.text import normalise_fact as normalise
 from tests.consolidation_helpers import episode_row, scripted_chat
 
 T0 = 1_767_225_600

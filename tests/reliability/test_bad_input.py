@@ -7,8 +7,9 @@ import glob
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from pymilvus import DataType, MilvusClient

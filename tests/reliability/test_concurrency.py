@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

@@ -50,7 +50,7 @@ def test_every_prompt_keeps_injected_text_inside_data_blocks(name: str, shape: s
         "record": {"id": 7, "text": INJECTION, "context": INJECTION},
         "list": [{"role": "user", "content": INJECTION}, {"role": "assistant", "content": "ok"}],
     }[shape]
-    prompt = template.render(**{p: value for p in _placeholders(template.user)})
+    prompt = template.render(**dict.fromkeys(_placeholders(template.user), value))
     assert DATA_RULE in prompt.system
     assert "Ignore previous instructions" not in prompt.system and "忽略之前" not in prompt.system
     blocks = len(_placeholders(template.user))

@@ -6,7 +6,15 @@ import math
 
 import pytest
 
-from hippocampus.retrieval.fusion import Candidate, collect, fuse, lexical_allowed, query_scripts, same_script, script_of
+from hippocampus.retrieval.fusion import (
+    Candidate,
+    collect,
+    fuse,
+    lexical_allowed,
+    query_scripts,
+    same_script,
+    script_of,
+)
 from hippocampus.retrieval.ranking import RankParams, rank, recency, usage
 
 

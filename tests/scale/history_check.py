@@ -23,10 +23,12 @@ one distilled fact per source episode and wording); with `settled`, no merge is 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from hippocampus.models import LIFE_KEY, HistoryAction as A
+from hippocampus.models import LIFE_KEY
+from hippocampus.models import HistoryAction as A
 from hippocampus.store import MilvusStore
 from hippocampus.store import filters as F
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from hippocampus.store import MilvusStore
 from hippocampus.testing import DeterministicEmbedder
@@ -51,7 +51,7 @@ class Replica:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
                                          env={**os.environ, **(env or {})}, start_new_session=True)
 
-    def wait_healthy(self, timeout: float = 120.0) -> "Replica":
+    def wait_healthy(self, timeout: float = 120.0) -> Replica:
         import time
 
         import httpx

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hippocampus.store import MilvusStore
-from hippocampus.store.ids import FLAG, IdAllocator, FixedWorker, compose, worker_of
+from hippocampus.store.ids import FLAG, FixedWorker, IdAllocator, compose, worker_of
 from hippocampus.store.leases import ALL, JOBS, Lease, LeaseLost, LeaseTable
 from hippocampus.store.leases_local import LocalLeases
 from hippocampus.testing import DeterministicEmbedder

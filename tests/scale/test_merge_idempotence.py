@@ -95,7 +95,7 @@ def test_a_scheduled_run_skips_a_user_another_holds_and_a_manual_run_waits(mem: 
     from hippocampus.server.jobs import Consolidations
     from hippocampus.server.metrics import ServiceMetrics
 
-    jobs = Consolidations(mem, ServiceMetrics(lambda: {}))
+    jobs = Consolidations(mem, ServiceMetrics(dict))
     held, release = threading.Event(), threading.Event()
 
     def other() -> None:  # another holder of alice's lease (another replica, on a server)

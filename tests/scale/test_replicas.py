@@ -14,7 +14,7 @@ ensure_collection): the last test.
 from __future__ import annotations
 
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

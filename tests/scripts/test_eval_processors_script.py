@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from hippocampus.testing import ScriptedChatModel
 from scripts import local_llm
 from scripts.eval_common import keeps, lost, prompts_dir
 from scripts.eval_processors import SECTIONS, eval_reconsolidator, load_cases, load_plugins, main
 from scripts.eval_write import HARD_KINDS
 from tests.openai_stub import OpenAIStub
-from hippocampus.testing import ScriptedChatModel
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 load_plugins()

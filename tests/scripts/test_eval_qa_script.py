@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from scripts.eval_qa import (normalise_answer, parse_verdict, select_questions, summarise, token_f1)
+from scripts.eval_qa import normalise_answer, parse_verdict, select_questions, summarise, token_f1
 from tests.openai_stub import Fault, OpenAIStub
 
 SAMPLE = {

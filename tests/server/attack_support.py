@@ -11,10 +11,11 @@ import json
 import re
 import socket
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -34,7 +35,7 @@ class Attack:
 
     method: str
     path: str  # concrete, with the query string
-    json_body: Optional[dict[str, Any]]
+    json_body: dict[str, Any] | None
     form: dict[str, str] = field(default_factory=dict)
 
 
@@ -82,7 +83,7 @@ def fill(template: str, t: Targets) -> str:
     return f"{path}?user_id={t.user}" if not path.startswith("/ui") else path
 
 
-def json_body(method: str, template: str, t: Targets) -> Optional[dict[str, Any]]:
+def json_body(method: str, template: str, t: Targets) -> dict[str, Any] | None:
     """The JSON body that route would accept (None: it takes none) and that would change the victim's memories."""
     if template == "/mcp":
         return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -197,7 +198,7 @@ class AttackOrigin:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     @contextmanager
-    def running(self) -> Iterator["AttackOrigin"]:
+    def running(self) -> Iterator[AttackOrigin]:
         thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -210,12 +211,12 @@ class AttackOrigin:
 def snapshot(memory: Memory, user: str, ids: list[int]) -> tuple[Any, ...]:
     """Everything a change would alter: the store's total, every record of `user` in full, the
     history of each id ever seen (a restored or merged-away memory too)."""
-    records = sorted((r.model_dump_json() for r in memory.get_all(user)))
+    records = sorted(r.model_dump_json() for r in memory.get_all(user))
     seen = sorted(set(ids) | {r.id for r in memory.get_all(user)})
     return memory.stats()["total"], records, {i: _history(memory, i, user) for i in seen}
 
 
-def _history(memory: Memory, memory_id: int, user: str) -> Optional[list[tuple[int, str]]]:
+def _history(memory: Memory, memory_id: int, user: str) -> list[tuple[int, str]] | None:
     try:
         return [(e.event_id, e.action.value) for e in memory.history(memory_id, user)]
     except NotFound:  # a reset erased it, history and all

@@ -13,10 +13,11 @@ import re
 import secrets
 import shutil
 import uuid
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import httpx
 import pytest
@@ -24,8 +25,22 @@ import pytest
 from hippocampus import Memory
 from hippocampus.server import KeyRing, create_app
 from hippocampus.validation import METADATA_MAX_DEPTH
-from tests.server.attack_support import (PWNED, REBIND, AttackOrigin, Targets, announce_body, attack_page, attacks, changes, fill,
-                                         form_fields, json_body, nested, route_table, snapshot)
+from tests.server.attack_support import (
+    PWNED,
+    REBIND,
+    AttackOrigin,
+    Targets,
+    announce_body,
+    attack_page,
+    attacks,
+    changes,
+    fill,
+    form_fields,
+    json_body,
+    nested,
+    route_table,
+    snapshot,
+)
 from tests.service_support import served
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -41,7 +56,7 @@ class Service:
     app: Any
     memory: Memory
     targets: Targets
-    key: Optional[str]  # alice's key; None on the server without keys
+    key: str | None  # alice's key; None on the server without keys
 
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"} if self.key else {}

@@ -52,7 +52,7 @@ def _closed(sock: socket.socket) -> bool:
         while sock.recv(4096):
             pass
         return True
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         return False
     except ConnectionResetError:
         return True

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx

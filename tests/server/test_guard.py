@@ -17,9 +17,10 @@ import secrets
 import shutil
 import socket
 import uuid
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import httpx
 import pytest
@@ -43,7 +44,7 @@ class Server:
     url: str
     app: Any
     memory: Memory
-    key: Optional[str]  # alice's key; None on the server without keys
+    key: str | None  # alice's key; None on the server without keys
     memory_id: int  # a live memory of alice
     event_id: int  # the `deleted` event of another: undoing it would bring that memory back
 

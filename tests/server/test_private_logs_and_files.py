@@ -13,7 +13,6 @@ import uuid
 from pathlib import Path
 
 import httpx
-import pytest
 from fastapi.testclient import TestClient
 
 from hippocampus import Memory

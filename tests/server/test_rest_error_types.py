@@ -5,7 +5,7 @@ a body that is not JSON text (binary, not UTF-8) is InvalidInput 422, never the 
 from __future__ import annotations
 
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest

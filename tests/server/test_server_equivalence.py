@@ -5,7 +5,8 @@ classes for the same bad input (hypothesis state machine; the two stores are sep
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import settings

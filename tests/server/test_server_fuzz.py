@@ -7,7 +7,6 @@ import json
 import uuid
 
 import httpx
-
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -79,7 +78,7 @@ def test_deep_wide_and_odd_metadata_never_answer_500(fuzz_url):
     user = f"odd-{uuid.uuid4().hex[:6]}"
 
     def post(client, meta: str) -> None:
-        content = '{"messages": "odd metadata memory", "user_id": "%s", "metadata": %s}' % (user, meta)
+        content = f'{{"messages": "odd metadata memory", "user_id": "{user}", "metadata": {meta}}}'
         r = client.post("/v1/memories", content=content, headers={**HEADERS, "Content-Type": "application/json"})
         seen[r.status_code] = seen.get(r.status_code, 0) + 1
         assert r.status_code < 500, (r.status_code, r.text[:300])

@@ -37,7 +37,7 @@ def world(shared_db, embedder):
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"iso_{uuid.uuid4().hex[:10]}", embedder=embedder)
     ids = memory.add_many([{"text": f"{u} keeps secret number {n} in the drawer", "user_id": u, "ts": 1_700_000_000 + n}
                            for u in ALL_USERS for n in range(2)])
-    owner = {i: u for i, u in zip(ids, [u for u in ALL_USERS for _ in range(2)])}
+    owner = dict(zip(ids, [u for u in ALL_USERS for _ in range(2)]))
     keys = KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": ";".join(f"{k}={','.join(v)}" for k, v in TENANTS.items())})
     with served(create_app(memory, keys, mcp=False, close_memory=False)) as url:
         yield url, memory, owner

@@ -11,14 +11,14 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import httpx
 import httpx2
 import pytest
-
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 

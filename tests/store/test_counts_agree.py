@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
 
 import httpx
 import numpy as np

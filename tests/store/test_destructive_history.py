@@ -9,8 +9,9 @@ fewer calls than n."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 

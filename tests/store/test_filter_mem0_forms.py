@@ -7,9 +7,10 @@ lifecycle.category say which). Real milvus-lite, the real offline embedder."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

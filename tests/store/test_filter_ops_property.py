@@ -7,8 +7,9 @@ server in tests/store/test_store_servers.py."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings

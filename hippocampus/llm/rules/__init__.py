@@ -9,7 +9,8 @@ heuristics they share with the processors (scripts, clauses, key terms) live in 
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ...text import CJK, HAS_CJK
 from . import rule
@@ -51,12 +52,9 @@ some all both every each gonna wanna can could would should will did do does was
 being once after before since until while because though although as at in on for with from by about to of""".split())
 _TIME = set("january february march april may june july august september october november december apr jul aug sept oct "
             "nov dec monday tuesday wednesday thursday friday saturday sunday tue tues wed thu thur thurs fri".split())
-_HEADS = {h: "place" for h in "park museum library hospital street avenue road lake river mountain beach city island "
-          "station airport cafe café restaurant center centre hall state county gallery gym studio".split()}
-_HEADS |= {h: "organisation" for h in "group club team band agency company church school university college "
-           "institute foundation association society shelter inc corp ltd bank program programme".split()}
-_HEADS |= {h: "event" for h in "festival conference parade concert workshop marathon race fair show party "
-           "ceremony retreat camp class".split()}
+_HEADS = dict.fromkeys("park museum library hospital street avenue road lake river mountain beach city island " "station airport cafe café restaurant center centre hall state county gallery gym studio".split(), "place")
+_HEADS |= dict.fromkeys("group club team band agency company church school university college " "institute foundation association society shelter inc corp ltd bank program programme".split(), "organisation")
+_HEADS |= dict.fromkeys("festival conference parade concert workshop marathon race fair show party " "ceremony retreat camp class".split(), "event")
 _HEAD_AFTER = re.compile(r"((?:[ \t]+[a-z][a-z-]*){0,2}?)[ \t]+(" + "|".join(sorted(_HEADS, key=len, reverse=True)) + r")s?\b")
 _FUNCTION = set("the a an to of and or but in on at for with from by is was are were be been it this that my your "
                 "our his her their its as so than then very too not no".split())

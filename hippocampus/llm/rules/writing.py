@@ -26,10 +26,35 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ...lifecycle.when import event_time_iso
-from ...text import (TIME_WORD, clauses, forget_clauses, has_cjk, is_chitchat, is_experience, is_personal_event, is_personal_fact, is_question,
-                     key_terms, normalise_fact, substantial, user_lines)
-from ...text.turns import (arithmetic, assistant_request, content_request, conversation_remark, fragment, greeting, knowledge_question, laughter, reaction,
-                           read_turn, remark, weather_remark)
+from ...text import (
+    TIME_WORD,
+    clauses,
+    forget_clauses,
+    has_cjk,
+    is_chitchat,
+    is_experience,
+    is_personal_event,
+    is_personal_fact,
+    is_question,
+    key_terms,
+    normalise_fact,
+    substantial,
+    user_lines,
+)
+from ...text.turns import (
+    arithmetic,
+    assistant_request,
+    content_request,
+    conversation_remark,
+    fragment,
+    greeting,
+    knowledge_question,
+    laughter,
+    reaction,
+    read_turn,
+    remark,
+    weather_remark,
+)
 from . import rule
 from .lifecycle import slots
 
