@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pick", help="only these conversations, 0-based indices after --offset, e.g. 0,4")
     ap.add_argument("--consolidate", action="store_true", help="run consolidate once per conversation after ingestion")
     ap.add_argument("--no-raw", action="store_true", help="skip the raw path (the chat-hook rows only)")
-    ap.add_argument("--local", action="store_true", help="decide with the bundled local model (llm_provider: local)")
+    ap.add_argument("--local", action="store_true", help="decide with the local model `scripts/local_llm.py serve` recorded")
     ap.add_argument("--mode", default="hybrid", help="search mode (default hybrid)")
     args = ap.parse_args(argv)
 
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     data = data[: args.conversations]
     embedder = OfflineEmbedder()
     embedder.encode(["warm up"], role="query")
-    settings: dict[str, Any] = {"llm_provider": "local"} if args.local else {}
+    settings: dict[str, Any] = local_settings(ap.error) if args.local else {}
     paths = ([("raw", False)] if not args.no_raw else []) + [("chat-hook", True)]
     rows: dict[str, dict[str, Any]] = {name: {"turns": 0, "stored": 0, "evidence": 0, "kept": 0, "scores": [],
                                               "reasons": Counter(), "ingest_s": 0.0, "consolidate_s": 0.0}
@@ -162,6 +162,15 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
+
+
+def local_settings(error: Any) -> dict[str, Any]:
+    """The settings that point the library at the server `scripts/local_llm.py serve` recorded (an
+    OpenAI-compatible llama.cpp server on loopback); `error` says what to do when there is none."""
+    import local_llm  # scripts/ is on sys.path (above)
+
+    state = local_llm.recorded_server(error)
+    return {"llm_provider": "openai", "llm_base_url": state["url"], "llm_model": state["model"], "llm_timeout_s": 600.0}
 
 
 def summary(row: dict[str, Any]) -> dict[str, Any]:

@@ -27,3 +27,26 @@ def test_the_script_reports_both_paths(tmp_path, capsys):
     assert hook["turns_stored"] == 0.8 and hook["evidence_kept"] == 1.0 and hook["hit@5"] == 1.0
     printed = capsys.readouterr().out
     assert "chat-hook" in printed and "evidence kept" in printed
+
+
+def test_local_reads_the_server_local_llm_recorded(tmp_path, monkeypatch):
+    """`--local` points the library at the server `scripts/local_llm.py serve` recorded (it named a provider
+    the config does not have before), and says what to do when none is recorded."""
+    import pytest
+
+    from scripts import local_llm
+    from scripts.eval_chathook import local_settings
+
+    monkeypatch.setenv("HIPPOCAMPUS_HOME", str(tmp_path))
+
+    def error(message: str) -> None:
+        raise SystemExit(message)
+
+    with pytest.raises(SystemExit, match="local_llm.py serve"):
+        local_settings(error)
+    local_llm.write_state({"url": "http://127.0.0.1:8081/v1", "model": "qwen2.5-coder-1.5b", "threads": 2, "pid": 1})
+    settings = local_settings(error)
+    assert settings["llm_provider"] == "openai" and settings["llm_base_url"] == "http://127.0.0.1:8081/v1"
+    from hippocampus.config import MemoryConfig
+
+    assert MemoryConfig(**settings).llm_model == "qwen2.5-coder-1.5b"
