@@ -21,6 +21,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..text import clauses, key_terms
+from ..text.turns import REMEMBER, asks_to_remember
 from .policy import LEVELS
 
 _EN_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -40,13 +41,6 @@ _EN_WEEKDAY = re.compile(r"\b(next|this|on|coming|last)?\s*(" + "|".join(_EN_DAY
 _ZH_WEEKDAY = re.compile(r"(下下|下个?|这个?|本|上个?)?(?:周|星期|礼拜)([" + _ZH_DAYS + "])")
 _IN_DAYS = re.compile(r"\bin (\d{1,3}|one|two|three|four|five|six|seven) days?\b|(\d{1,3}|[一两二三四五六七八九十])天(?:后|之后|以后)", re.I)
 _EN_NUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
-_REMEMBER = re.compile(
-    r"(?:^|\bplease\s+|[.!?,;:]\s*)remember\b(?!\s+(?:when|how|if|what|where|who|why)\b)|\bremember (?:that|this)\b"
-    r"|\bdon'?t forget\b|\bdo not forget\b|\bnote that\b|\bkeep in mind\b|\bmake a note\b"
-    r"|记住|记一下|记下来|记着|别忘|不要忘",
-    re.IGNORECASE,
-)
-_NOT_A_REQUEST = re.compile(r"你还?记得|还记得|记不记得|记得吗|\b(?:do|did|can|could|would|will) you (?:still )?remember\b", re.I)
 
 
 def zone(name: str | None = None) -> tzinfo:
@@ -151,7 +145,7 @@ def event_time_iso(text: str, said_ts: int, tz: tzinfo) -> str:
 
 def asked_to_remember(said: str) -> bool:
     """The user explicitly asked to remember ("remember that", "don't forget", "请记住", "别忘了")."""
-    return bool(_REMEMBER.search(said or "")) and not _NOT_A_REQUEST.search(said or "")
+    return asks_to_remember(said)
 
 
 def remembered_part(said: str) -> str:
@@ -160,9 +154,9 @@ def remembered_part(said: str) -> str:
     parts = clauses(said or "")
     picked: list[str] = []
     for i, clause in enumerate(parts):
-        if _REMEMBER.search(clause):
+        if REMEMBER.search(clause):
             picked.append(clause)
-            if not key_terms(_REMEMBER.sub(" ", clause)) and i + 1 < len(parts):
+            if not key_terms(REMEMBER.sub(" ", clause)) and i + 1 < len(parts):
                 picked.append(parts[i + 1])
     return " ".join(picked)
 
@@ -181,5 +175,5 @@ def importance(said: str, given: float | None = None, memory: str | None = None)
 
 def _shares(memory: str, part: str) -> bool:
     """The memory holds a content word, Chinese pair or number of the remembered clauses (or they hold none)."""
-    wanted = key_terms(_REMEMBER.sub(" ", part)) | set(re.findall(r"\d{3,}", part))
+    wanted = key_terms(REMEMBER.sub(" ", part)) | set(re.findall(r"\d{3,}", part))
     return not wanted or bool(wanted & (key_terms(memory) | set(re.findall(r"\d{3,}", memory))))
