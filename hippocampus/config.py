@@ -187,7 +187,7 @@ class MemoryConfig(BaseSettings):
     graph: Literal["on", "off"] = "off"
     thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
-    # --- tracing (hippocampus/tracing.py; docs/tracing.md): OpenTelemetry spans, pip install 'hippocampus[otel]' ---
+    # --- tracing (hippocampus/observability/tracing.py; docs/tracing.md): OpenTelemetry spans, pip install 'hippocampus[otel]' ---
     tracing: bool = False  # a span per verb, with the embedder, store and LLM calls inside it
     trace_content: bool = False  # record texts (queries, turns, prompts, replies); never by default
     trace_ids: Literal["hashed", "plain"] = "hashed"  # user, agent, run, chat and memory ids: salted sha256, or as they are

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hippocampus"
-KERNEL = {f"hippocampus.{name}" for name in ("config", "models", "errors", "validation", "wire")}
+KERNEL = {f"hippocampus.{name}" for name in ("config", "models", "errors", "validation", "contract.wire")}
 # What the facade's shared state may still be reached through: none of these names may be a base class.
 MIXIN_SUFFIXES = ("Mixin", "Verbs")
 

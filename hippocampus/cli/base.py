@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from ..defaults import ENV_SERVER
+from ..contract.defaults import ENV_SERVER
 from ..errors import ConfigError, HippocampusError, InvalidInput
 from . import render
 

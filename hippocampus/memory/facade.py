@@ -36,8 +36,8 @@ from ..models import (
     SearchResult,
     UndoResult,
 )
+from ..observability.tracing import instrument
 from ..store.writes import Writer
-from ..tracing import instrument
 from ..transfer.service import ImportReport, TransferService
 from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
 from .browse import BrowseService, Overview, SortKey

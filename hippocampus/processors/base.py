@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from ..errors import ConfigError, LLMError
 from ..llm import ChatModel, Prompt
 from ..models import MemoryRecord
-from ..tracing import chat_json  # model.chat_json, in a span when a traced verb runs
+from ..observability.tracing import chat_json  # model.chat_json, in a span when a traced verb runs
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)

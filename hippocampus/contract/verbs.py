@@ -6,7 +6,7 @@ The arguments and the result model are not copied here: they are read from Memor
 (`Verb.args`, `Verb.result`), so they cannot drift. tests/test_verb_parity.py checks every face
 against this list: a verb of Memory that is undeclared, a face that lacks a declared verb or one of
 its arguments, a CLI command without `--json`: each fails unless the declaration says why.
-`python -m hippocampus.verbs` prints the table.
+`python -m hippocampus.contract.verbs` prints the table.
 
 A face names a verb by its own word: the Client's method, REST's "METHOD /v1/path", MCP's tool, the
 CLI's command (with the option that selects the verb, e.g. "export --format jsonl"). Arguments keep
@@ -67,7 +67,7 @@ class Verb(BaseModel):
 
     @property
     def method(self) -> Callable[..., Any]:
-        from .memory import Memory  # lazily: importing the declaration opens nothing
+        from ..memory import Memory  # lazily: importing the declaration opens nothing
 
         return getattr(Memory, self.name)
 

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - exercised in a subprocess by tests/obs
     _otel = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from .config import MemoryConfig
+    from ..config import MemoryConfig
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def enabled(config: MemoryConfig) -> bool:
 @functools.lru_cache(maxsize=1)
 def tracer() -> Any:
     """Hippocampus's tracer from the global provider (a proxy that follows a provider set later)."""
-    from . import __version__  # lazily: this module loads while the package does
+    from .. import __version__  # lazily: this module loads while the package does
 
     return _otel.get_tracer("hippocampus", __version__)
 
@@ -130,7 +130,7 @@ def instrument(cls: type) -> type:
     opentelemetry nothing is wrapped; with it, a Memory whose `tracing` is off pays one attribute read per verb."""
     if not AVAILABLE:
         return cls
-    from .verbs import VERBS  # lazily: the declaration reads Memory's signatures only when asked
+    from ..contract.verbs import VERBS  # lazily: the declaration reads Memory's signatures only when asked
 
     for verb in VERBS:
         method = cls.__dict__.get(verb.name)
