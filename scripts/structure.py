@@ -20,7 +20,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "hippocampus"
 
 # Data flows down (docs/architecture.md): a module may import its own layer or those below, never above.
-# The first prefix that matches a module names its layer; the package root's __init__ is the public face.
+# The longest prefix that matches a module names its layer; the package root's __init__ is the public face.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("faces", ("hippocampus", "hippocampus.__main__", "hippocampus.cli", "hippocampus.server",
                "hippocampus.integrations", "hippocampus.remote", "hippocampus.agent", "hippocampus.compat",
@@ -42,6 +42,7 @@ class Import:
     target: str
     line: int
     in_function: bool
+    parent: bool  # the target is only a package the named module sits in (its __init__ runs too)
 
 
 def module_name(path: Path) -> str:
@@ -58,7 +59,8 @@ def layer(module: str) -> int:
     best, depth = len(LAYERS), -1
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > depth:
+            inside = module == prefix or (module.startswith(prefix + ".") and prefix != "hippocampus")
+            if inside and len(prefix) > depth:
                 best, depth = index, len(prefix)
     return best
 
@@ -94,15 +96,16 @@ def read_imports() -> list[Import]:
         own = set(_ancestors(name))
         for node, in_function in _statements(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
+                targets = named = [alias.name for alias in node.names]
             else:
                 base = package
                 for _ in range(node.level - 1):
                     base = base.rpartition(".")[0]
                 base = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
                 targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+                named = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
             hits = {hit for t in targets for hit in [*_ancestors(t), t] if hit in known and hit != name and hit not in own}
-            found += [Import(name, hit, node.lineno, in_function) for hit in sorted(hits)]
+            found += [Import(name, hit, node.lineno, in_function, hit not in named) for hit in sorted(hits)]
     return found
 
 
@@ -146,9 +149,10 @@ def components(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found, key=lambda c: (-len(c), c))
 
 
-def arrows_up(imports: list[Import]) -> list[Import]:
-    """The imports whose target sits in a higher layer than their source."""
-    return [i for i in imports if layer(i.target) < layer(i.source)]
+def arrows_up(imports: list[Import]) -> set[tuple[str, str]]:
+    """(source, target) for each import of a module in a higher layer than its source's (the packages
+    around a named module are left out: the named module says where the arrow goes)."""
+    return {(i.source, i.target) for i in imports if not i.parent and layer(i.target) < layer(i.source)}
 
 
 def summary() -> list[tuple[str, str]]:
@@ -165,7 +169,7 @@ def summary() -> list[tuple[str, str]]:
         ("import arrows (module -> module)", str(sum(len(v) for v in import_graph(imports).values()))),
         ("import circles (strongly connected components > 1)", str(len(found))),
         ("their sizes", ", ".join(str(len(c)) for c in found) or "-"),
-        ("arrows back up the layers", str(len({(i.source, i.target) for i in up}))),
+        ("arrows back up the layers (module -> module)", str(len(up))),
     ]
 
 
@@ -182,10 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         imports = read_imports()
         for component in components(import_graph(imports)):
             print(f"\ncircle of {len(component)}: " + ", ".join(component))
-        print("\narrows back up (source -> target, line, in a function?):")
-        for i in sorted(set(arrows_up(imports)), key=lambda i: (i.source, i.target)):
-            print(f"  {i.source} [{LAYERS[layer(i.source)][0]}] -> {i.target} [{LAYERS[layer(i.target)][0]}]"
-                  f"  line {i.line}{'  (in a function)' if i.in_function else ''}")
+        print("\narrows back up (source [layer] -> target [layer]):")
+        for source, target in sorted(arrows_up(imports)):
+            print(f"  {source} [{LAYERS[layer(source)][0]}] -> {target} [{LAYERS[layer(target)][0]}]")
     return 0
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ..config import zone
 from ..text import clauses, key_terms
 from .policy import LEVELS
 
@@ -47,16 +47,6 @@ _REMEMBER = re.compile(
     re.IGNORECASE,
 )
 _NOT_A_REQUEST = re.compile(r"你还?记得|还记得|记不记得|记得吗|\b(?:do|did|can|could|would|will) you (?:still )?remember\b", re.I)
-
-
-def zone(name: str | None = None) -> tzinfo:
-    """The user's time zone: an IANA name ("Asia/Shanghai"), else the machine's local zone."""
-    if name:
-        try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {name!r}; use an IANA name such as 'Europe/Paris'") from exc
-    return datetime.now().astimezone().tzinfo or ZoneInfo("UTC")
 
 
 def user_zone(config: Any, user_id: str | None = None) -> tzinfo:

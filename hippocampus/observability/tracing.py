@@ -19,7 +19,7 @@ import hashlib
 import inspect
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -125,17 +125,16 @@ def _clip(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------- the verb spans
-def instrument(cls: type) -> type:
-    """Wrap each public verb of `cls` (Memory; the list is verbs.py's) in its span, once, at import. Without
-    opentelemetry nothing is wrapped; with it, a Memory whose `tracing` is off pays one attribute read per verb."""
+def instrument(cls: type, verbs: Mapping[str, bool]) -> type:
+    """Wrap each public verb of `cls` in its span, once, at import: `verbs` maps a verb's name to whether it
+    writes (Memory passes contract/verbs.py's list). Without opentelemetry nothing is wrapped; with it, a
+    Memory whose `tracing` is off pays one attribute read per verb."""
     if not AVAILABLE:
         return cls
-    from ..contract.verbs import VERBS  # lazily: the declaration reads Memory's signatures only when asked
-
-    for verb in VERBS:
-        method = cls.__dict__.get(verb.name)
+    for name, writes in verbs.items():
+        method = cls.__dict__.get(name)
         if callable(method) and not getattr(method, "_hippocampus_traced", False):
-            setattr(cls, verb.name, _traced_verb(verb.name, verb.writes, method))
+            setattr(cls, name, _traced_verb(name, writes, method))
     return cls
 
 
