@@ -6,6 +6,7 @@ repository's top (prompts/) and ship as hippocampus/prompts/."""
 from __future__ import annotations
 
 import fnmatch
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +61,16 @@ def test_the_wheel_holds_the_top_level_prompts_at_hippocampus_prompts(tmp_path):
     assert len(source) > 5 and not (ROOT / "hippocampus" / "prompts").exists(), "prompts/ is the one source"
     assert not any(p.is_symlink() for p in [ROOT / "prompts", *(ROOT / "prompts").iterdir()])
     assert packaged_prompts() == ROOT / "prompts"  # a source checkout reads the top-level folder itself
-    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)]
+    try:  # built from the tracked files alone, so a stale build/ folder cannot lend the wheel what it lacks
+        tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    source_tree = tmp_path / "src"
+    for name in tracked:
+        if (ROOT / name).is_file() and not name.startswith(("clients/", "tests/", "docs/")):
+            (source_tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source_tree / name)
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source_tree)]
     subprocess.run(build + (["--no-build-isolation"] if _setuptools_for_build() else []), check=True, capture_output=True)
     [wheel] = tmp_path.glob("hippocampus-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
