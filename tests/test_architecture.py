@@ -13,10 +13,7 @@ from scripts.structure import LAYERS, arrows_up, components, import_graph, layer
 # fails, and so does a listed one that is gone (take it out of the list).
 STILL_UP = {
     ("hippocampus.store.writes", "hippocampus.lifecycle.categories"):
-        "new_row and Writer guess a category and resolve dates: the one row builder (issue 44, to_row) moves them up",
-    ("hippocampus.store.writes", "hippocampus.lifecycle.when"): "the same: new_row resolves the named day",
-    ("hippocampus.llm.rules.writing", "hippocampus.lifecycle.when"):
-        "event_time_iso: the date heuristics of lifecycle/when.py belong in text/ beside text/days.py",
+        "new_row and the Writer guess a category: the lifecycle should hand the store a finished row (issue 44, to_row)",
 }
 # What the facade's shared state may still be reached through: none of these names may be a base class.
 MIXIN_SUFFIXES = ("Mixin", "Verbs")
