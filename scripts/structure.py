@@ -31,8 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("store/embeddings/llm", ("hippocampus.store", "hippocampus.embeddings", "hippocampus.llm",
                               "hippocampus.observability")),
     ("kernel", ("hippocampus.config", "hippocampus.models", "hippocampus.errors", "hippocampus.validation",
-                "hippocampus.wire", "hippocampus.defaults", "hippocampus.text", "hippocampus.contract",
-                "hippocampus.data")),
+                "hippocampus.text", "hippocampus.contract", "hippocampus.data")),
 )
 
 

@@ -232,7 +232,8 @@ def test_tracing_off_makes_no_span_and_no_proxy(db: Path, spans) -> None:
 GUARD = """
 import sys
 sys.modules["opentelemetry"] = None  # as if the [otel] extra were not installed: importing it raises ImportError
-from hippocampus import Memory, MemoryConfig, tracing
+from hippocampus import Memory, MemoryConfig
+from hippocampus.observability import tracing
 from hippocampus.testing import DeterministicEmbedder, ScriptedChatModel
 from hippocampus.llm import Prompt
 from pydantic import BaseModel
