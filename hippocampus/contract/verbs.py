@@ -3,7 +3,8 @@ offers it, or why it does not.
 
 The declaration is data: per verb whether it writes, the errors it raises and one `Face` per face.
 The arguments and the result model are not copied here: they are read from Memory's own signature
-(`Verb.args`, `Verb.result`), so they cannot drift. tests/test_verb_parity.py checks every face
+(`Verb.args`, `Verb.result`; memory/facade.py registers the class as it loads, so this module imports
+nothing above it), so they cannot drift. tests/test_verb_parity.py checks every face
 against this list: a verb of Memory that is undeclared, a face that lacks a declared verb or one of
 its arguments, a CLI command without `--json`: each fails unless the declaration says why.
 `python scripts/verbs.py` prints the table.
