@@ -13,10 +13,10 @@ from .config import MemoryConfig
 from .embeddings import Embedder
 from .embeddings.crosslang import make_crosslang, resolve
 from .llm import ChatModel
+from .observability.tracing import traced_embedder
 from .retrieval import RetrievalParams, Retriever
 from .store import MilvusStore
 from .store.writes import Writer
-from .tracing import traced_embedder
 
 P = TypeVar("P")
 

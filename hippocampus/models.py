@@ -87,6 +87,20 @@ class CustomCategory(str):
 AnyCategory = Category | CustomCategory  # a built-in category first; any other valid name is a project's own
 
 
+class DecayRule(BaseModel):
+    """A row of the decay table (lifecycle/policy.py), declared beside CategorySpec, which validates a project's
+    own: score = importance * factor ** (days past grace / period); `stepped` counts whole periods
+    only ("x 0.85 per 5 days"); past `forget_after_days` without use the score is 0."""
+
+    model_config = ConfigDict(frozen=True)
+
+    grace_days: float = 0.0
+    factor: float = Field(1.0, gt=0.0, le=1.0)
+    period_days: float = Field(1.0, gt=0.0)
+    stepped: bool = False
+    forget_after_days: float | None = None
+
+
 _DECAY_BORROW = (*(c.value for c in Category), "never")  # a custom category's decay: a built-in's row, or a rule
 
 
@@ -129,8 +143,6 @@ class CategorySpec(BaseModel):
             if value not in _DECAY_BORROW:
                 raise ValueError(f"decay {value!r}: a built-in category ({', '.join(_DECAY_BORROW)}) or a rule's fields")
             return value
-        from .lifecycle.policy import DecayRule
-
         return DecayRule.model_validate(value).model_dump()  # ValueError naming the bad field
 
     @property

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from ..defaults import ENV_SERVER
+from ..contract.defaults import ENV_SERVER
 from ..errors import ConfigError, HippocampusError, InvalidInput
 from . import render
 
@@ -37,7 +37,7 @@ def exit_code(exc: HippocampusError) -> int:
 
 def report(exc: HippocampusError) -> None:
     """The error as one line on stderr; a store held by a recorded service names the service."""
-    from .service import locked_hint
+    from .registry import locked_hint
 
     line = locked_hint(exc)
     if line is None and type(exc).__name__ == "AuthError" and _SERVER["url"]:  # the CLI's key is an environment variable

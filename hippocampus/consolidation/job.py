@@ -35,6 +35,7 @@ from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.leases import LeaseLost
 from ..store.removal import remove_with_history
+from ..text.days import strip_day_tags
 from . import rules as R
 from .distill import Distiller
 from .merged_row import build_merged_row
@@ -364,7 +365,7 @@ class ConsolidationJob:
 
     def _separate(self, a: MemoryRecord, b: MemoryRecord, sep: Any, similarity: float, reason: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         now = now_ts()
-        texts = [R.strip_day_tags(t) if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]  # days are metadata
+        texts = [strip_day_tags(t) if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]  # days are metadata
         changed = [i for i, (t, r) in enumerate(zip(texts, (a, b))) if t != r.text]
         vectors = self.embedder.encode([texts[i] for i in changed], role="passage") if changed else []
         old_vectors = self.store.vectors([r.id for i, r in enumerate((a, b)) if i not in changed])

@@ -15,7 +15,7 @@ from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
-from ..tracing import store_call
+from ..observability.tracing import store_call
 from . import filters as F
 from .buckets import bucket_of, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings

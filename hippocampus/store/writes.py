@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from datetime import tzinfo
 from typing import Any
 
+from ..config import zone as local_zone
 from ..embeddings import Embedder
-from ..lifecycle import when
 from ..lifecycle.categories import new_life, with_declared
 from ..models import LIFE_KEY, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from ..text.dates import named_day
 from . import filters as F
 from .milvus import MilvusStore
 from .removal import take_back
@@ -32,9 +33,9 @@ def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, te
     now = now_ts()
     extra: dict[str, Any] = {}
     if said_ts is not None:
-        zone = tz or when.zone()
+        zone = tz or local_zone()
         said_text = str(meta.get("source_text") or text)
-        day = when.named_day(text, int(said_ts), zone) or when.named_day(said_text, int(said_ts), zone)
+        day = named_day(text, int(said_ts), zone) or named_day(said_text, int(said_ts), zone)
         extra = {"said_at": ts_to_iso(int(said_ts))} | ({"named_date": day.isoformat()} if day else {})
         life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(said_ts), said=said_text, tz=zone).stored()
     else:

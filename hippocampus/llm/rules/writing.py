@@ -25,7 +25,6 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from ...lifecycle.when import event_time_iso
 from ...text import (
     TIME_WORD,
     clauses,
@@ -41,6 +40,7 @@ from ...text import (
     substantial,
     user_lines,
 )
+from ...text.dates import event_time_iso
 from ...text.turns import (
     REMEMBER,
     arithmetic,
