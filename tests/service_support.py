@@ -1,4 +1,6 @@
-"""A real uvicorn server on a free loopback port, in a thread (one app) or a process (`hippocampus serve`)."""
+"""The service for tests: in-process through the Client's `transport=` seam (no socket: most tests), or
+a real uvicorn server on a free loopback port, in a thread (one app) or a process (`hippocampus serve`),
+for what needs a socket (connection limits, a browser, another process or language)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import anyio
+import anyio.from_thread
 import httpx
 import uvicorn
 
 START_GUARD_S = 120  # turns a hang into a failure; never asserts speed
+IN_PROCESS_URL = "http://127.0.0.1:8765"  # a loopback name, as the guard wants; nothing listens there
 
 
 def free_port() -> int:
@@ -42,6 +48,48 @@ def served(app, port: int | None = None) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+class AppTransport(httpx.BaseTransport):
+    """A sync httpx transport that hands each request to an ASGI app in this process: httpx's own
+    ASGITransport, run in the event loop that holds the app's lifespan. A crash in the app is a 500,
+    as uvicorn answers it, and the peer is loopback, as a local client's would be."""
+
+    def __init__(self, app: Any, portal: anyio.from_thread.BlockingPortal):
+        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=False, client=("127.0.0.1", 50000))
+        self._portal = portal
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+
+        async def send() -> httpx.Response:
+            answer = await self._asgi.handle_async_request(request)
+            raw = b"".join([chunk async for chunk in answer.stream])  # as sent: any content-encoding kept
+            return httpx.Response(answer.status_code, headers=answer.headers, stream=httpx.ByteStream(raw),
+                                  extensions=answer.extensions)
+
+        return self._portal.call(send)
+
+
+class AsyncAppTransport(httpx.AsyncBaseTransport):
+    """The same for AsyncClient: the request still runs in the app's own event loop."""
+
+    def __init__(self, sync: AppTransport):
+        self._sync = sync
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        return await anyio.to_thread.run_sync(self._sync.handle_request, request)
+
+
+@contextmanager
+def in_process(app: Any) -> Iterator[AppTransport]:
+    """Run `app`'s lifespan (start-up and shut-down, as `served` does) and yield a transport into it:
+    `Client(IN_PROCESS_URL, transport=t)`, `httpx.Client(base_url=IN_PROCESS_URL, transport=t)`, or
+    `AsyncClient(IN_PROCESS_URL, transport=AsyncAppTransport(t))`."""
+    with anyio.from_thread.start_blocking_portal() as portal, portal.wrap_async_context_manager(
+            app.router.lifespan_context(app)):
+        yield AppTransport(app, portal)
 
 
 class ServiceProcess:
