@@ -92,6 +92,13 @@ def in_process(app: Any) -> Iterator[AppTransport]:
         yield AppTransport(app, portal)
 
 
+@contextmanager
+def app_http(app: Any, timeout: float = 60.0) -> Iterator[httpx.Client]:
+    """An httpx client into `app` in-process (`in_process`), its paths relative: `http.get("/healthz")`."""
+    with in_process(app) as transport, httpx.Client(base_url=IN_PROCESS_URL, transport=transport, timeout=timeout) as http:
+        yield http
+
+
 class ServiceProcess:
     """`python -m hippocampus --uri DB serve` in its own process group, its output in a log file."""
 
