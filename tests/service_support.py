@@ -18,8 +18,10 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
+import anyio.to_thread
 import httpx
 import uvicorn
+from starlette.testclient import TestClient
 
 START_GUARD_S = 120  # turns a hang into a failure; never asserts speed
 IN_PROCESS_URL = "http://127.0.0.1:8765"  # a loopback name, as the guard wants; nothing listens there
@@ -84,12 +86,12 @@ class AsyncAppTransport(httpx.AsyncBaseTransport):
 
 @contextmanager
 def in_process(app: Any) -> Iterator[AppTransport]:
-    """Run `app`'s lifespan (start-up and shut-down, as `served` does) and yield a transport into it:
-    `Client(IN_PROCESS_URL, transport=t)`, `httpx.Client(base_url=IN_PROCESS_URL, transport=t)`, or
-    `AsyncClient(IN_PROCESS_URL, transport=AsyncAppTransport(t))`."""
-    with anyio.from_thread.start_blocking_portal() as portal, portal.wrap_async_context_manager(
-            app.router.lifespan_context(app)):
-        yield AppTransport(app, portal)
+    """Run `app`'s lifespan through the whole ASGI app, as uvicorn does (Starlette's TestClient holds it
+    and its event loop), and yield a transport into it: `Client(IN_PROCESS_URL, transport=t)`,
+    `httpx.Client(base_url=IN_PROCESS_URL, transport=t)`, or `AsyncClient(IN_PROCESS_URL,
+    transport=AsyncAppTransport(t))`."""
+    with TestClient(app, base_url=IN_PROCESS_URL) as held:
+        yield AppTransport(app, held.portal)
 
 
 @contextmanager
