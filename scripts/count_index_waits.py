@@ -1,6 +1,7 @@
-"""How often the tests wait for a new Milvus index (pymilvus's wait), per test file: a pytest plugin
-and a table. Each wait slept at least 0.5 s before tests/conftest.py made it look quickly first, so
-the count prices what that saved. Counts, never times.
+"""How often the tests wait for a new Milvus index through pymilvus's own wait, per test file: a pytest
+plugin and a table. Each such wait sleeps at least 0.5 s; the store's create_indexed
+(hippocampus/store/connection.py) makes none, so a count above zero names a path that still does.
+Counts, never times.
 
     COUNT_INDEX_WAITS=/tmp/waits.jsonl python -m pytest -p scripts.count_index_waits -n 1 tests/memory
     python scripts/count_index_waits.py /tmp/waits.jsonl

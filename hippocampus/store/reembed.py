@@ -40,7 +40,7 @@ from ..errors import SchemaMismatchError, StoreError
 from . import filters as F
 from .buckets import group_by_bucket
 from .capabilities import detect
-from .connection import connect, release
+from .connection import connect, create_indexed, release
 from .schema import (
     COMPATIBLE_VERSIONS,
     PROP_CROSS,
@@ -183,7 +183,7 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
         schema, index = memories_schema(c, new_dim, full_text, auto_id=False)
         props = {PROP_MODEL: new_model, PROP_VERSION: SCHEMA_VERSION, PROP_FROM: old_model}
         props.update({} if full_text else {PROP_FULL_TEXT: "false"})
-        c.create_collection(target, schema=schema, index_params=index, properties=props, **caps.create_kwargs())
+        create_indexed(c, target, schema, index, properties=props, **caps.create_kwargs())
     c.load_collection(name)
     c.load_collection(target)
     _copy(c, name, target, None if keep_vector else embedder, batch_size, report, progress)
@@ -283,7 +283,7 @@ def _reembed_graph(c: MilvusClient, name: str, embedder: Embedder, batch_size: i
     dim = embedder.dim
     if not c.has_collection(dst):
         schema, index = graph_schema(c, dim)
-        c.create_collection(dst, schema=schema, index_params=index)  # as GraphCollection.ensure makes it
+        create_indexed(c, dst, schema, index)  # as GraphCollection.ensure makes it
     c.load_collection(src)
     c.load_collection(dst)
     done = 0

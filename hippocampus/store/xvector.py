@@ -37,6 +37,7 @@ from pymilvus import DataType, MilvusClient
 from ..errors import SchemaMismatchError
 from ..text import script_of
 from . import filters as F
+from .connection import create_indexed
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
 from .xvector_copy import Loader as _Loader
 from .xvector_copy import UserVectors as _UserVectors
@@ -303,8 +304,7 @@ def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, p
             raise SchemaMismatchError(f"{cname!r} holds cross-language vectors from {model!r}, not {embedder.model_name!r}")
     else:
         schema, index = xvec_schema(c, embedder.dim)
-        c.create_collection(cname, schema=schema, index_params=index, properties={PROP_CROSS: embedder.model_name},
-                            **(create_kwargs or {}))
+        create_indexed(c, cname, schema, index, properties={PROP_CROSS: embedder.model_name}, **(create_kwargs or {}))
     c.load_collection(cname)
     c.load_collection(name)
     have: set[int] = set()
