@@ -34,7 +34,7 @@ from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, 
 from .jobs import Consolidations
 from .logs import described, private_files
 from .metrics import CountingLLM, ServiceMetrics, method_label, timer
-from .rest import router
+from .rest import ROUTERS
 from .trace_requests import export_to_collector, install_tracing, without_native_spans
 
 log = logging.getLogger("hippocampus.server")
@@ -104,7 +104,8 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, cron: str | None 
         "leases": jobs.lease_holders(),  # every replica's background work and id workers (store/leases.py)
         "pending_decided": jobs.pending_decided,
     }
-    app.include_router(router)
+    for router in ROUTERS:
+        app.include_router(router)
     mount_docs(app)  # /docs from the wheel's Swagger UI, offline (docs.py)
     _add_error_handlers(app)
 
