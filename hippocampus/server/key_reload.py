@@ -1,5 +1,5 @@
-"""Keys re-read while the service runs: `kill -HUP <pid>` (or `hippocampus service reload`) makes a
-running `serve` read its keys again, so revoking or adding a key needs no restart (issue 42).
+"""Keys re-read while the service runs: `kill -HUP <pid>` (`hippocampus service status` shows the
+pid) makes a running `serve` read its keys again, so revoking or adding a key needs no restart (issue 42).
 
 The keys are read in full first; only a ring that loads is swapped in, in one assignment (auth.KeyRing
 .replace), so a request in flight sees the old keys or the new ones, and no connection is dropped. A
