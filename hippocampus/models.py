@@ -233,7 +233,7 @@ _STAMP_MAX = 253_402_300_799  # validation.TS_MAX: the end of year 9999
 _DAMAGED: dict[str, set[Any]] = {}  # user_id -> ids of rows read with a damaged stamp; at most 10,000 ids kept
 
 
-def _damaged(row: dict[str, Any], key: str) -> None:
+def note_damaged(row: dict[str, Any], key: str) -> None:
     """A row read without its damaged `key`: logged (the id, never the value) the first time it is met."""
     seen = _DAMAGED.setdefault(str(row.get("user_id", "")), set())
     if row.get("id") not in seen and sum(map(len, _DAMAGED.values())) < 10_000:
@@ -281,13 +281,13 @@ class MemoryRecord(BaseModel):
         data = {k: v for k, v in row.items() if k not in ("vector", "sparse", "_distance")}
         meta = data.get("metadata") or {}
         if not isinstance(meta, dict):
-            _damaged(data, "metadata")
+            note_damaged(data, "metadata")
             meta = {}
         data["metadata"] = dict(meta)
         for key in ("created_at", "updated_at"):
             stamp = data.get(key, meta.get(key))
             if stamp is not None and (isinstance(stamp, bool) or not isinstance(stamp, int) or not 0 <= stamp <= _STAMP_MAX):
-                _damaged(data, key)
+                note_damaged(data, key)
                 stamp = None
             data[key] = stamp
         return cls.model_validate(data)

@@ -17,7 +17,9 @@ from typing import Any
 
 import typer
 from pydantic import ValidationError
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import ConfigError, StoreError
 from . import render
@@ -25,6 +27,7 @@ from .base import JsonOpt, WideOpt, _App, app, emit, store_overrides
 from .registry import ServiceRecord, alive, records, register, services_dir, store_key, unregister
 
 STOP_WAIT_S = 45.0  # the service finishes its requests (uvicorn allows 30 s) and closes the store
+STACK_BELOW = 20  # the store column's least room (cells) for `service status` to print a table
 
 
 def configured_store(uri: str | None = None) -> str:
@@ -86,12 +89,30 @@ def status_cmd(as_json: bool = JsonOpt, wide: bool = WideOpt) -> None:
     if room < 40:  # a narrow terminal: the store path matters more than when it started (--wide, --json)
         names.remove("since")
         room += fixed["since"]
+    if room < STACK_BELOW:  # too narrow for columns at all: each service as labelled lines, nothing cut
+        emit(as_json, rows, _stacked(cells, width) if rows else None, None if rows else "no service recorded")
+        return
     table = Table(title=render.literal(f"services recorded in {render.fold_middle(str(services_dir()), max(16, width - 22))}"))
     for name in names:
         table.add_column(name, no_wrap=True)
     for c in cells:
         table.add_row(*(render.literal(render.fold_middle(c[n], max(16, room)) if n == "store" else c[n]) for n in names))
     emit(as_json, rows, table if rows else None, None if rows else "no service recorded", wide=wide)
+
+
+def _stacked(cells: list[dict[str, str]], width: int) -> Group:
+    """The services one under another, a field a line (`url  http://...`), each value folded in its
+    middle to the terminal: at 40 columns the table's columns were cut to "http://127.0.0.…" and "…"."""
+    title = render.literal(f"services recorded in {render.fold_middle(str(services_dir()), max(16, width - 21))}")
+    parts: list[Any] = [title]
+    for c in cells:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True)
+        for name in ("url", "pid", "state", "store", "since"):
+            grid.add_row(name, render.literal(render.fold_middle(c[name], max(16, width - 7))))
+        parts += [Text(""), grid]
+    return Group(*parts)
 
 
 @service_app.command("stop")

@@ -61,9 +61,13 @@ def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryC
 class Memory:
     """Long-term memory for one agent deployment, many users.
 
-    >>> with Memory(milvus_uri="./demo.db") as memory:
-    ...     memory.add("I moved to Berlin in May", user_id="alice", infer=False)
-    ...     memory.search("where does alice live?", user_id="alice")
+    ```python
+    from hippocampus import Memory
+
+    with Memory(milvus_uri="./demo.db") as memory:  # the store: a directory here, made on the first write
+        memory.add("I moved to Berlin in May", user_id="alice")
+        print(memory.search("where does alice live?", user_id="alice").all[0].memory.text)  # I moved to Berlin in May
+    ```
     """
 
     def __init__(

@@ -88,8 +88,13 @@ def _error(response: httpx.Response) -> HippocampusError:
 class Client(_Base):
     """A Memory served by a Hippocampus service (`hippocampus serve`); a context manager like Memory.
 
-    >>> with Client("http://127.0.0.1:8765") as memory:
-    ...     memory.add("I moved to Berlin in May", user_id="alice")
+    ```python
+    from hippocampus import Client
+
+    with Client() as memory:  # HIPPOCAMPUS_SERVER, else http://127.0.0.1:8765 (and HIPPOCAMPUS_API_KEY)
+        memory.add("I moved to Berlin in May", user_id="alice")
+        print(memory.search("where does alice live?", user_id="alice").episodic[0].text)  # I moved to Berlin in May
+    ```
     """
 
     def __init__(self, url: str | None = None, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,

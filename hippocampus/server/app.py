@@ -8,6 +8,8 @@ serves with uvicorn until SIGINT/SIGTERM, then finishes the requests in flight a
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -32,7 +34,7 @@ from .guard import DEFAULT_MAX_BODY_BYTES, GuardedApp, GuardSettings, HostList, 
 from .jobs import Consolidations
 from .logs import described, private_files
 from .metrics import CountingLLM, ServiceMetrics, method_label, timer
-from .rest import router
+from .rest import ROUTERS
 from .trace_requests import export_to_collector, install_tracing, without_native_spans
 
 log = logging.getLogger("hippocampus.server")
@@ -102,7 +104,8 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, cron: str | None 
         "leases": jobs.lease_holders(),  # every replica's background work and id workers (store/leases.py)
         "pending_decided": jobs.pending_decided,
     }
-    app.include_router(router)
+    for router in ROUTERS:
+        app.include_router(router)
     mount_docs(app)  # /docs from the wheel's Swagger UI, offline (docs.py)
     _add_error_handlers(app)
 
@@ -243,6 +246,7 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     import uvicorn  # noqa: PLC0415
 
     from .connections import uvicorn_settings  # noqa: PLC0415 - uvicorn loads only when serving
+    from .key_reload import reload_on_sighup  # noqa: PLC0415
 
     keys = KeyRing.load(keys_file)
     if keys.is_open and not is_loopback_host(host):
@@ -269,4 +273,6 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     log.info("serving %s on http://%s:%d (%s)", memory.config.milvus_uri, host, port,
              "open, loopback only" if keys.is_open else f"{len(keys)} API key(s)")
     log_settings(app.state.guard, host, log)
+    if hasattr(signal, "SIGHUP") and threading.current_thread() is threading.main_thread():
+        reload_on_sighup(app.state)  # `kill -HUP <pid>`: the keys read again (key_reload.py)
     uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_settings(trusted_proxies))

@@ -180,6 +180,17 @@ class KeyRing:
 
     def __init__(self, entries: Iterable[_Entry] = ()):
         self._entries = tuple(entries)
+        self.keys_file: str | Path | None = None  # where `load` read them, for `reload` (SIGHUP)
+        self.env: Mapping[str, str] | None = None
+
+    @property
+    def tenants(self) -> frozenset[Tenant]:
+        return frozenset(e.tenant for e in self._entries)
+
+    def replace(self, other: KeyRing) -> None:
+        """Take `other`'s keys in place, in one assignment: every request, face and session check
+        holds this very object, and sees either the old keys or the new ones, never a mix."""
+        self._entries = other._entries
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -222,7 +233,9 @@ class KeyRing:
         digests = [e.digest for e in entries]
         if len(set(digests)) != len(digests):
             raise ConfigError("the same API key is configured twice")
-        return cls(entries)
+        ring = cls(entries)
+        ring.keys_file, ring.env = keys_file, env
+        return ring
 
 
 def _users(value: Any, where: str) -> frozenset[str] | None:

@@ -1,5 +1,5 @@
 """REST routes for the batch verbs, update_many and delete_many (memory/batch.py states their semantics):
-up to 1,000 items per call, a result per item. rest.py includes this router under /v1.
+up to 1,000 items per call, a result per item. The app includes this router (rest.ROUTERS).
 
 The tenant check is the call's user id, as for every route: a user the key may not touch is a 404
 for the whole call; an id of another user (or tenant) is simply not this user's memory, so it comes
@@ -8,15 +8,15 @@ back `not_found` in its item and is never touched.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import Depends
 
 from ..contract.wire import DeleteManyRequest, UpdateManyRequest
 from ..memory import Memory
 from ..memory.batch import BatchDeleteResult, BatchUpdateResult
 from .auth import Tenant
-from .deps import authenticate, memory_of
+from .deps import authenticate, memory_of, v1_router
 
-router = APIRouter()
+router = v1_router()
 
 
 @router.post("/memories/batch/update", response_model=BatchUpdateResult,

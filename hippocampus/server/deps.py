@@ -1,13 +1,34 @@
-"""FastAPI dependencies: the caller's tenant from its key, and the service's one Memory."""
+"""FastAPI dependencies: the caller's tenant from its key, and the service's one Memory; and what
+every /v1 router shares: its prefix and its documented errors (`v1_router`)."""
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Any
 
-from ..contract.wire import ALT_KEY_HEADER, KEY_HEADER
+from fastapi import APIRouter, Request
+
+from ..contract.wire import ALT_KEY_HEADER, API_PREFIX, KEY_HEADER, ErrorBody
 from ..memory import Memory
 from .auth import Tenant
 from .jobs import Consolidations
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in (
+        (401, "API key missing or unknown"),
+        (404, "no such memory for this user (also: a user id the key may not touch)"),
+        (422, "invalid input; nothing was changed"),
+        (502, "the LLM failed"),
+        (503, "the store or the embedder is unavailable"),
+    )
+}
+
+
+def v1_router() -> APIRouter:
+    """A router of /v1 routes, the prefix in each route's own path: the app includes every such router
+    itself, never one inside another, because a route's `path` (the metrics' and the access log's
+    label) holds only the prefixes of its own router, and a nested one's lacked /v1 (issue 45)."""
+    return APIRouter(prefix=API_PREFIX, responses=ERRORS)
 
 
 def presented_key(request: Request) -> str | None:

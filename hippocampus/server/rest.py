@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Depends, Query, Request
 
 from .. import validation as V
 from ..contract.wire import (
-    API_PREFIX,
     AddManyRequest,
     AddRequest,
     ConsolidateRequest,
@@ -22,7 +21,6 @@ from ..contract.wire import (
     CurateRequest,
     DecayRequest,
     Deleted,
-    ErrorBody,
     IdsResult,
     MarkUsedRequest,
     ObserveRequest,
@@ -49,22 +47,13 @@ from ..models import (
 )
 from .auth import Tenant
 from .batch_routes import router as batch_router
-from .deps import authenticate, consolidations, memory_of
+from .deps import authenticate, consolidations, memory_of, v1_router
 from .transfer_routes import router as transfer_router
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody, "description": text}
-    for code, text in (
-        (401, "API key missing or unknown"),
-        (404, "no such memory for this user (also: a user id the key may not touch)"),
-        (422, "invalid input; nothing was changed"),
-        (502, "the LLM failed"),
-        (503, "the store or the embedder is unavailable"),
-    )
-}
-router = APIRouter(prefix=API_PREFIX, responses=ERRORS)
-router.include_router(transfer_router)  # export, import, graph build: server/transfer_routes.py
-router.include_router(batch_router)  # update_many, delete_many: server/batch_routes.py
+router = v1_router()
+# every /v1 router, in the order the app includes them (deps.v1_router says why never one in another):
+# export, import, graph build (transfer_routes.py); update_many, delete_many (batch_routes.py); the rest
+ROUTERS = (transfer_router, batch_router, router)
 
 
 # The texts one request may embed: ~15-30 s of the embedders on 2 cores, which other tenants share

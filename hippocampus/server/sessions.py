@@ -33,6 +33,7 @@ class Session:
     tenant: Tenant
     created: float
     expires: float
+    binding: str = ""  # sha256 of the browser's own binding value (ui_support.bound); "" for none
 
 
 class Sessions:
@@ -52,9 +53,10 @@ class Sessions:
     def __len__(self) -> int:
         return len(self._table)
 
-    def open(self, tenant: Tenant) -> str:
+    def open(self, tenant: Tenant, binding: str = "") -> str:
         """A new session for `tenant`; its id is the only thing the browser gets. A tenant at its
-        limit loses its own oldest session; a full table, the oldest of the tenant holding the most."""
+        limit loses its own oldest session; a full table, the oldest of the tenant holding the most.
+        `binding` ties it to the browser that logged in (ui_support.bound)."""
         sid = secrets.token_urlsafe(32)
         now = self.clock()
         with self._lock:
@@ -65,7 +67,7 @@ class Sessions:
             while len(self._table) >= self.max_sessions:
                 biggest = max(self._of.values(), key=len)
                 self._remove(next(iter(biggest)))
-            self._table[sid] = Session(tenant=tenant, created=now, expires=now + self.lifetime_s)
+            self._table[sid] = Session(tenant=tenant, created=now, expires=now + self.lifetime_s, binding=binding)
             self._of.setdefault(tenant, OrderedDict())[sid] = None
         return sid
 
@@ -84,6 +86,14 @@ class Sessions:
         """End a session (logout); True when there was one."""
         with self._lock:
             return self._remove(sid) if sid else False
+
+    def retain(self, keep: Callable[[Tenant], bool]) -> int:
+        """End every session whose tenant `keep` refuses (a key revoked by a reload); how many ended."""
+        with self._lock:
+            gone = [sid for sid, session in self._table.items() if not keep(session.tenant)]
+            for sid in gone:
+                self._remove(sid)
+        return len(gone)
 
     def count(self, tenant: Tenant) -> int:
         """How many sessions `tenant` holds (expired ones included until they are dropped)."""

@@ -5,7 +5,9 @@ as the REST API: every page and form names a user, and a key may only name its o
 else is "not found", as a missing memory is). Every change is a facade call; the UI adds no rule of
 its own. Logging in trades the key for a server-side session (ui_support, sessions.py): the browser
 never holds the key, and logging out ends the session here. Forms carry a token bound to the
-session, and a POST from another origin is refused (logout included).
+session, and a POST from another origin is refused (logout included). A session's forms also
+carry the binding of the browser that logged in (ui_support.bound), so a session cookie planted by
+a page on another loopback port cannot write.
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ from .ui_support import (
     LoginRequired,
     attachment,
     bar_chart,
+    binding_hash,
+    bound,
     clear_session_cookie,
     column_chart,
     csrf_token,
     form_ok,
     from_form,
     live_session,
+    page_binding,
     query,
     same_origin,
     session_id,
@@ -59,7 +64,7 @@ FILTERS = ("memory_type", "category", "state", "chat_id", "agent_id", "text", "s
 def _page(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
     tenant = getattr(request.state, "tenant", None)
     return templates.TemplateResponse(request, name, {
-        "csrf": csrf_token(request), "tenant": tenant, "keys_open": request.app.state.keys.is_open, "when": when,
+        "csrf": csrf_token(request), "binding": page_binding(request), "tenant": tenant, "keys_open": request.app.state.keys.is_open, "when": when,
         "query": query, "prefix": UI_PREFIX, **ctx}, status_code=status)
 
 
@@ -69,10 +74,13 @@ def _memory(request: Request, user_id: str) -> Memory:
     return request.app.state.memory
 
 
-def _posted(request: Request, user_id: str, csrf: str) -> Memory:
+def _posted(request: Request, user_id: str, csrf: str, bind: str) -> Memory:
     memory = _memory(request, user_id)
     if not form_ok(request, csrf):
         raise InvalidInput("this form is stale or came from another site; reload the page and try again")
+    if not bound(request, bind):
+        raise InvalidInput("this browser did not open this session (a page on another port of this machine "
+                           "may have set its cookie); log in again")
     return memory
 
 
@@ -88,16 +96,16 @@ def _user(user_id: str) -> str:
 
 # ---------------------------------------------------------------------- login and home
 @router.get("/login", response_class=HTMLResponse)
-def login_form(request: Request, failed: bool = False) -> Response:
+def login_form(request: Request, failed: bool = False, foreign: bool = False) -> Response:
     if request.app.state.keys.is_open:
         return _to("")
     hours = sessions(request).lifetime_s / 3600
     lifetime = f"{hours:g} hours" if hours >= 1 else f"{sessions(request).lifetime_s / 60:g} minutes"
-    return _page(request, "login.html", failed=failed, lifetime=lifetime)
+    return _page(request, "login.html", failed=failed, foreign=foreign, lifetime=lifetime)
 
 
 @router.post("/login")
-def login(request: Request, key: str = Form("")) -> Response:
+def login(request: Request, key: str = Form(""), bind: str = Form("")) -> Response:
     """A valid key opens a session at once; a wrong one is counted by the service's failed-auth
     throttle, and an address that failed too often is answered 429 (Retry-After) for wrong keys."""
     if not same_origin(request):
@@ -121,13 +129,14 @@ def login(request: Request, key: str = Form("")) -> Response:
         return _to("/login", failed="1")
     sessions(request).revoke(session_id(request))  # a new login replaces the browser's old session
     response = _to("")
-    set_session_cookie(response, request, sessions(request).open(tenant))
+    set_session_cookie(response, request, sessions(request).open(tenant, binding_hash(bind)))
     return response
 
 
 @router.post("/logout")
 def logout(request: Request, csrf: str = Form("")) -> Response:
-    """End the session on the server. Only from our own pages: another site's POST changes nothing."""
+    """End the session on the server. Only from our own pages: another site's POST changes nothing.
+    No browser binding is asked: leaving a session another page planted must always work."""
     if not same_origin(request):
         raise InvalidInput("a logout from another site is refused")
     if live_session(request) is not None:
@@ -179,8 +188,8 @@ def memories(request: Request, user_id: str, offset: int = 0) -> Response:
 
 @router.post("/users/{user_id}/memories")
 def add(request: Request, user_id: str, text: str = Form(...), memory_type: str = Form("episodic"),
-        category: str = Form(""), csrf: str = Form("")) -> Response:
-    memory = _posted(request, user_id, csrf)
+        category: str = Form(""), csrf: str = Form(""), bind: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf, bind)
     if category and category not in category_names(memory.config.categories):
         raise InvalidInput(f"unknown category {category!r}")
     mid = memory.add(from_form(text), user_id=user_id, chat_id="ui", who=user_id, memory_type=memory_type).ids[0]
@@ -190,8 +199,8 @@ def add(request: Request, user_id: str, text: str = Form(...), memory_type: str 
 
 
 @router.post("/users/{user_id}/batch-delete", response_class=HTMLResponse)
-def batch_delete(request: Request, user_id: str, ids: str = Form(""), csrf: str = Form("")) -> Response:
-    memory = _posted(request, user_id, csrf)
+def batch_delete(request: Request, user_id: str, ids: str = Form(""), csrf: str = Form(""), bind: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf, bind)
     result = memory.delete_many(ids, user_id)
     return _page(request, "batch.html", user_id=user_id, result=result)
 
@@ -213,8 +222,8 @@ def detail(request: Request, user_id: str, memory_id: int) -> Response:
 
 @router.post("/users/{user_id}/memories/{memory_id}/edit")
 def edit(request: Request, user_id: str, memory_id: int, text: str = Form(...), category: str = Form(""),
-         importance: str = Form(""), csrf: str = Form("")) -> Response:
-    memory = _posted(request, user_id, csrf)
+         importance: str = Form(""), csrf: str = Form(""), bind: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf, bind)
     record = memory.get(memory_id, user_id)
     try:
         level: float | None = float(importance) if importance.strip() else None
@@ -232,15 +241,15 @@ def edit(request: Request, user_id: str, memory_id: int, text: str = Form(...), 
 
 
 @router.post("/users/{user_id}/memories/{memory_id}/delete")
-def delete(request: Request, user_id: str, memory_id: int, csrf: str = Form("")) -> Response:
-    memory = _posted(request, user_id, csrf)
+def delete(request: Request, user_id: str, memory_id: int, csrf: str = Form(""), bind: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf, bind)
     memory.delete(memory_id, user_id)
     return _to(f"{_user(user_id)}/memories/{memory_id}", msg="deleted")
 
 
 @router.post("/users/{user_id}/events/{event_id}/undo")
-def undo(request: Request, user_id: str, event_id: int, memory_id: int = Form(...), csrf: str = Form("")) -> Response:
-    memory = _posted(request, user_id, csrf)
+def undo(request: Request, user_id: str, event_id: int, memory_id: int = Form(...), csrf: str = Form(""), bind: str = Form("")) -> Response:
+    memory = _posted(request, user_id, csrf, bind)
     result = memory.undo(event_id, user_id)
     target = result.memory_ids[0] if result.memory_ids else memory_id
     return _to(f"{_user(user_id)}/memories/{target}", msg="undone")
@@ -276,8 +285,8 @@ def stats(request: Request, user_id: str) -> Response:
 
 
 @router.post("/users/{user_id}/consolidate")
-def consolidate(request: Request, user_id: str, csrf: str = Form("")) -> JSONResponse:
-    _posted(request, user_id, csrf)
+def consolidate(request: Request, user_id: str, csrf: str = Form(""), bind: str = Form("")) -> JSONResponse:
+    _posted(request, user_id, csrf, bind)
     return JSONResponse({"run_id": request.app.state.consolidations.start([user_id], trigger="ui")})
 
 

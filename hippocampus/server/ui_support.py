@@ -6,6 +6,13 @@ Logging in trades the API key for an opaque session id (sessions.py); the browse
 in an HttpOnly, SameSite=Strict cookie scoped to /ui, and, when the service is reached over TLS
 (`create_app(behind_https=True)`, an https request, or a proxy's `X-Forwarded-Proto: https`), a
 `Secure` cookie named `__Host-...` (which browsers pin to this host and path /).
+
+Cookies are not tied to a port: a page on another port of 127.0.0.1 can plant a session cookie of
+its own (one its author got by logging in with their key), and the browser would then act in that
+account (issue 42). So a session is also bound to the browser that opened it: the login form sends a
+random value that the page's script keeps in `localStorage`, which is per origin, port included, and
+which no other origin can read or write. Every form a session posts carries it back (`bound`), and a
+page shows the session's binding hash so the script can leave a session this browser did not open.
 """
 
 from __future__ import annotations
@@ -113,6 +120,31 @@ def ui_tenant(request: Request) -> Tenant:
             raise LoginRequired() from None
     request.state.tenant = tenant
     return tenant
+
+
+MAX_BINDING = 200  # the script sends 48 hex characters; anything longer is no binding
+
+
+def binding_hash(value: str) -> str:
+    """What a session keeps of its browser's binding value: its SHA-256, or "" for none."""
+    if not value or len(value) > MAX_BINDING:
+        return ""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def bound(request: Request, value: str) -> bool:
+    """Whether a form came from the browser that opened its session. A key header or a service
+    without keys has no cookie to plant, so no binding; a session opened without one never writes."""
+    session = live_session(request)
+    if session is None:
+        return True
+    return bool(session.binding) and hmac.compare_digest(binding_hash(value), session.binding)
+
+
+def page_binding(request: Request) -> str:
+    """The binding hash a page shows its script ("none" for a session without one), "" without a session."""
+    session = live_session(request) if getattr(request.state, "tenant", None) is not None else None
+    return "" if session is None else (session.binding or "none")
 
 
 def csrf_token(request: Request) -> str:

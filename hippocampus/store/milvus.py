@@ -25,6 +25,7 @@ from .graph import GraphCollection, owners_of
 from .ids import IdAllocator, LeasedWorker
 from .leases import LeaseTable
 from .leases_local import LocalLeases
+from .readable import readable
 from .schema import (
     PROP_FULL_TEXT,
     PROP_MODEL,
@@ -242,13 +243,14 @@ class MilvusStore:
         `partition` (from partition_for) restricts the scan to one user bucket."""
         if limit is not None:
             with self._lock:
-                return list(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit, partition_names=_parts(partition)))
+                return readable(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit, partition_names=_parts(partition)))
         return [row for page in self.iterate(filter_expr, fields, partition=partition) for row in page]
 
     def iterate(
         self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, batch: int = _PAGE, partition: str | None = None
     ) -> Iterator[list[dict[str, Any]]]:
-        """Pages of rows matching the filter, for memory-bounded scans."""
+        """Pages of rows matching the filter, for memory-bounded scans (rows of a kind this version
+        does not know left out: store/readable.py)."""
         with self._lock:
             it = self._call(
                 "query_iterator", self.collection, batch_size=batch, filter=filter_expr, output_fields=list(fields),
@@ -260,7 +262,7 @@ class MilvusStore:
                     page = it.next()
                 if not page:
                     return
-                yield list(page)
+                yield readable(page)  # an empty page is not the end: a page of unknown kinds reads as none
         finally:
             it.close()
 
@@ -288,7 +290,7 @@ class MilvusStore:
                 search_params={"metric_type": "COSINE"},
                 partition_names=_parts(partition),
             )
-        return [[_flatten(hit) for hit in hits] for hits in res]
+        return [readable([_flatten(hit) for hit in hits]) for hits in res]
 
     def search_bm25(
         self, queries: Sequence[str], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS,
@@ -308,7 +310,7 @@ class MilvusStore:
                 search_params={"metric_type": "BM25"},
                 partition_names=_parts(partition),
             )
-        return [[_flatten(hit) for hit in hits] for hits in res]
+        return [readable([_flatten(hit) for hit in hits]) for hits in res]
 
     def search_hybrid(
         self,
@@ -338,7 +340,7 @@ class MilvusStore:
         fuse = RRFRanker(60) if ranker == "rrf" else WeightedRanker(*weights)
         with self._lock:
             res = self._call("hybrid_search", self.collection, reqs, ranker=fuse, limit=limit, output_fields=list(fields), partition_names=_parts(partition))
-        return [_flatten(hit) for hit in res[0]]
+        return readable([_flatten(hit) for hit in res[0]])
 
     def search_exact(
         self, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS,

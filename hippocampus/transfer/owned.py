@@ -136,3 +136,17 @@ def check_owned(metadata: dict[str, Any]) -> None:
         if key not in metadata or (key == "expires_at" and metadata[key] is None):
             continue
         check(key, metadata[key])
+
+
+def without_damaged(metadata: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`metadata` less the library-owned keys that do not hold what the library writes there, and
+    their names. An export writes a row an older import let in this way: as reads take it (without
+    the damaged stamp), so that the backup imports back instead of being refused at that line."""
+    damaged = []
+    for key, check in CHECKS.items():
+        if key in metadata and not (key == "expires_at" and metadata[key] is None):
+            try:
+                check(key, metadata[key])
+            except InvalidInput:
+                damaged.append(key)
+    return {k: v for k, v in metadata.items() if k not in damaged}, damaged

@@ -44,6 +44,16 @@ def test_the_api_page_is_generated_from_the_docstrings(site: Path):
         assert name in api, name
 
 
+def test_the_api_pages_examples_are_code_blocks(site: Path):
+    """Issue 45: Memory's example once showed as one quoted line (a `>>>` doctest is a Markdown quote);
+    its python block (tests/docs/test_api_examples.py runs it) is a code block of the page."""
+    html = (site / "api" / "index.html").read_text(encoding="utf-8")
+    blocks = [_text(block) for block in re.findall(r"<pre\b.*?</pre>", html, flags=re.S)]
+    for start in ("with Memory(milvus_uri=", "with Client() as memory:"):
+        assert any(start in block and "print(memory.search(" in block for block in blocks), start
+    assert "&gt;&gt;&gt;" not in html and ">>> with" not in _text(html)
+
+
 def test_every_page_of_the_nav_and_the_readme_links_are_built(site: Path):
     nav = re.findall(r":\s*([\w./-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), flags=re.M)
     assert len(nav) >= 20

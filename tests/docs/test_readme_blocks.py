@@ -11,6 +11,7 @@ README's connect() starts can never be a real one on this machine; the README's 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,3 +97,16 @@ def test_the_blocks_run_as_written(page: str, reader):
             printed = _run(block, reader)
         elif block.kind == "output":
             assert printed.strip().splitlines() == block.code.strip().splitlines(), f"{block.where}: the block above printed\n{printed}"
+    if page == "README.md":
+        _each_once(reader)
+
+
+def _each_once(state: dict[str, object]) -> None:
+    """Issue 45: following the README in order once stored "I moved to Berlin in May" twice (the quick
+    start's and connect()'s). Every memory the README leaves for alice is there once."""
+    done = subprocess.run([sys.executable, "-m", "hippocampus", "list", "-u", "alice", "--json"], cwd=Path(str(state["cwd"])),
+                          env=dict(state["env"]), capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S, check=False)  # type: ignore[arg-type]
+    assert done.returncode == 0, done.stderr[-2000:]
+    listed = json.loads(done.stdout)
+    texts = [m["text"] for m in (listed["items"] if isinstance(listed, dict) else listed)]
+    assert "I moved to Berlin in May" in texts and len(texts) == len(set(texts)), texts

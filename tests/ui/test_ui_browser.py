@@ -230,13 +230,14 @@ def test_a_key_bound_to_alice_never_reaches_bob(page, world):
         assert page.goto(path).status == 404
     assert page.goto(f"/ui/users/alice/memories/{ids['bob']}").status == 404  # alice's url, bob's id
     csrf = page.goto("/ui/users/alice/memories") and page.locator("input[name=csrf]").first.get_attribute("value")
-    forged = [(f"/ui/users/bob/memories/{ids['bob']}/edit", {"text": "hacked", "csrf": csrf}),
-              (f"/ui/users/alice/memories/{ids['bob']}/edit", {"text": "hacked", "csrf": csrf}),
-              (f"/ui/users/bob/memories/{ids['bob']}/delete", {"csrf": csrf}),
-              ("/ui/users/bob/batch-delete", {"ids": str(ids["bob"]), "csrf": csrf})]
+    bind = page.locator("input[name=bind]").first.get_attribute("value")  # this browser's own, as every form sends
+    forged = [(f"/ui/users/bob/memories/{ids['bob']}/edit", {"text": "hacked", "csrf": csrf, "bind": bind}),
+              (f"/ui/users/alice/memories/{ids['bob']}/edit", {"text": "hacked", "csrf": csrf, "bind": bind}),
+              (f"/ui/users/bob/memories/{ids['bob']}/delete", {"csrf": csrf, "bind": bind}),
+              ("/ui/users/bob/batch-delete", {"ids": str(ids["bob"]), "csrf": csrf, "bind": bind})]
     for path, form in forged:
         assert page.request.post(path, form=form).status == 404
     event = memory.history(ids["bob"], "bob")[0].event_id
-    assert page.request.post(f"/ui/users/alice/events/{event}/undo", form={"memory_id": ids["bob"], "csrf": csrf}).status == 404
+    assert page.request.post(f"/ui/users/alice/events/{event}/undo", form={"memory_id": ids["bob"], "csrf": csrf, "bind": bind}).status == 404
     assert memory.get(ids["bob"], "bob").text == "Bob's locker code is 4711"
     assert page.request.post("/ui/users/alice/batch-delete", form={"ids": "1", "csrf": "forged"}).status == 422

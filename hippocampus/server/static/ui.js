@@ -2,6 +2,35 @@
 // and the consolidation button's live progress (the job's own progress callback, polled).
 (function () {
   "use strict";
+  // This browser's binding (ui_support.bound): a random value in localStorage, which is per origin,
+  // port included, so a page on another port cannot read or set it. The login form sends it, every
+  // form sends it back, and a page whose session was opened with another value is left at once.
+  var KEY = "hippocampus-ui-bind";
+  function binding() {
+    try {
+      var value = window.localStorage.getItem(KEY);
+      if (!value) {
+        var bytes = new Uint8Array(24);
+        window.crypto.getRandomValues(bytes);
+        value = Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+        window.localStorage.setItem(KEY, value);
+      }
+      return value;
+    } catch (err) { return ""; }
+  }
+  var bind = binding();
+  document.querySelectorAll("form[method=post]").forEach(function (form) {
+    var field = document.createElement("input");
+    field.type = "hidden"; field.name = "bind"; field.value = bind;
+    form.appendChild(field);
+  });
+  var session = document.querySelector("meta[name=hippocampus-session]");
+  if (session && window.crypto && window.crypto.subtle && window.TextEncoder) {  // subtle: secure contexts only
+    window.crypto.subtle.digest("SHA-256", new TextEncoder().encode(bind)).then(function (digest) {
+      var hex = Array.prototype.map.call(new Uint8Array(digest), function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+      if (hex !== session.content) { window.location.replace(session.getAttribute("data-login") + "?foreign=1"); }
+    });
+  }
   document.addEventListener("submit", function (event) {
     var form = event.target;
     var question = form.getAttribute("data-confirm");
