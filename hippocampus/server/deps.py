@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated
+
+from fastapi import Depends, Request
 
 from ..contract.wire import ALT_KEY_HEADER, KEY_HEADER
 from ..memory import Memory
@@ -24,6 +26,10 @@ def authenticate(request: Request) -> Tenant:
     tenant = request.app.state.keys.resolve(presented_key(request))
     request.state.tenant = tenant
     return tenant
+
+
+TenantDep = Annotated[Tenant, Depends(authenticate)]
+"""A route's `tenant: TenantDep` parameter: the caller's tenant, its key resolved once per request."""
 
 
 def memory_of(request: Request) -> Memory:
