@@ -260,9 +260,9 @@ def test_a_planted_gap_on_each_face_is_found(faces):
 
 
 def test_the_mcp_verbs_protocol_lists_exactly_the_verbs_with_a_tool():
-    from hippocampus.server.mcp import Verbs
+    from hippocampus.server.mcp import ToolBackend
 
-    members = {n for n in vars(Verbs) if not n.startswith("_")}
+    members = {n for n in vars(ToolBackend) if not n.startswith("_")}
     assert members == {v.name for v in VERBS if v.mcp.name}
 
 
