@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from enum import Enum
@@ -241,6 +241,10 @@ def _damaged(row: dict[str, Any], key: str) -> None:
         logging.getLogger(__name__).warning("memory %s has a damaged %s; read without it", row.get("id"), key)
 
 
+ROW_FIELDS: tuple[str, ...] = ("id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata")
+STAMPS = ("created_at", "updated_at")  # a record's own fields, stored inside its metadata
+
+
 def damaged_rows(user_id: str | None = None) -> int:
     """Rows (of `user_id`, or of every user) that reads met with a damaged stamp since the process started."""
     return len(_DAMAGED.get(user_id, ())) if user_id is not None else sum(map(len, _DAMAGED.values()))
@@ -287,6 +291,25 @@ class MemoryRecord(BaseModel):
                 stamp = None
             data[key] = stamp
         return cls.model_validate(data)
+
+    def to_row(self, vector: Sequence[float] | None = None, *, with_id: bool = True) -> dict[str, Any]:
+        """The one encoder of a record into a store row, used by every writer, so that a new field is
+        written here and in store/schema.py, not in each writer: the columns of ROW_FIELDS, the stamps
+        `created_at`/`updated_at` inside metadata (where from_row reads them; metadata's own stamp wins,
+        as writers stamp metadata), the vector when given; without `with_id` for an insert (the store
+        gives the id). Extra attributes a read carried are not columns and are not written."""
+        meta = dict(self.metadata)
+        for key in STAMPS:
+            if getattr(self, key) is not None:
+                meta.setdefault(key, getattr(self, key))
+        row: dict[str, Any] = {"id": int(self.id), "user_id": self.user_id, "memory_type": self.memory_type.value,
+                               "ts": int(self.ts), "chat_id": self.chat_id, "who": self.who, "text": self.text,
+                               "hit_count": int(self.hit_count), "metadata": meta}
+        if not with_id:
+            del row["id"]
+        if vector is not None:
+            row["vector"] = list(vector)
+        return row
 
     @property
     def time_iso(self) -> str:

@@ -10,7 +10,7 @@ import httpx
 from hippocampus import Memory
 from hippocampus.server import create_app
 from hippocampus.server.rest import MAX_EMBED_ITEMS
-from tests.service_support import served
+from tests.service_support import IN_PROCESS_URL, in_process
 
 
 def test_a_batch_above_the_cap_is_refused_whole(shared_db, embedder, monkeypatch):
@@ -19,14 +19,15 @@ def test_a_batch_above_the_cap_is_refused_whole(shared_db, embedder, monkeypatch
     monkeypatch.setattr(rest, "MAX_EMBED_ITEMS", 3)  # the rule, at a size a test can afford
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"cap_{uuid.uuid4().hex[:10]}", embedder=embedder)
     try:
-        with served(create_app(memory, mcp=False, ui=False, close_memory=False)) as url:
+        with in_process(create_app(memory, mcp=False, ui=False, close_memory=False)) as transport, httpx.Client(
+                base_url=IN_PROCESS_URL, transport=transport, timeout=60) as http:
             items = [{"text": f"note {i}: bought apples", "user_id": "u"} for i in range(4)]
-            r = httpx.post(url + "/v1/memories/batch", json={"items": items}, timeout=60)
+            r = http.post("/v1/memories/batch", json={"items": items})
             assert r.status_code == 422, r.text
             error = r.json()["error"]
             assert error["type"] == "InvalidInput" and "at most 3 items" in error["message"] and "several requests" in error["message"]
             assert memory.store.count("") == 0
-            r = httpx.post(url + "/v1/memories/batch", json={"items": items[:3]}, timeout=60)
+            r = http.post("/v1/memories/batch", json={"items": items[:3]})
             assert r.status_code == 200 and len(r.json()["ids"]) == 3
     finally:
         memory.close()
