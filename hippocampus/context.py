@@ -7,6 +7,8 @@ through `self` of a shared class."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .config import MemoryConfig
@@ -76,6 +78,15 @@ class MemoryContext:
     @llm.setter
     def llm(self, model: ChatModel | None) -> None:
         self._llm = model
+
+    @contextmanager
+    def override(self, *, llm: ChatModel) -> Iterator[None]:
+        """Use `llm` for the block, then put back what was there (even a not-yet-made configured model)."""
+        previous, self._llm = self._llm, llm
+        try:
+            yield
+        finally:
+            self._llm = previous
 
     def processor(self, cls: type[P], *args: Any, **kwargs: Any) -> P:
         """A processor of class `cls` over this context's chat model, with the configured prompts."""

@@ -203,10 +203,10 @@ class Lifecycle(BaseModel):
     reviewed_at: int | None = None  # the MemoryReviewer's last look (asked again only after a later use)
 
     @classmethod
-    def of(cls, metadata: dict[str, Any], memory_type: MemoryType, created_at: int | None = None) -> Lifecycle:
+    def of(cls, metadata: dict[str, Any], memory_type: MemoryType) -> Lifecycle:
         """The stored fields, or, for a memory written before lifecycle existed (or a damaged entry),
         the defaults with the clock starting now: nothing ages until the decay step stamps it, so an
-        upgrade never archives or forgets a row at once. (`created_at` is kept for callers; unused.)"""
+        upgrade never archives or forgets a row at once."""
         found = cls.stored_in(metadata)
         if found is not None:
             return found
@@ -318,7 +318,7 @@ class MemoryRecord(BaseModel):
     @property
     def life(self) -> Lifecycle:
         """Importance, category, state and their times (defaults for a memory written before them)."""
-        return Lifecycle.of(self.metadata, self.memory_type, self.created_at)
+        return Lifecycle.of(self.metadata, self.memory_type)
 
 
 class SearchHit(BaseModel):

@@ -18,6 +18,10 @@ pydantic-ai ships `TestModel` and httpx `MockTransport`::
 real `LLMClient` does (`extract_json`, then the result model's validation, with retries of
 unusable replies), so a test exercises the same parsing a deployment does. `DeterministicEmbedder`
 hashes text into unit vectors: the same text gives the same vector in every process and run.
+
+To script one step of a longer test, swap the model for a block instead of opening another Memory:
+`with memory.override(llm=ScriptedChatModel(...)):` (as pydantic-ai's `Agent.override`); the model
+that was there comes back when the block ends, also when it raises.
 """
 
 from __future__ import annotations

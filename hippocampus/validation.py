@@ -130,7 +130,6 @@ OWNED_KEYS: dict[str, str] = {
     "agent_id": "the agent the memory belongs to, set by add's agent_id (store/agents.py; absent: shared)",
     "run_id": "the run the memory was written in, set by add's run_id (store/agents.py)",
 }
-BOOKKEEPING_KEYS = tuple(OWNED_KEYS)  # older name, kept for callers that import it
 _INT64 = (-(2**63), 2**63 - 1)
 
 

@@ -26,6 +26,7 @@ from hippocampus.contract.verbs import (
     Face,
     Verb,
     by_name,
+    mcp_tools,
     on,
     table,
 )
@@ -230,7 +231,7 @@ def test_rest_serves_every_declared_verb_and_nothing_undeclared(faces):
 def test_mcp_tools_are_the_declared_ones_with_their_arguments(faces):
     tools = faces["tools"]
     assert [p for v in VERBS if v.mcp.name for p in mcp_problems(v, tools)] == []
-    assert set(tools) == {v.mcp.name for v in VERBS if v.mcp.name}
+    assert set(tools) == set(mcp_tools())
 
 
 def test_cli_has_every_declared_verb_and_every_command_that_prints_data_takes_json(faces):
@@ -259,9 +260,9 @@ def test_a_planted_gap_on_each_face_is_found(faces):
 
 
 def test_the_mcp_verbs_protocol_lists_exactly_the_verbs_with_a_tool():
-    from hippocampus.server.mcp import Verbs
+    from hippocampus.server.mcp import ToolBackend
 
-    members = {n for n in vars(Verbs) if not n.startswith("_")}
+    members = {n for n in vars(ToolBackend) if not n.startswith("_")}
     assert members == {v.name for v in VERBS if v.mcp.name}
 
 

@@ -67,7 +67,7 @@ def mcp_cmd(
 
     tenant = stdio_tenant(user)
     with _stdout_to_stderr():
-        verbs = open_memory()  # a Memory on this machine's store, or a Client with --server
+        backend = open_memory()  # a Memory on this machine's store, or a Client with --server
     logging.getLogger("hippocampus.mcp").info("serving MCP on stdio for %s", tenant.name)
-    with verbs:
-        run_stdio(verbs, tenant)
+    with backend:
+        run_stdio(backend, tenant)

@@ -50,10 +50,10 @@ class Distiller:
     """The distillation phase of one consolidation run: what it needs is its constructor (the job
     hands over its store, embedder, SemanticWriter, write lock, stats and crash-test checkpoint)."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder, writer: SemanticWriter, k_semantic: int,
+    def __init__(self, store: MilvusStore, embedder: Embedder, extractor: SemanticWriter, k_semantic: int,
                  lock: AbstractContextManager[Any], stats: ConsolidationStats, checkpoint: Callable[[str], None],
                  fence: Callable[[], None] | None = None, writes: Writer | None = None):
-        self.store, self.embedder, self.writer, self.k_semantic = store, embedder, writer, k_semantic
+        self.store, self.embedder, self.extractor, self.k_semantic = store, embedder, extractor, k_semantic
         self.writes = writes or Writer(store, embedder, threading.Lock())  # the one write path (store/writes.py)
         self._lock, self.stats, self.checkpoint = lock, stats, checkpoint
         self.fence: Callable[[], None] = fence or (lambda: None)  # the run's lease check, before writing facts
@@ -80,7 +80,7 @@ class Distiller:
             facts_near = existing[episode.id]
             self.stats.llm_calls += 1
             try:
-                extraction = self.writer.extract(episode, facts_near)
+                extraction = self.extractor.extract(episode, facts_near)
             except LLMError as exc:
                 self.stats.errors += 1
                 log.warning("semantic extraction for memory %s skipped: %s", episode.id, exc)

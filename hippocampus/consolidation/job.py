@@ -85,7 +85,7 @@ class ConsolidationJob:
 
         # built as MemoryContext.processor builds them: the project's categories and instructions reach the
         # nightly decision too (issue 40, case 6)
-        self.merger, self.separator, self.writer, self.decider = (
+        self.merger, self.separator, self.extractor, self.decider = (
             build(P, llm, config) for P in (EpisodicMerger, EpisodicSeparator, SemanticWriter, EpisodicWriteDecider))
         self.thresholds = thresholds_for(config, embedder.model_name)
         self._lock: AbstractContextManager[Any] = write_lock if write_lock is not None else nullcontext()
@@ -114,7 +114,7 @@ class ConsolidationJob:
         self._finish_interrupted_merges(scope)
         self._decide_pending(scope, notify)
         # Distil first, from the episodes' own words (a separation may add date tags to a text).
-        Distiller(self.store, self.embedder, self.writer, self.config.k_semantic, self._lock, self.stats, self.checkpoint,
+        Distiller(self.store, self.embedder, self.extractor, self.config.k_semantic, self._lock, self.stats, self.checkpoint,
                   fence=lambda: self.fence(), writes=self.writes).run(scope, notify)
         self._merge_and_separate(scope, notify)
         self.stats.seconds = round(time.perf_counter() - started, 3)

@@ -109,9 +109,11 @@ V1 = "/v1"
 CLI_NAMES = {"user_id": "--user", "chat_id": "--chat", "metadata": "--meta", "memory_type": "--type", "agent_id": "--agent",
              "run_id": "--run"}
 
-MCP_NINE = ("MCP exposes only the agent-facing tools (add_memory, search_memory, list_memories, get_memory, "
-            "update_memory, delete_memory, update_memories, delete_memories, memory_history, memory_context, observe_turn): "
-            "an agent's tool list stays short; operators use REST, the Client or the CLI")
+# Why a verb has no MCP tool. The tools are the verbs below with an `mcp=on(...)` face (`mcp_tools()`), and
+# tests/test_verb_parity.py checks that the MCP server serves exactly those.
+NOT_AN_AGENT_TOOL = ("MCP exposes only the agent-facing tools (mcp_tools(): write, read, history, context and "
+                     "observe the memories of a conversation): an agent's tool list stays short; operators use "
+                     "REST, the Client or the CLI")
 UI_VIEW = "a Web UI view: server/ui.py renders it in-process under /ui; there is no JSON route, so no Client method"
 CALLBACK = "a callback in the caller's process: nothing streams back over HTTP"
 NOW_SIM = "`now` is for in-process simulations: a service uses its own clock"
@@ -137,7 +139,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(name="add", writes=True, errors=RW, client=on("add"), rest=on(f"POST {V1}/memories"),
          mcp=on("add_memory", names={"messages": "text"}),
          cli=on("add", names={"messages": "text", "memory_type": "--semantic"})),
-    Verb(name="add_many", writes=True, errors=RW, client=on("add_many"), rest=on(f"POST {V1}/memories/batch"), mcp=off(MCP_NINE),
+    Verb(name="add_many", writes=True, errors=RW, client=on("add_many"), rest=on(f"POST {V1}/memories/batch"), mcp=off(NOT_AN_AGENT_TOOL),
          cli=off("bulk loading is `import` (MEMORY.md or a JSONL backup); one turn is `add`")),
     Verb(name="update", writes=True, errors=RWN, client=on("update"), rest=on(f"PATCH {V1}/memories/{{memory_id}}"),
          mcp=on("update_memory"), cli=on("update")),
@@ -147,10 +149,10 @@ VERBS: tuple[Verb, ...] = (
          mcp=on("update_memories"), cli=on("update-many", names={"items": "--file"})),
     Verb(name="delete_many", writes=True, errors=R, client=on("delete_many"), rest=on(f"POST {V1}/memories/batch/delete"),
          mcp=on("delete_memories"), cli=on("delete-many")),
-    Verb(name="reset", writes=True, errors=R, client=on("reset"), rest=on(f"DELETE {V1}/memories"), mcp=off(MCP_NINE),
+    Verb(name="reset", writes=True, errors=R, client=on("reset"), rest=on(f"DELETE {V1}/memories"), mcp=off(NOT_AN_AGENT_TOOL),
          cli=on("reset")),
     Verb(name="mark_used", writes=True, errors=RWN, client=on("mark_used"), rest=on(f"POST {V1}/memories/used"),
-         mcp=off(MCP_NINE + " (observe_turn counts the memories an answer used)"),
+         mcp=off(NOT_AN_AGENT_TOOL + " (observe_turn counts the memories an answer used)"),
          cli=off("reported by the agent that answered (Client, REST, MCP observe_turn); a shell has no answer to report")),
     Verb(name="observe", writes=True, errors=RW, client=on("observe"), rest=on(f"POST {V1}/observe"),
          mcp=on("observe_turn", names={"messages": "exchange"},
@@ -166,65 +168,65 @@ VERBS: tuple[Verb, ...] = (
                 skips={"memory_types": "--type picks one kind; several kinds at once are for the library"})),
     Verb(name="get", writes=False, errors=RN, client=on("get"), rest=on(f"GET {V1}/memories/{{memory_id}}"), mcp=on("get_memory"),
          cli=on("get")),
-    Verb(name="get_all", writes=False, errors=R, client=on("get_all"), rest=off(PAGED), mcp=off(MCP_NINE + " (list_memories pages)"),
+    Verb(name="get_all", writes=False, errors=R, client=on("get_all"), rest=off(PAGED), mcp=off(NOT_AN_AGENT_TOOL + " (list_memories pages)"),
          cli=on("list")),
     Verb(name="page", writes=False, errors=R, client=on("page"), rest=on(f"GET {V1}/memories"), mcp=on("list_memories"),
          cli=off("`list` prints every memory (get_all), paging through the store itself")),
-    Verb(name="iter_all", writes=False, errors=R, client=on("iter_all"), rest=off(PAGED), mcp=off(MCP_NINE + " (list_memories pages)"),
+    Verb(name="iter_all", writes=False, errors=R, client=on("iter_all"), rest=off(PAGED), mcp=off(NOT_AN_AGENT_TOOL + " (list_memories pages)"),
          cli=off("`list` prints every memory (get_all), paging through the store itself")),
     Verb(name="history", writes=False, errors=RN, client=on("history"), rest=on(f"GET {V1}/memories/{{memory_id}}/history"),
          mcp=on("memory_history"), cli=on("history")),
-    Verb(name="stats", writes=False, errors=R, client=on("stats"), rest=on(f"GET {V1}/stats"), mcp=off(MCP_NINE), cli=on("stats")),
+    Verb(name="stats", writes=False, errors=R, client=on("stats"), rest=on(f"GET {V1}/stats"), mcp=off(NOT_AN_AGENT_TOOL), cli=on("stats")),
     Verb(name="context", writes=False, errors=R, client=on("context"), rest=on(f"GET {V1}/context", skips={"now": NOW_SIM}),
          mcp=on("memory_context", skips={"min_score": "agents get the default threshold; max_items bounds the block",
                                          "now": NOW_SIM}),
          cli=on("context", names={"max_items": "--max"}, skips={"now": NOW_SIM + "; the CLI prints the block as of now"})),
     # ------------------------------------------------------------------ lifecycle
     Verb(name="decay", writes=True, errors=R, client=on("decay"), rest=on(f"POST {V1}/decay", skips={"progress": CALLBACK}),
-         mcp=off(MCP_NINE), cli=on("decay", skips={"progress": "decay prints its counts when it ends"})),
+         mcp=off(NOT_AN_AGENT_TOOL), cli=on("decay", skips={"progress": "decay prints its counts when it ends"})),
     Verb(name="last_decay", writes=False, errors=("StoreError",),
          client=off("when the last full decay pass ran: the service reads it to decide its decay at start; not a caller's verb"),
-         rest=off("read by the service itself (server/jobs.py, decay at start)"), mcp=off(MCP_NINE),
+         rest=off("read by the service itself (server/jobs.py, decay at start)"), mcp=off(NOT_AN_AGENT_TOOL),
          cli=off("an operational detail of the service's decay at start")),
     Verb(name="restore", writes=True, errors=RWN, client=on("restore"), rest=on(f"POST {V1}/memories/{{memory_id}}/restore"),
-         mcp=off(MCP_NINE), cli=on("restore")),
+         mcp=off(NOT_AN_AGENT_TOOL), cli=on("restore")),
     Verb(name="curate", writes=True, errors=RN, client=on("curate"), rest=on(f"POST {V1}/memories/{{memory_id}}/curate"),
-         mcp=off(MCP_NINE), cli=on("curate")),
+         mcp=off(NOT_AN_AGENT_TOOL), cli=on("curate")),
     Verb(name="undo", writes=True, errors=RWN, client=on("undo"), rest=on(f"POST {V1}/history/{{event_id}}/undo"),
-         mcp=off(MCP_NINE), cli=on("undo")),
+         mcp=off(NOT_AN_AGENT_TOOL), cli=on("undo")),
     Verb(name="score_now", writes=False, errors=(),
          client=off("a pure function of a record and the clock (no store): computed where the record is "
                     "(hippocampus.lifecycle.policy.score_of)"),
-         rest=off("a pure function of a record and the clock: nothing for a service to do"), mcp=off(MCP_NINE),
+         rest=off("a pure function of a record and the clock: nothing for a service to do"), mcp=off(NOT_AN_AGENT_TOOL),
          cli=off("`export` (MEMORY.md) shows each memory's score now")),
     # ------------------------------------------------------------------ consolidation and graph
     Verb(name="consolidate", writes=True, errors=RW, client=on("consolidate"),
-         rest=on(f"POST {V1}/consolidate", skips={"progress": CALLBACK}), mcp=off(MCP_NINE),
+         rest=on(f"POST {V1}/consolidate", skips={"progress": CALLBACK}), mcp=off(NOT_AN_AGENT_TOOL),
          cli=on("consolidate", skips={"progress": "drawn as a progress bar"})),
-    Verb(name="decide_pending", writes=True, errors=R, client=off(SERVICE_DECIDES), rest=off(SERVICE_DECIDES), mcp=off(MCP_NINE),
+    Verb(name="decide_pending", writes=True, errors=R, client=off(SERVICE_DECIDES), rest=off(SERVICE_DECIDES), mcp=off(NOT_AN_AGENT_TOOL),
          cli=off("`consolidate` runs it as its first phase")),
     Verb(name="build_graph", writes=True, errors=RW, client=on("build_graph"),
-         rest=on(f"POST {V1}/graph/build", skips={"progress": CALLBACK}), mcp=off(MCP_NINE),
+         rest=on(f"POST {V1}/graph/build", skips={"progress": CALLBACK}), mcp=off(NOT_AN_AGENT_TOOL),
          cli=on("graph --build", skips={"progress": "the command prints the build's counts when it ends"})),
-    Verb(name="graph", writes=False, errors=R, client=on("graph"), rest=on(f"GET {V1}/graph"), mcp=off(MCP_NINE), cli=on("graph")),
+    Verb(name="graph", writes=False, errors=R, client=on("graph"), rest=on(f"GET {V1}/graph"), mcp=off(NOT_AN_AGENT_TOOL), cli=on("graph")),
     # ------------------------------------------------------------------ export and import
     Verb(name="export_md", writes=False, errors=R, client=on("export_md"),
-         rest=on(f"GET {V1}/export/md", skips={"path": "a file on the caller's machine: the Client writes it"}), mcp=off(MCP_NINE),
+         rest=on(f"GET {V1}/export/md", skips={"path": "a file on the caller's machine: the Client writes it"}), mcp=off(NOT_AN_AGENT_TOOL),
          cli=on("export --format md", names={"path": "--out"}, skips={"now": "an export is as of now; `now` is for simulations"})),
     Verb(name="import_md", writes=True, errors=RW, client=on("import_md"),
-         rest=on(f"POST {V1}/import/md", names={"text_or_path": "text"}), mcp=off(MCP_NINE),
+         rest=on(f"POST {V1}/import/md", names={"text_or_path": "text"}), mcp=off(NOT_AN_AGENT_TOOL),
          cli=on("import --format md", names={"text_or_path": "path"})),
     Verb(name="export_jsonl", writes=False, errors=R, client=on("export_jsonl"),
-         rest=on(f"GET {V1}/export/jsonl", skips={"path": "a file on the caller's machine: the Client writes it"}), mcp=off(MCP_NINE),
+         rest=on(f"GET {V1}/export/jsonl", skips={"path": "a file on the caller's machine: the Client writes it"}), mcp=off(NOT_AN_AGENT_TOOL),
          cli=on("export --format jsonl", names={"path": "--out"})),
     Verb(name="import_jsonl", writes=True, errors=RW, client=on("import_jsonl"),
-         rest=on(f"POST {V1}/import/jsonl", names={"path": "text"}), mcp=off(MCP_NINE), cli=on("import --format jsonl")),
+         rest=on(f"POST {V1}/import/jsonl", names={"path": "text"}), mcp=off(NOT_AN_AGENT_TOOL), cli=on("import --format jsonl")),
     # ------------------------------------------------------------------ the Web UI's views
-    Verb(name="browse", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(MCP_NINE),
+    Verb(name="browse", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(NOT_AN_AGENT_TOOL),
          cli=off("the Web UI's filtered view; the CLI reads with `list` and `search`")),
-    Verb(name="overview", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(MCP_NINE),
+    Verb(name="overview", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(NOT_AN_AGENT_TOOL),
          cli=off("the Web UI's statistics page; the CLI has `stats`")),
-    Verb(name="export_view", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(MCP_NINE),
+    Verb(name="export_view", writes=False, errors=R, client=off(UI_VIEW), rest=off(UI_VIEW), mcp=off(NOT_AN_AGENT_TOOL),
          cli=off("the Web UI exports what its filters show; the CLI's `export` writes all of a user's memories")),
 )
 
@@ -232,6 +234,7 @@ VERBS: tuple[Verb, ...] = (
 NOT_VERBS = {
     "close": "releases the store; every face has its own (Client.close, AsyncClient.aclose, the service's shutdown)",
     "llm": "the configured chat model, a property (a service wraps it to count calls)",
+    "override": "a context manager that swaps the chat model for a block (users' tests); no face serves a model swap",
     "config": "the settings (MemoryConfig) every service reads, a property; each face has its own configuration",
     "owner_of": "whose memory an id is, for a library face whose callers name a memory by id alone (the mem0 drop-in, "
                 "compat/mem0.py); a remote caller names its user, as every face's get does",
@@ -256,6 +259,11 @@ CLI_NO_JSON = {
     "mcp": "stdout carries the MCP protocol itself",
     "models fetch": "prints the settings lines to paste into config.yaml; progress goes to stderr",
 }
+
+
+def mcp_tools() -> tuple[str, ...]:
+    """The MCP tools, in declaration order: the names of the verbs whose MCP face is on."""
+    return tuple(v.mcp.name for v in VERBS if v.mcp.name)
 
 
 def by_name() -> dict[str, Verb]:

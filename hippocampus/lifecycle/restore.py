@@ -17,7 +17,7 @@ def revived(saved: dict[str, Any]) -> dict[str, Any]:
     """The metadata of a forgotten row brought back: active again, its score at least 0.5 from now
     (so that the next decay pass does not take it at once)."""
     meta = dict(saved.get("metadata") or {})
-    life = Lifecycle.of(meta, MemoryType(saved["memory_type"]), meta.get("created_at"))
+    life = Lifecycle.of(meta, MemoryType(saved["memory_type"]))
     meta[LIFE_KEY] = life.model_copy(update={"importance": max(life.importance, 0.5), "state": State.ACTIVE,
                                              "last_activated": now_ts()}).stored()
     return meta

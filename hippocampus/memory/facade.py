@@ -6,8 +6,8 @@ The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parit
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -38,7 +38,6 @@ from ..models import (
     UndoResult,
 )
 from ..observability.tracing import instrument
-from ..store.writes import Writer
 from ..transfer.service import ImportReport, TransferService
 from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
 from .browse import BrowseService, Overview, SortKey
@@ -126,21 +125,16 @@ class Memory:
         """Swap the ChatModel (a service wraps it to count calls; tests script it)."""
         self.ctx.llm = model
 
-    @property
-    def _llm(self) -> ChatModel | None:
-        return self.ctx._llm
+    @contextmanager
+    def override(self, *, llm: ChatModel) -> Iterator[Memory]:
+        """Answer every LLM call inside the block with `llm`, then restore the model that was there, also
+        when the block raises: a test scripts one step without rebuilding its Memory, as pydantic-ai's
+        `Agent.override` does. Raises nothing itself.
 
-    @_llm.setter
-    def _llm(self, model: ChatModel | None) -> None:
-        self.ctx.llm = model
-
-    @property
-    def _write_lock(self) -> threading.Lock:
-        return self.ctx.write_lock
-
-    @property
-    def _writes(self) -> Writer:
-        return self.ctx.writer
+        >>> with memory.override(llm=ScriptedChatModel(replies={"WriteDecision": {"write_episodic": False}})):
+        ...     memory.add("hello", user_id="u", infer=True)"""
+        with self.ctx.override(llm=llm):
+            yield self
 
     # ------------------------------------------------------------------ lifecycle of the object
     def close(self) -> None:

@@ -1,5 +1,5 @@
 """The request each verb of `Client` and `AsyncClient` sends (client.py sends them): one `Call` per
-verb, written once in `_Verbs` with Memory's signatures. Arguments go to the service as given (made
+verb, written once in `_Requests` with Memory's signatures. Arguments go to the service as given (made
 JSON-ready by `_plain`), except ids, which travel in the URL and are checked here with the facade's
 own checks, so a bad one is the same InvalidInput as in-process."""
 
@@ -110,7 +110,7 @@ _HISTORY = TypeAdapter(list[HistoryEvent])
 _RECORDS = TypeAdapter(list[MemoryRecord])
 
 
-class _Verbs:
+class _Requests:
     """The request of each verb; the signatures and errors are Memory's. Every verb of a Client also
     raises ServiceUnavailable when the service cannot be reached and AuthError when it refuses the
     API key; the service's own failures come back as the same errors Memory raises."""

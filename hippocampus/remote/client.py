@@ -6,7 +6,7 @@ chat hook from in-process to a service is one line::
     memory = Memory()                     # in-process, owns the store
     memory = hippocampus.connect()        # the local service (started in the background if needed)
 
-Each verb is written once, as a request builder in `_Verbs` (remote/calls.py); `Client` sends it with httpx's sync
+Each verb is written once, as a request builder in `_Requests` (remote/calls.py); `Client` sends it with httpx's sync
 client and `AsyncClient` with its async one. Arguments go to the service as given, so the service's
 Memory validates them exactly as in-process and a bad one comes back as the same InvalidInput.
 """
@@ -24,7 +24,7 @@ from ..contract.defaults import DEFAULT_URL, ENV_SERVER
 from ..contract.wire import API_PREFIX
 from ..errors import HippocampusError, ServiceUnavailable, from_wire
 from ..models import MemoryRecord, MemoryType
-from .calls import Call, R, _json, _Verbs
+from .calls import Call, R, _json, _Requests
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 DEFAULT_TIMEOUT_S = 120.0  # add with infer=True waits for the LLM
@@ -102,32 +102,32 @@ class Client(_Base):
         super().__init__(url, api_key, timeout)
         self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
 
-    add = _sync(_Verbs.add)
-    add_many = _sync(_Verbs.add_many)
-    search = _sync(_Verbs.search)
-    get = _sync(_Verbs.get)
-    page = _sync(_Verbs.page)
-    update = _sync(_Verbs.update)
-    delete = _sync(_Verbs.delete)
-    update_many = _sync(_Verbs.update_many)
-    delete_many = _sync(_Verbs.delete_many)
-    reset = _sync(_Verbs.reset)
-    history = _sync(_Verbs.history)
-    mark_used = _sync(_Verbs.mark_used)
-    observe = _sync(_Verbs.observe)
-    consolidate = _sync(_Verbs.consolidate)
-    stats = _sync(_Verbs.stats)
-    decay = _sync(_Verbs.decay)
-    context = _sync(_Verbs.context)
-    graph = _sync(_Verbs.graph)
-    curate = _sync(_Verbs.curate)
-    restore = _sync(_Verbs.restore)
-    undo = _sync(_Verbs.undo)
-    export_md = _sync(_Verbs.export_md)
-    import_md = _sync(_Verbs.import_md)
-    export_jsonl = _sync(_Verbs.export_jsonl)
-    import_jsonl = _sync(_Verbs.import_jsonl)
-    build_graph = _sync(_Verbs.build_graph)
+    add = _sync(_Requests.add)
+    add_many = _sync(_Requests.add_many)
+    search = _sync(_Requests.search)
+    get = _sync(_Requests.get)
+    page = _sync(_Requests.page)
+    update = _sync(_Requests.update)
+    delete = _sync(_Requests.delete)
+    update_many = _sync(_Requests.update_many)
+    delete_many = _sync(_Requests.delete_many)
+    reset = _sync(_Requests.reset)
+    history = _sync(_Requests.history)
+    mark_used = _sync(_Requests.mark_used)
+    observe = _sync(_Requests.observe)
+    consolidate = _sync(_Requests.consolidate)
+    stats = _sync(_Requests.stats)
+    decay = _sync(_Requests.decay)
+    context = _sync(_Requests.context)
+    graph = _sync(_Requests.graph)
+    curate = _sync(_Requests.curate)
+    restore = _sync(_Requests.restore)
+    undo = _sync(_Requests.undo)
+    export_md = _sync(_Requests.export_md)
+    import_md = _sync(_Requests.import_md)
+    export_jsonl = _sync(_Requests.export_jsonl)
+    import_jsonl = _sync(_Requests.import_jsonl)
+    build_graph = _sync(_Requests.build_graph)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                  include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
@@ -179,32 +179,32 @@ class AsyncClient(_Base):
         super().__init__(url, api_key, timeout)
         self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport)
 
-    add = _async(_Verbs.add)
-    add_many = _async(_Verbs.add_many)
-    search = _async(_Verbs.search)
-    get = _async(_Verbs.get)
-    page = _async(_Verbs.page)
-    update = _async(_Verbs.update)
-    delete = _async(_Verbs.delete)
-    update_many = _async(_Verbs.update_many)
-    delete_many = _async(_Verbs.delete_many)
-    reset = _async(_Verbs.reset)
-    history = _async(_Verbs.history)
-    mark_used = _async(_Verbs.mark_used)
-    observe = _async(_Verbs.observe)
-    consolidate = _async(_Verbs.consolidate)
-    stats = _async(_Verbs.stats)
-    decay = _async(_Verbs.decay)
-    context = _async(_Verbs.context)
-    graph = _async(_Verbs.graph)
-    curate = _async(_Verbs.curate)
-    restore = _async(_Verbs.restore)
-    undo = _async(_Verbs.undo)
-    export_md = _async(_Verbs.export_md)
-    import_md = _async(_Verbs.import_md)
-    export_jsonl = _async(_Verbs.export_jsonl)
-    import_jsonl = _async(_Verbs.import_jsonl)
-    build_graph = _async(_Verbs.build_graph)
+    add = _async(_Requests.add)
+    add_many = _async(_Requests.add_many)
+    search = _async(_Requests.search)
+    get = _async(_Requests.get)
+    page = _async(_Requests.page)
+    update = _async(_Requests.update)
+    delete = _async(_Requests.delete)
+    update_many = _async(_Requests.update_many)
+    delete_many = _async(_Requests.delete_many)
+    reset = _async(_Requests.reset)
+    history = _async(_Requests.history)
+    mark_used = _async(_Requests.mark_used)
+    observe = _async(_Requests.observe)
+    consolidate = _async(_Requests.consolidate)
+    stats = _async(_Requests.stats)
+    decay = _async(_Requests.decay)
+    context = _async(_Requests.context)
+    graph = _async(_Requests.graph)
+    curate = _async(_Requests.curate)
+    restore = _async(_Requests.restore)
+    undo = _async(_Requests.undo)
+    export_md = _async(_Requests.export_md)
+    import_md = _async(_Requests.import_md)
+    export_jsonl = _async(_Requests.export_jsonl)
+    import_jsonl = _async(_Requests.import_jsonl)
+    build_graph = _async(_Requests.build_graph)
 
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                        include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",

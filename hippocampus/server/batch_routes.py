@@ -13,15 +13,14 @@ from fastapi import Depends
 from ..contract.wire import DeleteManyRequest, UpdateManyRequest
 from ..memory import Memory
 from ..memory.batch import BatchDeleteResult, BatchUpdateResult
-from .auth import Tenant
-from .deps import authenticate, memory_of, v1_router
+from .deps import TenantDep, memory_of, v1_router
 
 router = v1_router()
 
 
 @router.post("/memories/batch/update", response_model=BatchUpdateResult,
              summary="Update up to 1,000 memories, a result per item (update_many)")
-def update_many(body: UpdateManyRequest, tenant: Tenant = Depends(authenticate),
+def update_many(body: UpdateManyRequest, tenant: TenantDep,
                 memory: Memory = Depends(memory_of)) -> BatchUpdateResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.update_many(body.items, user_id=body.user_id)
@@ -29,7 +28,7 @@ def update_many(body: UpdateManyRequest, tenant: Tenant = Depends(authenticate),
 
 @router.post("/memories/batch/delete", response_model=BatchDeleteResult,
              summary="Delete up to 1,000 memories, a result per id (delete_many)")
-def delete_many(body: DeleteManyRequest, tenant: Tenant = Depends(authenticate),
+def delete_many(body: DeleteManyRequest, tenant: TenantDep,
                 memory: Memory = Depends(memory_of)) -> BatchDeleteResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.delete_many(body.memory_ids, user_id=body.user_id)

@@ -3,9 +3,9 @@ every /v1 router shares: its prefix and its documented errors (`v1_router`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 
 from ..contract.wire import ALT_KEY_HEADER, API_PREFIX, KEY_HEADER, ErrorBody
 from ..memory import Memory
@@ -45,6 +45,10 @@ def authenticate(request: Request) -> Tenant:
     tenant = request.app.state.keys.resolve(presented_key(request))
     request.state.tenant = tenant
     return tenant
+
+
+TenantDep = Annotated[Tenant, Depends(authenticate)]
+"""A route's `tenant: TenantDep` parameter: the caller's tenant, its key resolved once per request."""
 
 
 def memory_of(request: Request) -> Memory:

@@ -18,8 +18,7 @@ from ..errors import InvalidInput
 from ..graph.build import GraphStats
 from ..memory import Memory
 from ..transfer.service import ImportReport
-from .auth import Tenant
-from .deps import authenticate, consolidations, memory_of, v1_router
+from .deps import TenantDep, consolidations, memory_of, v1_router
 
 router = v1_router()
 SENT = "the JSONL sent"
@@ -35,7 +34,7 @@ def md_count(text: str) -> int:
 
 
 @router.get("/export/md", response_model=ExportReply, summary="A user's memories as MEMORY.md (export_md)")
-def export_md(user_id: str, now: int | None = None, tenant: Tenant = Depends(authenticate),
+def export_md(tenant: TenantDep, user_id: str, now: int | None = None,
               memory: Memory = Depends(memory_of)) -> ExportReply:
     tenant.check(user_id, _user(user_id))
     text = memory.export_md(user_id, now=now)
@@ -43,14 +42,14 @@ def export_md(user_id: str, now: int | None = None, tenant: Tenant = Depends(aut
 
 
 @router.post("/import/md", response_model=ImportReport, summary="Bring an edited MEMORY.md back (import_md)")
-def import_md(body: ImportRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> ImportReport:
+def import_md(body: ImportRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ImportReport:
     tenant.check(body.user_id, _user(body.user_id))
     text = body.text if "\n" in body.text else body.text + "\n"  # always text: one line would be read as a server path
     return memory.import_md(body.user_id, text)
 
 
 @router.get("/export/jsonl", response_model=ExportReply, summary="Back up a user's memories and history as JSONL (export_jsonl)")
-def export_jsonl(user_id: str, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> ExportReply:
+def export_jsonl(user_id: str, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ExportReply:
     tenant.check(user_id, _user(user_id))
     with tempfile.TemporaryDirectory(prefix="hippocampus-export-") as folder:
         path = Path(folder) / "export.jsonl"
@@ -59,7 +58,7 @@ def export_jsonl(user_id: str, tenant: Tenant = Depends(authenticate), memory: M
 
 
 @router.post("/import/jsonl", response_model=ImportReport, summary="Restore a JSONL backup as a user's memories (import_jsonl)")
-def import_jsonl(body: ImportRequest, tenant: Tenant = Depends(authenticate), memory: Memory = Depends(memory_of)) -> ImportReport:
+def import_jsonl(body: ImportRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ImportReport:
     tenant.check(body.user_id, _user(body.user_id))
     with tempfile.TemporaryDirectory(prefix="hippocampus-import-") as folder:
         path = Path(folder) / "import.jsonl"
@@ -74,7 +73,7 @@ def import_jsonl(body: ImportRequest, tenant: Tenant = Depends(authenticate), me
 
 
 @router.post("/graph/build", response_model=GraphStats, summary="Read new memories into the graph now (build_graph)")
-def build_graph(request: Request, body: BuildGraphRequest | None = None, tenant: Tenant = Depends(authenticate),
+def build_graph(tenant: TenantDep, request: Request, body: BuildGraphRequest | None = None,
                 memory: Memory = Depends(memory_of)) -> GraphStats:
     user_id = body.user_id if body else None
     tenant.check(user_id, _user(user_id))

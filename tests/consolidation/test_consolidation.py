@@ -36,8 +36,8 @@ def _module_memory(shared_db):
 
 @pytest.fixture
 def mem(_module_memory):
-    _module_memory._llm = scripted_chat()  # fresh script and call log per test
-    return _module_memory
+    with _module_memory.override(llm=scripted_chat()):  # fresh script and call log per test
+        yield _module_memory
 
 
 def _pair(mem: Memory, sim: float = 0.95, gap: int = 60, texts=("first telling", "second telling")):
@@ -69,7 +69,7 @@ def test_merger_same_event_without_text_is_not_a_merge(mem):
 
 @pytest.mark.parametrize("kind", sorted(BAD_REPLIES))
 def test_failed_merge_deletes_nothing_and_counts_an_error(mem, kind, caplog):
-    mem._llm.replies["MergeResult"] = BAD_REPLIES[kind]
+    mem.llm.replies["MergeResult"] = BAD_REPLIES[kind]
     user, ids = _pair(mem)
     before = {r.id: r.text for r in mem.get_all(user)}
     with caplog.at_level(logging.WARNING):
@@ -81,7 +81,7 @@ def test_failed_merge_deletes_nothing_and_counts_an_error(mem, kind, caplog):
 
 @pytest.mark.parametrize("kind", sorted(BAD_REPLIES))
 def test_failed_separation_keeps_both_texts(mem, kind, caplog):
-    mem._llm.replies["SeparationResult"] = BAD_REPLIES[kind]
+    mem.llm.replies["SeparationResult"] = BAD_REPLIES[kind]
     user, ids = _pair(mem, sim=0.75)
     with caplog.at_level(logging.WARNING):
         stats = mem.consolidate(user_id=user)
@@ -94,7 +94,7 @@ def test_same_event_false_never_merges_and_goes_to_the_separator(mem):
     user, ids = _pair(mem, sim=0.99)  # as similar as duplicates: two dentist visits with e5
     stats = mem.consolidate(user_id=user)
     assert stats.merged == 0 and stats.separated_pairs == 1 and stats.separated == 2  # one pair, both rewritten
-    assert mem._llm.count("MergeResult") == 1 and mem._llm.count("SeparationResult") == 1
+    assert mem.llm.count("MergeResult") == 1 and mem.llm.count("SeparationResult") == 1
     records = {r.id: r for r in mem.get_all(user)}
     assert set(records) == set(ids)
     assert records[ids[0]].metadata["separated_from"] == [ids[1]]
@@ -107,7 +107,7 @@ def test_same_event_false_never_merges_and_goes_to_the_separator(mem):
 
 # ------------------------------------------------------------------ merge, history, recovery
 def test_merge_history_and_count(mem):
-    mem._llm.replies["MergeResult"] = merge_union
+    mem.llm.replies["MergeResult"] = merge_union
     user, ids = _pair(mem)
     stats = mem.consolidate(user_id=user)
     (merged,) = mem.get_all(user)
@@ -134,7 +134,7 @@ def test_interrupted_merge_is_finished_by_the_next_run(mem):
 
 
 def test_merge_is_scoped_to_the_user(mem):
-    mem._llm.replies["MergeResult"] = merge_union
+    mem.llm.replies["MergeResult"] = merge_union
     alice, _ = _pair(mem)
     bob, bob_ids = _pair(mem)
     mem.consolidate(user_id=alice)
@@ -164,7 +164,7 @@ def test_pending_decisions_are_retried(mem):
         return json.dumps({"write_episodic": keep_it, "context": "travel" if keep_it else "", "thing": "passport number" if keep_it else "",
                            "time": "", "who": ""})
 
-    mem._llm.replies["WriteDecision"] = decide
+    mem.llm.replies["WriteDecision"] = decide
     stats = mem.consolidate(user_id=user)
     assert stats.pending_decided == 2 and stats.errors == 1
     kept = mem.get(keep, user)
@@ -184,7 +184,7 @@ def test_similarity_lookups_grow_with_n_not_n_squared(mem):
     texts = [f"episode number {i}" for i in range(40)]
     vecs = DeterministicEmbedder(8, lexical=False).encode(texts)
     mem.store.insert([episode_row(user, t, v.tolist(), T0 + 86400 * 30 * i) for i, (t, v) in enumerate(zip(texts, vecs))])
-    mem._llm.replies["SeparationResult"] = lambda i: json.dumps(  # texts unchanged: vectors stay, so a re-run has nothing new
+    mem.llm.replies["SeparationResult"] = lambda i: json.dumps(  # texts unchanged: vectors stay, so a re-run has nothing new
         {"text_a": i["memory_a"]["text"], "text_b": i["memory_b"]["text"], "context_a": "", "context_b": "", "reason": "kept"})
     seen: list[tuple[str, int, int]] = []
     stats = mem.consolidate(user_id=user, progress=lambda phase, done, total: seen.append((phase, done, total)))
@@ -198,7 +198,7 @@ def test_similarity_lookups_grow_with_n_not_n_squared(mem):
 
 def test_offline_rules_on_real_embeddings(memory):
     """e5 + the rules provider: a duplicate merges; two sisters in two cities stay apart."""
-    memory._llm = RulesProvider()
+    memory.llm = RulesProvider()
     user = f"u-{uuid.uuid4().hex[:8]}"
     memory.add("I went to the dentist this afternoon and got a filling", user_id=user, chat_id="c1", ts=T0)
     memory.add("I went to the dentist this afternoon and got a filling. It cost $120.", user_id=user, chat_id="c1", ts=T0 + 600)
@@ -222,7 +222,7 @@ def test_a_delete_racing_the_run_is_never_undone(mem, step):
         mem.delete(ids[1], user_id=user)
         return answer(inputs)
 
-    mem._llm.replies[step] = racing
+    mem.llm.replies[step] = racing
     mem.consolidate(user_id=user)
     remaining = mem.get_all(user)
     assert [r.id for r in remaining] == [ids[0]]
@@ -231,10 +231,10 @@ def test_a_delete_racing_the_run_is_never_undone(mem, step):
 
 def test_a_separation_that_changes_nothing_is_not_counted_but_not_repeated(mem):
     user, ids = _pair(mem, sim=0.75)
-    mem._llm.replies["SeparationResult"] = lambda i: json.dumps(
+    mem.llm.replies["SeparationResult"] = lambda i: json.dumps(
         {"text_a": i["memory_a"]["text"], "text_b": i["memory_b"]["text"], "context_a": "", "context_b": "", "reason": "unrelated"})
     stats = mem.consolidate(user_id=user)
-    assert stats.separated == 0 and mem._llm.count("SeparationResult") == 1
+    assert stats.separated == 0 and mem.llm.count("SeparationResult") == 1
     assert [e.action for e in mem.history(ids[0], user)] == [HistoryAction.DISTILLED]  # no SEPARATED event: nothing changed
     assert mem.get(ids[0], user).metadata["separated_from"] == [ids[1]]
     assert mem.consolidate(user_id=user).llm_calls == 0

@@ -103,7 +103,6 @@ def _rerun_and_check(path: str, pairs: list[tuple[str, str]], interrupted_merge:
         _check_converged(m, pairs)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "pause_at,nth",
     [("merge_inserted", 1), ("merge_inserted", 5), ("merge_sources_deleted", 3), ("semantic_inserted", 1)],
@@ -120,7 +119,6 @@ def test_sigkill_at_a_checkpoint_then_rerun(tmp_path: Path, pause_at: str, nth: 
     _rerun_and_check(path, pairs, interrupted_merge=pause_at.startswith("merge"))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sigkill_after_a_random_delay_then_rerun(tmp_path: Path, seed: int):
     path = str(tmp_path / "crash.db")

@@ -39,7 +39,7 @@ def _add(memory: Memory, texts: list[str], user: str = "u") -> list[int]:
 
 
 def _compress(memory: Memory, days: float, user: str | None = "u", llm=None):
-    return run_compress(memory.store, memory.embedder, memory._write_lock, lambda: FactCompressor(llm or memory.llm), user,
+    return run_compress(memory.store, memory.embedder, memory.ctx.write_lock, lambda: FactCompressor(llm or memory.llm), user,
                         now_ts() + int(days * DAY))
 
 

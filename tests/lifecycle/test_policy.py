@@ -116,7 +116,7 @@ def test_the_degraded_category_guess(text, mtype, category):
 
 def test_a_damaged_or_missing_lifecycle_entry_reads_as_the_defaults_with_the_clock_starting_now():
     for meta in ({}, {"life": "garbage"}, {"life": {"importance": 7, "category": "fact", "last_activated": 5}}):
-        life = Lifecycle.of(meta, MemoryType.SEMANTIC, 123)
+        life = Lifecycle.of(meta, MemoryType.SEMANTIC)
         assert (life.importance, life.category, life.state) == (0.6, Category.FACT, State.ACTIVE)
         assert life.last_activated >= now_ts() - 60 and Lifecycle.stored_in(meta) is None
 

@@ -47,7 +47,7 @@ def test_every_service_shares_one_context_and_the_writer_takes_its_lock(memory):
     assert all(s.ctx is memory.ctx for s in services)
     assert memory._lifecycle.reader is memory._records and memory._transfer.lister is memory._records
     assert memory._consolidation.decayer is memory._lifecycle and memory._consolidation.graph is memory._graph
-    assert memory.ctx.writer.lock is memory.ctx.write_lock is memory._write_lock
+    assert memory.ctx.writer.lock is memory.ctx.write_lock is memory.ctx.write_lock
     assert (memory.store, memory.embedder, memory.config, memory.retriever) == (
         memory.ctx.store, memory.ctx.embedder, memory.ctx.config, memory.ctx.retriever)
 
@@ -55,10 +55,37 @@ def test_every_service_shares_one_context_and_the_writer_takes_its_lock(memory):
 def test_a_model_swapped_on_the_facade_is_the_one_the_services_ask(memory):
     chat = ScriptedChatModel(replies={"ReviewResult": '{"action": "keep", "reason": "scripted"}'})
     memory.llm = chat
-    assert memory._llm is chat and memory.ctx.llm is chat
+    assert memory.llm is chat and memory.ctx.llm is chat
     assert memory.ctx.processor(MemoryReviewer).llm is chat
-    memory._llm = None  # tests reset it so; the next use makes the configured one (offline: the rules)
-    assert isinstance(memory.llm, RulesProvider)
+
+
+def test_override_swaps_the_model_for_the_block_and_restores_the_configured_one_made_later(memory):
+    chat = ScriptedChatModel(replies={"ReviewResult": '{"action": "keep", "reason": "scripted"}'})
+    with memory.override(llm=chat) as same:
+        assert same is memory and memory.llm is chat and memory.ctx.processor(MemoryReviewer).llm is chat
+    assert isinstance(memory.llm, RulesProvider)  # none was made before the block: the configured one (offline: the rules)
+
+
+def test_override_restores_the_model_when_the_block_raises_and_nests(memory):
+    outer, inner = ScriptedChatModel(), ScriptedChatModel()
+    memory.llm = outer
+    with pytest.raises(KeyError), memory.override(llm=inner):
+        assert memory.ctx.llm is inner
+        raise KeyError("a failing test step")
+    assert memory.llm is outer
+    with memory.override(llm=inner), memory.override(llm=outer):
+        assert memory.llm is outer
+    assert memory.llm is outer
+
+
+def test_an_overridden_model_answers_the_verbs(memory):
+    """The model inside the block is the one a verb asks; the one outside is asked nothing."""
+    outside = ScriptedChatModel()
+    memory.llm = outside
+    inside = ScriptedChatModel(replies={"WriteDecision": {"write_episodic": True, "thing": "likes tea"}})
+    with memory.override(llm=inside):
+        memory.add("I like tea", user_id="tea-drinker", infer=True)
+    assert inside.count("WriteDecision") == 1 and outside.count("WriteDecision") == 0
 
 
 def test_consolidation_runs_its_phases_in_the_listed_order(memory):

@@ -30,7 +30,7 @@ from hippocampus import ConfigError, InvalidInput, Memory, MemoryConfig, NotFoun
 from hippocampus.models import MemoryType, ts_to_iso
 from hippocampus.store import filters as F
 from hippocampus.testing import DeterministicEmbedder
-from hippocampus.validation import BOOKKEEPING_KEYS, TS_MAX
+from hippocampus.validation import OWNED_KEYS, TS_MAX
 
 EPISODIC_KEYS = {"context", "thing", "time", "chatid", "who"}
 
@@ -61,7 +61,7 @@ safe_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 memory_text = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=80).filter(lambda t: t.strip())
 json_scalar = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | safe_text
 json_value = st.recursive(json_scalar, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(safe_text, inner, max_size=4), max_leaves=12)
-metadata_key = safe_text.filter(lambda k: k not in BOOKKEEPING_KEYS)
+metadata_key = safe_text.filter(lambda k: k not in OWNED_KEYS)
 FRAGMENTS = ['"', "'", "\\", " or ", "||", "&&", " and ", "==", "!=", " in ", "[", "]", "(", ")", "not ", "like",
              "user_id", "%", "*", "中文", "用户", "🙂", "👨‍👩‍👧", " ", "\t", "\n", "\r", "\x00", "\x1b", "\u0085", "x", "1"]
 adversarial_id = st.one_of(

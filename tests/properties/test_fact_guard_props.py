@@ -230,7 +230,7 @@ def test_consolidation_stores_every_fact_and_records_the_path(store_mem, retry_k
         text = both if retry_keeps and inputs.get("missing_facts") else inputs["memory_a"]["text"]
         return json.dumps({"same_event": True, "text": text, "context": "", "thing": both, "reason": "same booking"})
 
-    store_mem._llm = scripted_chat({"MergeResult": merger})
+    store_mem.llm = scripted_chat({"MergeResult": merger})
     user = f"u-{uuid.uuid4().hex[:8]}"
     va, vb = vector_pair(0.95, seed=3)
     store_mem.store.insert([episode_row(user, a, va, T0), episode_row(user, b, vb, T0 + 60)])
@@ -238,7 +238,7 @@ def test_consolidation_stores_every_fact_and_records_the_path(store_mem, retry_k
     (merged,) = store_mem.get_all(user, "episodic")
     assert stats.merged == 1 and missing([a, b], merged.text) == []
     assert all(x in merged.text for x in ("5月3日", "靠窗", "座位", "1200元", "下午三点"))
-    assert store_mem._llm.count("MergeResult") == 2 and stats.llm_calls >= 2
+    assert store_mem.llm.count("MergeResult") == 2 and stats.llm_calls >= 2
     (event,) = [h for h in store_mem.history(merged.id, user) if h.action is HistoryAction.MERGED]
     assert event.details["facts_path"] == ("model_retry" if retry_keeps else "union")
     assert set(event.details["facts_missing"]) == {"1200元", "航班", "下午三点"}

@@ -76,7 +76,7 @@ def test_separation_threshold_enforcement(mem, sim, same_chat, seed):
     For any pair with T_amb_low <= similarity < T_merge_high, consolidation calls the
     EpisodicSeparator and rewrites both records in place (same ids, re-embedded).
     """
-    llm = mem._llm
+    llm = mem.llm
     before = llm.count("SeparationResult"), llm.count("MergeResult")
     user, ids = _pair(mem, sim, 60, same_chat, seed=seed)
     old_vectors = mem.store.vectors(ids)

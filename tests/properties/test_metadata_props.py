@@ -147,7 +147,7 @@ def _merge_pair(mem: Memory, meta: dict[str, Any]) -> None:
     for row in rows:
         row["metadata"] = {**row["metadata"], **meta}
     a, b = mem.store.insert(rows)
-    ConsolidationJob(mem.store, mem.embedder, mem.llm, mem.config, write_lock=mem._write_lock).run(user)
+    ConsolidationJob(mem.store, mem.embedder, mem.llm, mem.config, write_lock=mem.ctx.write_lock).run(user)
     (merged,) = mem.get_all(user)
     assert _holds(merged.metadata, {k: v for k, v in meta.items() if k not in ("context", "thing", "time", "chatid", "who")})
     event = next(e for e in mem.store.history(F.eq("user_id", user))

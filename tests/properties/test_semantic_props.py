@@ -42,7 +42,7 @@ def test_semantic_memory_field_completeness(mem, facts, chat, offset):
     such as "I"/"我" ignored), so a bare subject ("I") carries no fact and is not stored.
     """
     user = f"u-{uuid.uuid4().hex}"
-    mem._llm.replies["SemanticExtraction"] = lambda _inputs: json.dumps({"facts": [{"fact": f} for f in facts]})
+    mem.llm.replies["SemanticExtraction"] = lambda _inputs: json.dumps({"facts": [{"fact": f} for f in facts]})
     vector = DeterministicEmbedder(8, lexical=False).encode([f"episode {user}"])[0].tolist()
     # the episode holds the facts: the guard drops a fact whose numbers or names its sources never said
     (episode_id,) = mem.store.insert([episode_row(user, " | ".join(facts) or "an episode", vector, T0 + offset, chat)])

@@ -20,7 +20,6 @@ THREADS = 8
 PER_THREAD = 25
 
 
-@pytest.mark.slow
 def test_eight_threads_adding_at_once_store_every_memory_once(memory: Memory):
     barrier = threading.Barrier(THREADS)
     ids: dict[str, int] = {}
@@ -59,7 +58,6 @@ def test_eight_threads_adding_at_once_store_every_memory_once(memory: Memory):
         assert len(created) == 1
 
 
-@pytest.mark.slow
 def test_second_process_gets_store_locked_error_naming_the_lock(fresh_path: str, embedder):
     with Memory(milvus_uri=fresh_path, embedder=embedder) as memory:
         memory.add("held by the parent", user_id="u")
@@ -77,7 +75,6 @@ def test_second_process_gets_store_locked_error_naming_the_lock(fresh_path: str,
     assert child.finish() == 0
 
 
-@pytest.mark.slow
 def test_close_releases_the_lock_while_the_process_lives(fresh_path: str, embedder):
     holder = Child("hold", fresh_path)
     holder.wait_for("ready")
@@ -106,7 +103,6 @@ def test_memory_is_a_context_manager_and_reopens(fresh_path: str, embedder):
             assert again.get(mid, user_id="u").text == "context managers close"
 
 
-@pytest.mark.slow
 def test_updates_racing_delete_and_reset_never_bring_a_memory_back(memory: Memory):
     """An update reads the memory, then rewrites it; a delete or reset in between used to be undone
     by the rewrite (found here: 22 of 30 trials resurrected the deleted memory). The store now

@@ -90,7 +90,6 @@ def _acks(lines: list[str]) -> dict[int, str]:
     return out
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_sigkill_during_add_loses_and_duplicates_nothing(tmp_path: Path, embedder, seed: int):
     rng = random.Random(seed)

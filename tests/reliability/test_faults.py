@@ -100,7 +100,6 @@ def assert_nothing_lost(memory: Memory, original: dict[int, str]) -> None:
         assert into in live, f"memory {mid} was merged into {into}, which does not exist"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fault", list(LLM_FAULTS))
 def test_add_infer_keeps_the_turn_under_llm_faults(stub, fresh_path: str, embedder, fault: str):
     with _memory(fresh_path, stub, embedder) as memory:
@@ -128,7 +127,6 @@ def test_add_infer_keeps_the_turn_under_llm_faults(stub, fresh_path: str, embedd
         assert decided.text == turn and not decided.metadata.get("pending_decision")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["429", "500", "timeout", "drop", "empty", "invalid-json", "schema-invalid"])
 def test_consolidation_under_llm_faults_skips_and_counts_and_deletes_nothing(stub, fresh_path: str, embedder, fault: str):
     with _memory(fresh_path, stub, embedder) as memory:
@@ -155,7 +153,6 @@ def test_consolidation_under_llm_faults_skips_and_counts_and_deletes_nothing(stu
         assert_nothing_lost(memory, original)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fault", list(EMBED_FAULTS))
 def test_embedding_faults_write_nothing(fresh_path: str, fault: str):
     with OpenAIStub() as stub:

@@ -50,7 +50,6 @@ def _all_victim_ids(ids: dict[str, list[int]]) -> list[int]:
 
 
 # **Feature: ai-memory-system, Property 23: Tenant Isolation (reads)**
-@pytest.mark.slow
 @settings(max_examples=examples(500))
 @given(attacker=adversarial_ids, pick=st.integers(0, 7))
 def test_property_tenant_isolation_reads(victims, attacker: str, pick: int):
@@ -91,7 +90,6 @@ def test_property_tenant_isolation_reads(victims, attacker: str, pick: int):
 
 
 # **Feature: ai-memory-system, Property 23: Tenant Isolation (writes)**
-@pytest.mark.slow
 @settings(max_examples=examples(350))
 @given(attacker=adversarial_ids, payload=adversarial_ids, pick=st.integers(0, 7))
 def test_property_tenant_isolation_writes(victims, attacker: str, payload: str, pick: int):
@@ -132,7 +130,6 @@ def test_property_tenant_isolation_writes(victims, attacker: str, payload: str, 
 
 
 # **Feature: ai-memory-system, Property 23: Tenant Isolation (whole lifecycle)**
-@pytest.mark.slow
 @settings(max_examples=examples(150))
 @given(attacker=adversarial_ids)
 def test_property_tenant_isolation_lifecycle(victims, attacker: str):
@@ -239,7 +236,6 @@ def agent_victims(module_memory: Memory):
     return _Victims((memory, secrets, shared))
 
 
-@pytest.mark.slow
 @settings(max_examples=examples(40))
 @given(attacker=adversarial_ids)
 def test_property_agent_isolation(agent_victims, attacker: str):

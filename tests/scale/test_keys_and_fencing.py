@@ -68,11 +68,11 @@ def test_supersede_and_compress_write_nothing_once_the_lease_is_lost(mem: Memory
     user = _user()
     ids = [mem.add(t, user_id=user, memory_type="semantic", ts=now_ts() - 100 + i).ids[0] for i, t in enumerate(COFFEE)]
     with pytest.raises(LeaseLost):
-        run_supersede(mem.store, mem._write_lock, lambda: ContradictionJudge(mem.llm), user, now_ts(), decay_table("default"), fence=_lost)
+        run_supersede(mem.store, mem.ctx.write_lock, lambda: ContradictionJudge(mem.llm), user, now_ts(), decay_table("default"), fence=_lost)
     assert not any(r.metadata.get(CHECKED) for r in mem.get_all(user))  # nothing marked
     later = now_ts() + 40 * DAY
     with pytest.raises(LeaseLost):
-        run_compress(mem.store, mem.embedder, mem._write_lock, lambda: FactCompressor(mem.llm), user, later, ONE_TOPIC, fence=_lost)
+        run_compress(mem.store, mem.embedder, mem.ctx.write_lock, lambda: FactCompressor(mem.llm), user, later, ONE_TOPIC, fence=_lost)
     assert sorted(r.id for r in mem.get_all(user)) == sorted(ids)  # no output written, no source archived
     assert all(r.life.state is State.ACTIVE for r in mem.get_all(user))
 
@@ -87,7 +87,7 @@ def test_a_group_compressed_by_two_runs_at_once_is_compressed_once(mem: Memory):
         if not other:
             other.append(run_compress(mem.store, mem.embedder, threading.Lock(), lambda: FactCompressor(mem.llm), user, later, ONE_TOPIC).created)
 
-    run_compress(mem.store, mem.embedder, mem._write_lock, lambda: FactCompressor(mem.llm), user, later, ONE_TOPIC, fence=window)
+    run_compress(mem.store, mem.embedder, mem.ctx.write_lock, lambda: FactCompressor(mem.llm), user, later, ONE_TOPIC, fence=window)
     assert other and other[0] >= 1
     rows = mem.store.query(F.and_(F.eq("user_id", user), F.eq("memory_type", MemoryType.SEMANTIC.value)), ["id", "metadata"])
     outputs = [r for r in rows if (r["metadata"] or {}).get(KEY)]

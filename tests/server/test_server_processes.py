@@ -69,7 +69,6 @@ def _account(client: Client, user: str, acked: list[tuple[str, object]]) -> Coun
     return fate
 
 
-@pytest.mark.slow
 def test_chat_hook_and_cron_line_share_the_embedded_store(home: Path):
     service = ServiceProcess(str(home / "memories.db"), free_port(), home / "serve.log")
     acked: list[tuple[str, object]] = []
@@ -113,7 +112,6 @@ def test_chat_hook_and_cron_line_share_the_embedded_store(home: Path):
         assert reopened.stats("dana")["total"] >= fate["stored"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["kill -9", "SIGTERM"])
 def test_a_kill_during_a_write_burst_loses_no_acknowledged_write(home: Path, how: str):
     db, port = str(home / "memories.db"), free_port()
@@ -155,7 +153,6 @@ def test_a_kill_during_a_write_burst_loses_no_acknowledged_write(home: Path, how
     assert max(texts.values()) == 1  # unacknowledged writes may or may not be there, never twice
 
 
-@pytest.mark.slow
 def test_connect_starts_a_service_when_none_answers(home: Path):
     import signal
 

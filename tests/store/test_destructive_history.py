@@ -194,11 +194,11 @@ def test_merge_keeps_its_history_at_every_fault(mem):
         return merge_union(inputs)
 
     def job() -> ConsolidationJob:
-        return ConsolidationJob(mem.store, mem.embedder, mem.llm, mem.config, write_lock=mem._write_lock)
+        return ConsolidationJob(mem.store, mem.embedder, mem.llm, mem.config, write_lock=mem.ctx.write_lock)
 
     def setup():
         armed["on"] = False
-        mem._llm = scripted_chat({"MergeResult": merge_now})
+        mem.llm = scripted_chat({"MergeResult": merge_now})
         user = f"m-{uuid.uuid4().hex[:8]}"
         va, vb = vector_pair(0.95, seed=7)
         ids = mem.store.insert([episode_row(user, "first telling", va, T0), episode_row(user, "second telling", vb, T0 + 60)])
