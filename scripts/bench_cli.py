@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 def _table(out: dict[str, float], args: argparse.Namespace) -> dict[str, float]:
     load = os.getloadavg()[0]
-    print(f"load average {load:.1f} on {os.cpu_count()} cores at the end (wall times are the idle machine's only near 0)\n")
+    print(f"load average {load:.1f} on {os.cpu_count()} cores at the end (above 1, wall times are several times an idle machine's)\n")
     print("| what | median wall s | median CPU s | goal (wall) |")
     print("|---|---|---|---|")
     for name, seconds in out.items():
