@@ -8,9 +8,11 @@ in config.yaml is refused so that secrets never land in a committed file.
 from __future__ import annotations
 
 import os
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -37,6 +39,31 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     # any other model gets 0.85/0.65 until it is calibrated
     "local/embeddinggemma-300m": {"merge": 0.79, "ambiguous": 0.563},
 }
+
+
+def zone(name: str | None = None) -> tzinfo:
+    """The user's time zone: an IANA name ("Asia/Shanghai"), else the machine's local zone (lifecycle/when.py
+    resolves dates in it; the settings check their zone names with it)."""
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {name!r}; use an IANA name such as 'Europe/Paris'") from exc
+    return datetime.now().astimezone().tzinfo or ZoneInfo("UTC")
+
+
+GENERIC_FOLDERS = {"model", "models", "snapshot", "latest", "main", "default"}  # named with their parent
+
+
+def local_model_name(model_path: str | Path, dim: int | None = None) -> str:
+    """The name a store records for this model: `local/<folder>` (`local/<parent>/<folder>` for a
+    folder named just `model` and the like), plus `@<dim>` when truncated.
+
+    Here, free of torch, so that the thresholds are looked up without loading anything (embeddings/local.py uses it too). The
+    store's guard compares it and the dimension, so a store written by another model is refused."""
+    path = Path(str(model_path)).expanduser()
+    name = f"{path.parent.name}/{path.name}" if path.name.lower() in GENERIC_FOLDERS and path.parent.name else path.name
+    return f"local/{name}@{dim}" if dim else f"local/{name}"
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -141,7 +168,7 @@ class MemoryConfig(BaseSettings):
     # how chat_json asks for JSON: auto (json_schema, stepping down once per server on refusal; llm/formats.py),
     # json_schema (OpenAI, vLLM, Ollama), json_object_schema (llama-cpp-python), json_object, none
     llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = "auto"
-    prompts_dir: Path | None = None  # overrides files in the packaged hippocampus/prompts/
+    prompts_dir: Path | None = None  # overrides files of the shipped prompts/ (processors/base.packaged_prompts)
     # the write path of add(infer=True) (processors/gate.py, write_decider.decide_turn): `llm_gate` decides the
     # certain turns (greetings, knowledge questions, remember/forget phrases) by rules, without a model call;
     # `deferred` stores the other turns raw with pending_decision for Memory.decide_pending or consolidation
@@ -187,7 +214,7 @@ class MemoryConfig(BaseSettings):
     graph: Literal["on", "off"] = "off"
     thresholds: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
-    # --- tracing (hippocampus/tracing.py; docs/tracing.md): OpenTelemetry spans, pip install 'hippocampus[otel]' ---
+    # --- tracing (hippocampus/observability/tracing.py; docs/tracing.md): OpenTelemetry spans, pip install 'hippocampus[otel]' ---
     tracing: bool = False  # a span per verb, with the embedder, store and LLM calls inside it
     trace_content: bool = False  # record texts (queries, turns, prompts, replies); never by default
     trace_ids: Literal["hashed", "plain"] = "hashed"  # user, agent, run, chat and memory ids: salted sha256, or as they are
@@ -237,8 +264,6 @@ class MemoryConfig(BaseSettings):
     @classmethod
     def _check_timezone(cls, value: str | None) -> str | None:
         if value is not None and value.strip():
-            from .lifecycle.when import zone
-
             zone(value.strip())  # raises ValueError with the name for an unknown zone
             return value.strip()
         return None
@@ -246,8 +271,6 @@ class MemoryConfig(BaseSettings):
     @field_validator("user_timezones")
     @classmethod
     def _check_user_timezones(cls, value: dict[str, str]) -> dict[str, str]:
-        from .lifecycle.when import zone
-
         out = {}
         for user, name in value.items():
             if not isinstance(name, str) or not name.strip():
@@ -351,8 +374,6 @@ class MemoryConfig(BaseSettings):
     def embedder_name(self) -> str:
         """The name the configured embedder records in the store (local: `local/<folder>`, see embeddings/local.py)."""
         if self.embedding_provider == "local" and self.embedding_model_path is not None:
-            from .embeddings.local import local_model_name  # no torch: a pure function
-
             return local_model_name(self.embedding_model_path, self.embedding_dim)
         return self.embedding_model
 

@@ -13,10 +13,10 @@ from .config import MemoryConfig
 from .embeddings import Embedder
 from .embeddings.crosslang import make_crosslang, resolve
 from .llm import ChatModel
+from .observability.tracing import traced_embedder
 from .retrieval import RetrievalParams, Retriever
 from .store import MilvusStore
 from .store.writes import Writer
-from .tracing import traced_embedder
 
 P = TypeVar("P")
 
@@ -26,13 +26,26 @@ class MemoryContext:
     with the consolidation job, the one writer and the retriever of one `Memory`."""
 
     def __init__(self, config: MemoryConfig, store: MilvusStore, embedder: Embedder, llm: ChatModel | None = None):
-        self.config = config
+        self._config = config
         self.store = store
         self.embedder = embedder = traced_embedder(embedder, config)  # itself unless tracing is on (tracing.py)
         self._llm = llm
         self.write_lock = threading.Lock()
         self.writer = Writer(store, embedder, self.write_lock, config.categories)
         self.retriever = Retriever(store, embedder, RetrievalParams.from_config(config))
+
+    @property
+    def config(self) -> MemoryConfig:
+        """The settings every service reads."""
+        return self._config
+
+    @config.setter
+    def config(self, config: MemoryConfig) -> None:
+        """Replace the settings; what was made from them follows at once: the retriever's parameters and
+        the writer's project categories (the same objects, which the facade and the jobs hold)."""
+        self._config = config
+        self.retriever.params = RetrievalParams.from_config(config)
+        self.writer.categories = tuple(config.categories)
 
     @classmethod
     def open(cls, config: MemoryConfig, embedder: Embedder, llm: ChatModel | None = None) -> MemoryContext:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from enum import Enum
@@ -87,6 +87,20 @@ class CustomCategory(str):
 AnyCategory = Category | CustomCategory  # a built-in category first; any other valid name is a project's own
 
 
+class DecayRule(BaseModel):
+    """A row of the decay table (lifecycle/policy.py), declared beside CategorySpec, which validates a project's
+    own: score = importance * factor ** (days past grace / period); `stepped` counts whole periods
+    only ("x 0.85 per 5 days"); past `forget_after_days` without use the score is 0."""
+
+    model_config = ConfigDict(frozen=True)
+
+    grace_days: float = 0.0
+    factor: float = Field(1.0, gt=0.0, le=1.0)
+    period_days: float = Field(1.0, gt=0.0)
+    stepped: bool = False
+    forget_after_days: float | None = None
+
+
 _DECAY_BORROW = (*(c.value for c in Category), "never")  # a custom category's decay: a built-in's row, or a rule
 
 
@@ -129,8 +143,6 @@ class CategorySpec(BaseModel):
             if value not in _DECAY_BORROW:
                 raise ValueError(f"decay {value!r}: a built-in category ({', '.join(_DECAY_BORROW)}) or a rule's fields")
             return value
-        from .lifecycle.policy import DecayRule
-
         return DecayRule.model_validate(value).model_dump()  # ValueError naming the bad field
 
     @property
@@ -229,6 +241,10 @@ def _damaged(row: dict[str, Any], key: str) -> None:
         logging.getLogger(__name__).warning("memory %s has a damaged %s; read without it", row.get("id"), key)
 
 
+ROW_FIELDS: tuple[str, ...] = ("id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata")
+STAMPS = ("created_at", "updated_at")  # a record's own fields, stored inside its metadata
+
+
 def damaged_rows(user_id: str | None = None) -> int:
     """Rows (of `user_id`, or of every user) that reads met with a damaged stamp since the process started."""
     return len(_DAMAGED.get(user_id, ())) if user_id is not None else sum(map(len, _DAMAGED.values()))
@@ -275,6 +291,25 @@ class MemoryRecord(BaseModel):
                 stamp = None
             data[key] = stamp
         return cls.model_validate(data)
+
+    def to_row(self, vector: Sequence[float] | None = None, *, with_id: bool = True) -> dict[str, Any]:
+        """The one encoder of a record into a store row, used by every writer, so that a new field is
+        written here and in store/schema.py, not in each writer: the columns of ROW_FIELDS, the stamps
+        `created_at`/`updated_at` inside metadata (where from_row reads them; metadata's own stamp wins,
+        as writers stamp metadata), the vector when given; without `with_id` for an insert (the store
+        gives the id). Extra attributes a read carried are not columns and are not written."""
+        meta = dict(self.metadata)
+        for key in STAMPS:
+            if getattr(self, key) is not None:
+                meta.setdefault(key, getattr(self, key))
+        row: dict[str, Any] = {"id": int(self.id), "user_id": self.user_id, "memory_type": self.memory_type.value,
+                               "ts": int(self.ts), "chat_id": self.chat_id, "who": self.who, "text": self.text,
+                               "hit_count": int(self.hit_count), "metadata": meta}
+        if not with_id:
+            del row["id"]
+        if vector is not None:
+            row["vector"] = list(vector)
+        return row
 
     @property
     def time_iso(self) -> str:

@@ -13,7 +13,8 @@ the turns it came from) include an evidence turn.
     python scripts/eval_chathook.py --offset 5                 # conversations 6-10, offline rules
     python scripts/eval_chathook.py --conversations 5          # the tune half
     python scripts/eval_chathook.py --offset 5 --consolidate   # with one nightly consolidation
-    python scripts/eval_chathook.py --pick 0 --local           # the bundled local model (slow: one conversation)
+    python scripts/local_llm.py serve && python scripts/eval_chathook.py --pick 1 --sessions 4 --local
+                                     # the local model (Qwen2.5-Coder-1.5B on llama.cpp): slow, so a slice
 
 It prints one table: the raw path (every turn stored as "Speaker: text", as eval_locomo.py does) beside
 the chat-hook path, with turns stored, evidence turns kept, hit@5/10, all@5/10. The data (CC BY-NC 4.0)
@@ -68,6 +69,16 @@ def questions_of(sample: dict[str, Any], known: set[str]) -> list[tuple[str, str
     return out
 
 
+def first_sessions(turns: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The turns of the conversation's first `n` sessions (a slow model's run on a slice of it)."""
+    order: list[str] = []
+    for t in turns:
+        if t["chat_id"] not in order:
+            order.append(t["chat_id"])
+    keep = set(order[:n])
+    return [t for t in turns if t["chat_id"] in keep]
+
+
 def run_path(path: str, sample_turns: list[dict[str, Any]], user: str, embedder: Any, settings: dict[str, Any],
              chat_hook: bool, consolidate: bool, progress: bool) -> tuple[Memory, dict[str, Any]]:
     """Ingest one conversation the way a path does; returns the open Memory and what was stored."""
@@ -112,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=None, help="only the first N conversations (after --offset)")
     ap.add_argument("--offset", type=int, default=0, help="skip the first N conversations (5: the held-out half)")
     ap.add_argument("--pick", help="only these conversations, 0-based indices after --offset, e.g. 0,4")
+    ap.add_argument("--sessions", type=int, default=None,
+                    help="only the first N sessions of each conversation, and the questions they answer in full")
     ap.add_argument("--consolidate", action="store_true", help="run consolidate once per conversation after ingestion")
     ap.add_argument("--no-raw", action="store_true", help="skip the raw path (the chat-hook rows only)")
     ap.add_argument("--local", action="store_true", help="decide with the local model `scripts/local_llm.py serve` recorded")
@@ -132,8 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="chathook-") as tmp:
         for ci, sample in enumerate(data):
             turns = [{**t, "metadata": {"turn_id": t["metadata"]["dia_id"]}} for t in turns_of(sample, now=int(time.time()))]
+            questions = questions_of(sample, {t["metadata"]["turn_id"] for t in turns})
+            if args.sessions:
+                turns = first_sessions(turns, args.sessions)
             known = {t["metadata"]["turn_id"] for t in turns}
-            questions = questions_of(sample, known)
+            questions = [q for q in questions if set(q[2]) <= known]  # every evidence turn said in the slice
             evidence_turns = {e for _, _, ev in questions for e in ev}
             user = str(sample.get("sample_id", f"conv-{ci}"))
             for name, hook in paths:
@@ -186,7 +202,8 @@ def summary(row: dict[str, Any]) -> dict[str, Any]:
 
 def print_table(report: dict[str, Any], conversations: int, args: argparse.Namespace) -> None:
     llm = "the bundled local model" if args.local else "offline rules"
-    print(f"\nLoCoMo through the chat hook: {conversations} conversations, {llm}, search mode {args.mode}"
+    part = f" (first {args.sessions} sessions each)" if args.sessions else ""
+    print(f"\nLoCoMo through the chat hook: {conversations} conversations{part}, {llm}, search mode {args.mode}"
           + (", one consolidation per conversation" if args.consolidate else ""))
     header = f"{'path':<12}{'questions':>10}{'turns stored':>14}{'evidence kept':>15}" + "".join(f"{m:>8}" for m in METRICS) + f"{'turns/s':>9}"
     print(header)

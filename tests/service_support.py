@@ -1,4 +1,6 @@
-"""A real uvicorn server on a free loopback port, in a thread (one app) or a process (`hippocampus serve`)."""
+"""The service for tests: in-process through the Client's `transport=` seam (no socket: most tests), or
+a real uvicorn server on a free loopback port, in a thread (one app) or a process (`hippocampus serve`),
+for what needs a socket (connection limits, a browser, another process or language)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import httpx
 import uvicorn
+from starlette.testclient import TestClient
 
 START_GUARD_S = 120  # turns a hang into a failure; never asserts speed
+IN_PROCESS_URL = "http://127.0.0.1:8765"  # a loopback name, as the guard wants; nothing listens there
 
 
 def free_port() -> int:
@@ -42,6 +50,55 @@ def served(app, port: int | None = None) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+class AppTransport(httpx.BaseTransport):
+    """A sync httpx transport that hands each request to an ASGI app in this process: httpx's own
+    ASGITransport, run in the event loop that holds the app's lifespan. A crash in the app is a 500,
+    as uvicorn answers it, and the peer is loopback, as a local client's would be."""
+
+    def __init__(self, app: Any, portal: anyio.from_thread.BlockingPortal):
+        self._asgi = httpx.ASGITransport(app=app, raise_app_exceptions=False, client=("127.0.0.1", 50000))
+        self._portal = portal
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+
+        async def send() -> httpx.Response:
+            answer = await self._asgi.handle_async_request(request)
+            raw = b"".join([chunk async for chunk in answer.stream])  # as sent: any content-encoding kept
+            return httpx.Response(answer.status_code, headers=answer.headers, stream=httpx.ByteStream(raw),
+                                  extensions=answer.extensions)
+
+        return self._portal.call(send)
+
+
+class AsyncAppTransport(httpx.AsyncBaseTransport):
+    """The same for AsyncClient: the request still runs in the app's own event loop."""
+
+    def __init__(self, sync: AppTransport):
+        self._sync = sync
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        return await anyio.to_thread.run_sync(self._sync.handle_request, request)
+
+
+@contextmanager
+def in_process(app: Any) -> Iterator[AppTransport]:
+    """Run `app`'s lifespan through the whole ASGI app, as uvicorn does (Starlette's TestClient holds it
+    and its event loop), and yield a transport into it: `Client(IN_PROCESS_URL, transport=t)`,
+    `httpx.Client(base_url=IN_PROCESS_URL, transport=t)`, or `AsyncClient(IN_PROCESS_URL,
+    transport=AsyncAppTransport(t))`."""
+    with TestClient(app, base_url=IN_PROCESS_URL) as held:
+        yield AppTransport(app, held.portal)
+
+
+@contextmanager
+def app_http(app: Any, timeout: float = 60.0) -> Iterator[httpx.Client]:
+    """An httpx client into `app` in-process (`in_process`), its paths relative: `http.get("/healthz")`."""
+    with in_process(app) as transport, httpx.Client(base_url=IN_PROCESS_URL, transport=transport, timeout=timeout) as http:
+        yield http
 
 
 class ServiceProcess:

@@ -1,4 +1,4 @@
-"""One list of verbs (hippocampus/verbs.py), checked against every face: Memory itself, Client and
+"""One list of verbs (hippocampus/contract/verbs.py), checked against every face: Memory itself, Client and
 AsyncClient (signatures), REST (the app's OpenAPI schema), MCP (the server's tool list) and the CLI
 (typer's click tree, `--json` included). A face that lacks a verb or an argument fails here unless
 the declaration says why. The checkers return their findings, so a planted gap proves they can fail."""
@@ -16,10 +16,22 @@ import typer.main
 
 from hippocampus import AsyncClient, Client, Memory, errors
 from hippocampus.cli.app import app as cli_app
+from hippocampus.contract.verbs import (
+    CLI_NAMES,
+    CLI_NO_JSON,
+    CLI_ONLY,
+    FACES,
+    NOT_VERBS,
+    VERBS,
+    Face,
+    Verb,
+    by_name,
+    on,
+    table,
+)
 from hippocampus.server import create_app
 from hippocampus.server.auth import Tenant
 from hippocampus.server.mcp import build_server
-from hippocampus.verbs import CLI_NAMES, CLI_NO_JSON, CLI_ONLY, FACES, NOT_VERBS, VERBS, Face, Verb, by_name, on, table
 
 ERROR_NAMES = sorted(n for n, c in vars(errors).items() if isinstance(c, type) and issubclass(c, errors.HippocampusError))
 CLIENT_OWN = {"close", "aclose", "healthy"}  # the connection's, not verbs
@@ -141,7 +153,7 @@ def test_every_public_name_of_memory_is_declared_once():
     public = {n for n in dir(Memory) if not n.startswith("_")}
     names = [v.name for v in VERBS]
     assert len(names) == len(set(names)), "a verb is declared twice"
-    assert public - set(names) - set(NOT_VERBS) == set(), "undeclared verbs of Memory: declare them in hippocampus/verbs.py"
+    assert public - set(names) - set(NOT_VERBS) == set(), "undeclared verbs of Memory: declare them in hippocampus/contract/verbs.py"
     assert set(names) | set(NOT_VERBS) <= public, "declared verbs that Memory does not have"
 
 

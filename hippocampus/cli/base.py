@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from ..defaults import ENV_SERVER
+from ..contract.defaults import ENV_SERVER
 from ..errors import ConfigError, HippocampusError, InvalidInput
 from . import render
 
@@ -37,7 +37,7 @@ def exit_code(exc: HippocampusError) -> int:
 
 def report(exc: HippocampusError) -> None:
     """The error as one line on stderr; a store held by a recorded service names the service."""
-    from .service import locked_hint
+    from .registry import locked_hint
 
     line = locked_hint(exc)
     if line is None and type(exc).__name__ == "AuthError" and _SERVER["url"]:  # the CLI's key is an environment variable
@@ -169,9 +169,17 @@ def open_memory(**overrides: Any) -> Memory | Client:
 def through_recorded_service() -> Client | None:
     """A Client to the service `hippocampus serve` recorded as holding the store the options name
     (cli/service.py), said in one line on stderr; None when there is none."""
-    from .service import recorded_service
+    from .registry import recorded_service, services_dir, store_key
 
-    record = recorded_service(_STORE["collection_name"])
+    if not services_dir().is_dir():  # the usual case: no service was ever recorded here, no settings read
+        return None
+    from ..config import MemoryConfig
+
+    try:
+        store = store_key(MemoryConfig(**{**store_overrides(), "create_store_dir": True}).milvus_uri)
+    except ValueError:
+        return None  # settings that do not validate: opening the store says what is wrong
+    record = recorded_service(store, _STORE["collection_name"])
     if record is None:
         return None
     from ..remote import Client

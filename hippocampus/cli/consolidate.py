@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..defaults import DEFAULT_CRON, DEFAULT_GRACE_S
+from ..contract.defaults import DEFAULT_CRON, DEFAULT_GRACE_S
 from . import render
 from .base import app, open_memory
 

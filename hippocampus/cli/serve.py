@@ -6,7 +6,7 @@ import logging
 
 import typer
 
-from ..defaults import DEFAULT_HOST, DEFAULT_PORT
+from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT
 from .base import _SERVER, app, store_overrides
 
 

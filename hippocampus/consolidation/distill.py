@@ -14,6 +14,7 @@ writes nothing and two runs (two replicas, a retry) end with one record per fact
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -35,9 +36,10 @@ from ..processors.semantic_writer import SemanticWriter
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.agents import agent_of, carried, same_agent
+from ..store.writes import Writer
 from . import rules as R
 from .merged_row import distill_key
-from .rows import ACTOR, add_history, event, fits, ids_by_user, rewrite_alive, row_of
+from .rows import ACTOR, event, fits, ids_by_user
 
 log = logging.getLogger(__name__)
 CHUNK = 1024
@@ -50,8 +52,9 @@ class Distiller:
 
     def __init__(self, store: MilvusStore, embedder: Embedder, writer: SemanticWriter, k_semantic: int,
                  lock: AbstractContextManager[Any], stats: ConsolidationStats, checkpoint: Callable[[str], None],
-                 fence: Callable[[], None] | None = None):
+                 fence: Callable[[], None] | None = None, writes: Writer | None = None):
         self.store, self.embedder, self.writer, self.k_semantic = store, embedder, writer, k_semantic
+        self.writes = writes or Writer(store, embedder, threading.Lock())  # the one write path (store/writes.py)
         self._lock, self.stats, self.checkpoint = lock, stats, checkpoint
         self.fence: Callable[[], None] = fence or (lambda: None)  # the run's lease check, before writing facts
 
@@ -98,9 +101,9 @@ class Distiller:
             if new_rows:
                 self.fence()  # LeaseLost: another replica holds this user now; nothing is written
             new_rows = self._not_stored(new_rows)  # by distill_key: written already by another run or a retry
-            ids = self.store.insert(new_rows) if new_rows else []
-            add_history(self.store, [HistoryEvent(memory_id=i, user_id=r["user_id"], action=HistoryAction.CREATED, new_text=r["text"], actor=ACTOR,
-                                        details={"distilled_from": r["metadata"]["source_memory_ids"][0]}) for i, r in zip(ids, new_rows)])
+            ids = self.writes.insert_held(new_rows, lambda n, i: [HistoryEvent(
+                memory_id=i, user_id=new_rows[n]["user_id"], action=HistoryAction.CREATED, new_text=new_rows[n]["text"], actor=ACTOR,
+                details={"distilled_from": new_rows[n]["metadata"]["source_memory_ids"][0]})])
         self.stats.semantic_created += len(ids)
         self.checkpoint("semantic_inserted")
         made: dict[int, list[int]] = {}
@@ -111,12 +114,12 @@ class Distiller:
             episode = MemoryRecord.from_row(row)
             sem_ids = made.get(episode.id, [])
             read.append(episode)
-            marks.append(row_of(episode, episode.text, {**episode.metadata, "distilled": True, "semantic_ids": sem_ids, "updated_at": now}, row["vector"]))
+            marks.append(episode.model_copy(update={"metadata": {**episode.metadata, "distilled": True, "semantic_ids": sem_ids,
+                                                                 "updated_at": now}}).to_row(row["vector"]))
             events.append(event(episode, HistoryAction.DISTILLED, old_text=episode.text, new_text=episode.text,
                                       details={"semantic_ids": sem_ids, **guard.get(episode.id, {})}))
-        with self._lock:
-            written = rewrite_alive(self.store, marks, read)  # an episode edited meanwhile keeps its edit
-            add_history(self.store, [e for e in events if e.memory_id in written])
+        with self._lock:  # an episode deleted or edited meanwhile keeps its state, with no event (store/writes.py)
+            self.writes.rewrite_held(marks, read, events)
 
     def _nearest_facts(self, rows: list[dict[str, Any]], k: int) -> dict[int, list[str]]:
         """The user's semantic memories nearest to each episode: one batched search per user."""
@@ -173,6 +176,7 @@ class Distiller:
                     "created_at": now, "updated_at": now, **carried(episode.metadata),
                     **({R.SOURCE_TURNS: R.turn_ids(episode.metadata)} if R.turn_ids(episode.metadata) else {}),
                     LIFE_KEY: new_life(fact, MemoryType.SEMANTIC, now, episode.ts).stored()}
-            out.append({"user_id": episode.user_id, "memory_type": SEMANTIC, "ts": episode.ts, "chat_id": episode.chat_id,
-                        "who": episode.who, "text": fact, "hit_count": 0, "metadata": meta, "vector": vector.tolist()})
+            fact_record = MemoryRecord(id=0, user_id=episode.user_id, memory_type=MemoryType.SEMANTIC, ts=episode.ts,
+                                       chat_id=episode.chat_id, who=episode.who, text=fact, metadata=meta)
+            out.append(fact_record.to_row(vector.tolist(), with_id=False))
         return out

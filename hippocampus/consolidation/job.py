@@ -35,11 +35,13 @@ from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.leases import LeaseLost
 from ..store.removal import remove_with_history
+from ..store.writes import Writer
+from ..text.days import strip_day_tags
 from . import rules as R
 from .distill import Distiller
 from .merged_row import build_merged_row
 from .pairs import Candidates, SeparationBatch
-from .rows import add_history, event, fits, ids_by_user, rewrite_alive, row_of, unchanged
+from .rows import event, fits, ids_by_user, unchanged
 
 log = logging.getLogger(__name__)
 ACTOR = "consolidation"
@@ -69,8 +71,10 @@ class ConsolidationJob:
         config: MemoryConfig,
         write_lock: threading.Lock | None = None,
         honour: Any = None,
+        writes: Writer | None = None,
     ):
-        """`honour` (memory/forget.py's Honour, handed in by name): what a pending turn says about the memory
+        """`writes`: the Writer every row goes through (the facade's, from_context; else one of the job's own).
+        `honour` (memory/forget.py's Honour, handed in by name): what a pending turn says about the memory
         itself (a forget request, a correction) is honoured as add(infer=True) honours it; None: not at all."""
         from ..processors.semantic_writer import SemanticWriter
         from ..processors.write_decider import EpisodicWriteDecider
@@ -86,6 +90,8 @@ class ConsolidationJob:
             build(P, llm, config) for P in (EpisodicMerger, EpisodicSeparator, SemanticWriter, EpisodicWriteDecider))
         self.thresholds = thresholds_for(config, embedder.model_name)
         self._lock: AbstractContextManager[Any] = write_lock if write_lock is not None else nullcontext()
+        # the one write path (store/writes.py); the job holds the lock across its checks and calls its *_held methods
+        self.writes = writes or Writer(store, embedder, write_lock or threading.Lock(), config.categories)
         self.honour = honour
         self.stats = ConsolidationStats()
         # the run's lease check (store/leases.py), before each destructive step: a replica that lost its
@@ -96,7 +102,7 @@ class ConsolidationJob:
     @classmethod
     def from_context(cls, ctx: MemoryContext, honour: Any = None) -> ConsolidationJob:
         """The job over a facade's context: its store, embedder, chat model, settings and write lock."""
-        return cls(ctx.store, ctx.embedder, ctx.llm, ctx.config, write_lock=ctx.write_lock, honour=honour)
+        return cls(ctx.store, ctx.embedder, ctx.llm, ctx.config, write_lock=ctx.write_lock, honour=honour, writes=ctx.writer)
 
     def checkpoint(self, name: str) -> None:
         """Called between the writes of one change; a no-op hook the crash tests pause at."""
@@ -111,7 +117,7 @@ class ConsolidationJob:
         self._decide_pending(scope, notify)
         # Distil first, from the episodes' own words (a separation may add date tags to a text).
         Distiller(self.store, self.embedder, self.writer, self.config.k_semantic, self._lock, self.stats, self.checkpoint,
-                  fence=lambda: self.fence()).run(scope, notify)
+                  fence=lambda: self.fence(), writes=self.writes).run(scope, notify)
         self._merge_and_separate(scope, notify)
         self.stats.seconds = round(time.perf_counter() - started, 3)
         return self.stats
@@ -146,9 +152,8 @@ class ConsolidationJob:
         """The merged record's own MERGED event, when a crash came between its insert and that event."""
         events = self.store.history(F.and_(F.eq("memory_id", merged.id), F.eq("action", HistoryAction.MERGED.value)))
         if not any("merged_from_ids" in (e.get("details") or {}) for e in events):
-            add_history(self.store, [HistoryEvent(memory_id=merged.id, user_id=merged.user_id, action=HistoryAction.MERGED,
-                                                  new_text=merged.text, actor=ACTOR,
-                                                  details={"merged_from_ids": merged.metadata.get("merged_from_ids") or []})])
+            self.writes.history(merged, HistoryAction.MERGED, ACTOR, new_text=merged.text,
+                                details={"merged_from_ids": merged.metadata.get("merged_from_ids") or []})
 
     def _logged_sources(self, merged: MemoryRecord, ids: list[int]) -> set[int]:
         """Sources that already have their MERGED event into `merged` (a crash came between it and the delete)."""
@@ -158,7 +163,7 @@ class ConsolidationJob:
 
     def _clear_pending_flag(self, merged: MemoryRecord) -> None:
         meta = {k: v for k, v in merged.metadata.items() if k != "merge_pending"}
-        self._upsert(merged, merged.text, meta, vector=None)
+        self._upsert(merged, merged.text, meta)
 
     # ------------------------------------------------------------------ pending decisions
     def _decide_pending(self, scope: str, notify: Progress) -> None:
@@ -193,7 +198,7 @@ class ConsolidationJob:
             meta = {k: v for k, v in record.metadata.items() if k != "pending_decision"}
             meta.update({"context": decision.context or meta.get("context", ""), "thing": text, "source_text": record.text,
                          "updated_at": now_ts()})
-            self._upsert(record, text if fits(text) else record.text, meta, vector=None, action=HistoryAction.UPDATED,
+            self._upsert(record, text if fits(text) else record.text, meta, action=HistoryAction.UPDATED,
                          details={"reason": "pending decision: kept"})
             if self.honour is not None:
                 self.honour.correct(record.user_id, said, [record.id], record.ts)
@@ -227,7 +232,7 @@ class ConsolidationJob:
         seen: set[tuple[int, int]] = set()
         fresh: dict[int, dict[str, Any]] = {}  # rows rewritten during this run, with their vectors
         candidates = Candidates(self.store, self.config.consolidation_neighbours, self.stats)
-        self._batch = SeparationBatch(self.store, self.embedder, self._lock, self.stats, fresh, candidates)
+        self._batch = SeparationBatch(self.writes, self.embedder, self._lock, self.stats, fresh, candidates)
         for ids in by_user.values():
             for start in range(0, len(ids), CHUNK):
                 chunk = [i for i in ids[start : start + CHUNK] if i not in gone]
@@ -316,10 +321,10 @@ class ConsolidationJob:
                 return False  # this merge was written already (another replica, a retry): the recovery finishes it
             self.fence()
             new_id: int | None = None
-            try:
-                new_id = self.store.insert([row])[0]
-                add_history(self.store, [HistoryEvent(memory_id=new_id, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text,
-                                            actor=ACTOR, details={"merged_from_ids": [a.id, b.id], **details})])
+            try:  # the merged record and its MERGED event (store/writes.py: a failed event takes the record back)
+                new_id = self.writes.insert_held([row], lambda _, i: [HistoryEvent(
+                    memory_id=i, user_id=a.user_id, action=HistoryAction.MERGED, new_text=text, actor=ACTOR,
+                    details={"merged_from_ids": [a.id, b.id], **details})])[0]
             except LeaseLost:
                 raise
             except BaseException:
@@ -360,7 +365,7 @@ class ConsolidationJob:
         """The pair told apart: its rows rewritten (new texts, markers) and its events, held in the
         pass's SeparationBatch (pairs.py) and written with the others."""
         now = now_ts()
-        texts = [R.strip_day_tags(t) if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]  # days are metadata
+        texts = [strip_day_tags(t) if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]  # days are metadata
         vectors: list[list[float] | None] = [None, None]  # a new text is embedded at the flush; an unchanged one keeps its vector
         for i, record in enumerate((a, b)):
             if texts[i] == record.text:
@@ -374,7 +379,7 @@ class ConsolidationJob:
             meta = {**record.metadata, "separated_from": R.dedupe([*(record.metadata.get("separated_from") or []), other.id]), "updated_at": now}
             if context:
                 meta["context"] = context
-            rows.append({**row_of(record, texts[i], meta, []), "vector": vectors[i]})
+            rows.append(record.model_copy(update={"text": texts[i], "metadata": meta}).to_row(vectors[i]))
         # a Separator may find nothing to tell apart: then only the markers are written (so the pair is not
         # judged again), nothing is counted and history records no change
         changed_any = [row["text"] != r.text or row["metadata"].get("context", "") != r.metadata.get("context", "")
@@ -389,17 +394,17 @@ class ConsolidationJob:
         return rows[0], rows[1]
 
     # ------------------------------------------------------------------ writes
-    def _upsert(self, record: MemoryRecord, text: str, metadata: dict[str, Any], vector: Sequence[float] | None,
+    def _upsert(self, record: MemoryRecord, text: str, metadata: dict[str, Any],
                 action: HistoryAction | None = None, details: dict[str, Any] | None = None) -> None:
-        if vector is None:
-            if text != record.text:
-                vector = self.embedder.encode([text], role="passage")[0].tolist()
-            else:
-                vector = self.store.vectors([record.id]).get(record.id)
-                if vector is None:
-                    return  # deleted meanwhile
+        """Rewrite `record` in place through the Writer (its event first, when `action`); a memory deleted
+        or edited since it was read is left as it is."""
+        if text != record.text:
+            vector = self.embedder.encode([text], role="passage")[0].tolist()
+        else:
+            vector = self.store.vectors([record.id]).get(record.id)
+            if vector is None:
+                return  # deleted meanwhile
+        row = record.model_copy(update={"text": text, "metadata": metadata}).to_row(vector)
+        events = [event(record, action, old_text=record.text, new_text=text, details=details or {})] if action is not None else []
         with self._lock:
-            if not rewrite_alive(self.store, [row_of(record, text, metadata, list(vector))], (record,)):
-                return
-            if action is not None:
-                add_history(self.store, [event(record, action, old_text=record.text, new_text=text, details=details or {})])
+            self.writes.rewrite_held([row], [record], events)

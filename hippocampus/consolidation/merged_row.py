@@ -10,8 +10,6 @@ from ..lifecycle.policy import merged as merged_life
 from ..models import LIFE_KEY, MemoryRecord, MemoryType
 from . import rules as R
 
-EPISODIC = MemoryType.EPISODIC.value
-
 
 def merge_key(source_ids: Iterable[int]) -> str:
     """The deterministic key of one merge intent: the same sources give the same key, whichever
@@ -60,13 +58,6 @@ def build_merged_row(a: MemoryRecord, b: MemoryRecord, text: str, context: str, 
     )
     if a.metadata.get("distilled") and b.metadata.get("distilled"):
         meta["distilled"] = True
-    return {
-        "user_id": first.user_id,
-        "memory_type": EPISODIC,
-        "ts": min(a.ts, b.ts),
-        "chat_id": first.chat_id,
-        "who": first.who,
-        "text": text,
-        "hit_count": a.hit_count + b.hit_count,
-        "metadata": meta,
-    }
+    merged = MemoryRecord(id=0, user_id=first.user_id, memory_type=MemoryType.EPISODIC, ts=min(a.ts, b.ts), chat_id=first.chat_id,
+                          who=first.who, text=text, hit_count=a.hit_count + b.hit_count, metadata=meta)
+    return merged.to_row(with_id=False)

@@ -6,9 +6,9 @@ user's bucket (store/buckets.py), at most k per anchor, with their vectors: a pa
 them instead of reading them again (similarity only proposes; the Merger and the Separator judge).
 
 SeparationBatch: a separation's rewrite (new texts, `separated_from` markers, SEPARATED events) waits
-here and goes to the store with the others: one embedding call for the new texts, one read-check,
-one upsert and one history write per batch. The job flushes it at the end of each chunk and before
-any merge (whose checks read the store). A crash before a flush loses only separations, which the
+here and goes to the store with the others: one embedding call for the new texts, then the Writer's
+rewrite_held (one read-check, one history write, one upsert) per batch. The job flushes it at the end of
+each chunk and before any merge (whose checks read the store). A crash before a flush loses only separations, which the
 next run judges again: nothing destructive waits here.
 """
 
@@ -23,7 +23,7 @@ from ..embeddings import Embedder
 from ..models import ConsolidationStats, HistoryEvent, MemoryRecord, MemoryType
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from .rows import add_history, rewrite_alive
+from ..store.writes import Writer
 
 EPISODIC = MemoryType.EPISODIC.value
 BATCH = 256  # separations held before a flush (a chunk's end flushes sooner)
@@ -73,11 +73,11 @@ class _Separation:
 class SeparationBatch:
     """Separations waiting to be written together (see the module's docstring)."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder, lock: AbstractContextManager[Any], stats: ConsolidationStats,
+    def __init__(self, writes: Writer, embedder: Embedder, lock: AbstractContextManager[Any], stats: ConsolidationStats,
                  fresh: dict[int, dict[str, Any]], candidates: Candidates, limit: int = BATCH):
         """`fresh` is the pass's rows rewritten during this run (the job reads pairs from it): a row the
         flush could not write (deleted or edited meanwhile) leaves it, so the store's version is read again."""
-        self.store, self.embedder, self._lock, self.stats = store, embedder, lock, stats
+        self.writes, self.embedder, self._lock, self.stats = writes, embedder, lock, stats
         self.fresh, self.candidates, self.limit = fresh, candidates, limit
         self.pending: list[_Separation] = []
 
@@ -103,9 +103,9 @@ class SeparationBatch:
             for record, row in zip(s.read, s.rows):
                 latest[record.id] = row
                 first.setdefault(record.id, record)
-        with self._lock:
-            written = rewrite_alive(self.store, list(latest.values()), list(first.values()))
-            add_history(self.store, [e for s in pending for e in s.events if e is not None and e.memory_id in written])
+        with self._lock:  # the Writer: the events first, a memory deleted or edited meanwhile skipped with its events
+            written = self.writes.rewrite_held(list(latest.values()), list(first.values()),
+                                               [e for s in pending for e in s.events if e is not None])
         for s in pending:  # memories, each once per run; the pair in separated_pairs
             if any(s.changed) and any(r.id in written for r in s.read):
                 self.stats.count_separated([r.id for r, ch in zip(s.read, s.changed) if ch and r.id in written])

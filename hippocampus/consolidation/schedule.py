@@ -19,7 +19,7 @@ from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from ..defaults import DEFAULT_CRON, DEFAULT_GRACE_S
+from ..contract.defaults import DEFAULT_CRON, DEFAULT_GRACE_S
 from ..errors import InvalidInput
 from ..models import ConsolidationStats
 

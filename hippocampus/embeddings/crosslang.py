@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbeddingError
-from ..tracing import traced_encode
+from ..observability.tracing import traced_encode
 from .base import FairLock, Role, bounded, chunks, normalize
 
 NAME = "use-multilingual"

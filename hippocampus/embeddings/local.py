@@ -23,26 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from ..config import local_model_name
 from ..errors import ConfigError, EmbeddingError
 from .base import Role, bounded, normalize
 
 INSTALL_HINT = "pip install 'hippocampus[local]'"
 # prompt names in config_sentence_transformers.json, by role, first found wins
 PROMPT_KEYS: dict[str, tuple[str, ...]] = {"query": ("query",), "passage": ("document", "passage")}
-GENERIC_FOLDERS = {"model", "models", "snapshot", "latest", "main", "default"}  # named with their parent
-
-
-def local_model_name(model_path: str | Path, dim: int | None = None) -> str:
-    """The name a store records for this model: `local/<folder>` (`local/<parent>/<folder>` for a
-    folder named just `model` and the like), plus `@<dim>` when truncated.
-
-    Kept free of torch so that config.py can look thresholds up without loading anything. The
-    store's guard compares it and the dimension, so a store written by another model is refused."""
-    path = Path(str(model_path)).expanduser()
-    name = f"{path.parent.name}/{path.name}" if path.name.lower() in GENERIC_FOLDERS and path.parent.name else path.name
-    return f"local/{name}@{dim}" if dim else f"local/{name}"
-
-
 def check_model_folder(model_path: str | Path) -> Path:
     """The folder, after checking it is a sentence-transformers model; ConfigError naming what is wrong."""
     path = Path(str(model_path)).expanduser()

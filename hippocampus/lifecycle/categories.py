@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING
 
+from ..config import zone
 from ..errors import InvalidInput
 from ..models import AnyCategory, Category, CustomCategory, Lifecycle, MemoryType
+from ..text.dates import expiry
 from . import when
 
 if TYPE_CHECKING:
@@ -126,7 +128,7 @@ def guess_importance(text: str) -> float:
 def todo_expiry(text: str, said_ts: int, tz: tzinfo | None = None) -> int | None:
     """The end of the day a todo names (an ISO date, today / tomorrow / next Friday / 明天 / 下周二 ...), resolved
     from when it was said, in the user's zone (the machine's when None); None when it names none (when.py)."""
-    return when.expiry(text, said_ts, tz or when.zone())
+    return expiry(text, said_ts, tz or zone())
 
 
 def new_life(text: str, memory_type: MemoryType, now: int, event_ts: int, category: AnyCategory | None = None,

@@ -38,7 +38,7 @@ from ..processors.compressor import FactCompressor
 from ..processors.fact_extract import IS_CJK
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..store.writes import new_row
+from ..store.writes import new_row, revised_row
 from .policy import DAY, PERMANENT
 
 log = logging.getLogger(__name__)
@@ -202,7 +202,7 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
         _failed(store, lock, [m.id for m in members], now, fence)
         return
     key = compress_key([m.id for m in members], kind)
-    rows = [{**r, "metadata": {**r["metadata"], KEY: key}} for r in _new_rows(members, texts, kind, now)]
+    rows = _new_rows(members, texts, kind, now, key)
     for row, vec in zip(rows, embedder.encode(texts, role="passage")):
         row["vector"] = vec.tolist()
     source_ids = [m.id for m in members]
@@ -268,11 +268,10 @@ def _failed(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int, 
     with lock:
         fence()
         rows = store.query(F.in_("id", ids), [*MEMORY_FIELDS, "vector"], limit=len(ids))
-        store.upsert([{**{k: v for k, v in r.items() if k != "sparse"}, "metadata": {**(r.get("metadata") or {}), FAILED: now}}
-                      for r in rows])
+        store.upsert([revised_row(r, metadata={**(r.get("metadata") or {}), FAILED: now}) for r in rows])
 
 
-def _new_rows(members: list[MemoryRecord], texts: list[str], kind: str, now: int) -> list[dict[str, Any]]:
+def _new_rows(members: list[MemoryRecord], texts: list[str], kind: str, now: int, key: str) -> list[dict[str, Any]]:
     """Semantic rows at the newest source's time, as important as the most important source, in the
     sources' most common category, formed when the newest source formed."""
     newest = max(members, key=lambda m: (m.ts, m.id))
@@ -281,16 +280,15 @@ def _new_rows(members: list[MemoryRecord], texts: list[str], kind: str, now: int
     category = Counter(life.category for life in lives).most_common(1)[0][0]
     life = Lifecycle(importance=max(life.importance for life in lives), category=category, last_activated=now)
     meta = {"source_chatid": newest.chat_id, "first_seen": oldest.time_iso, FROM: [m.id for m in members], COMPRESSION: kind,
-            FORMED: max(formed_at(m) for m in members), "created_at": now, LIFE_KEY: life.stored()}
+            FORMED: max(formed_at(m) for m in members), "created_at": now, LIFE_KEY: life.stored(), KEY: key}
     return [new_row(newest.user_id, MemoryType.SEMANTIC, newest.ts, newest.chat_id, newest.who, text, {"fact": text, **meta})
             for text in texts]
 
 
 def _archived(row: dict[str, Any], into: list[int]) -> dict[str, Any]:
-    meta = dict(row.get("metadata") or {})
-    life = MemoryRecord.from_row(row).life.model_copy(update={"state": State.ARCHIVED})
-    meta.update({LIFE_KEY: life.stored(), INTO: into})
-    return {**{k: v for k, v in row.items() if k != "sparse"}, "metadata": meta}
+    record = MemoryRecord.from_row(row)
+    life = record.life.model_copy(update={"state": State.ARCHIVED})
+    return record.model_copy(update={"metadata": {**record.metadata, LIFE_KEY: life.stored(), INTO: into}}).to_row(row["vector"])
 
 
 def _event(memory_id: int, user_id: str, action: HistoryAction, at: int, details: dict[str, Any], **kw: Any) -> dict[str, Any]:

@@ -54,8 +54,7 @@ def last_full_run(store: MilvusStore) -> int | None:
 
 def forgotten_row(record: MemoryRecord) -> dict[str, Any]:
     """What a FORGOTTEN event keeps: everything but the vector (re-embedded on restore)."""
-    return {"memory_type": record.memory_type.value, "ts": record.ts, "chat_id": record.chat_id, "who": record.who,
-            "text": record.text, "hit_count": record.hit_count, "metadata": record.metadata}
+    return {k: v for k, v in record.to_row().items() if k not in ("id", "user_id")}
 
 
 Review = Callable[[MemoryRecord, str], tuple[str, str]]  # (record, "high" | "low") -> (action, reason)
@@ -184,4 +183,4 @@ def _event(record: MemoryRecord, action: HistoryAction, at: int, details: dict[s
 
 
 def _with_life(row: dict[str, Any], record: MemoryRecord, life: Lifecycle) -> dict[str, Any]:
-    return {**{k: v for k, v in row.items() if k != "sparse"}, "metadata": {**record.metadata, LIFE_KEY: life.stored()}}
+    return record.model_copy(update={"metadata": {**record.metadata, LIFE_KEY: life.stored()}}).to_row(row["vector"])

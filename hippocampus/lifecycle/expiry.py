@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..models import LIFE_KEY
 from ..store.expiry import KEY, expired, live
-from .when import day_end, named_day
+from ..text.dates import day_end, named_day
 
 __all__ = ["KEY", "expired", "live", "resolve", "stamp"]
 _MAX = 253402300799  # the end of year 9999

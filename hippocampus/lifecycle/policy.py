@@ -13,9 +13,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from ..models import Category, CustomCategory, Lifecycle, State
+from ..models import Category, CustomCategory, DecayRule, Lifecycle, State
 
 DAY = 86_400
 
@@ -24,19 +24,6 @@ PERMANENT = frozenset({Category.CORE, Category.SYSTEM})  # never decay, never re
 
 # the LLM's high / medium / low importance become these scores
 LEVELS: dict[str, float] = {"high": 0.8, "medium": 0.6, "low": 0.4}
-
-
-class DecayRule(BaseModel):
-    """score = importance * factor ** (days past grace / period); `stepped` counts whole periods
-    only ("x 0.85 per 5 days"); past `forget_after_days` without use the score is 0."""
-
-    model_config = ConfigDict(frozen=True)
-
-    grace_days: float = 0.0
-    factor: float = Field(1.0, gt=0.0, le=1.0)
-    period_days: float = Field(1.0, gt=0.0)
-    stepped: bool = False
-    forget_after_days: float | None = None
 
 
 NEVER = DecayRule()

@@ -31,8 +31,8 @@ def bring_back(store: MilvusStore, embedder: Embedder, saved: dict[str, Any], ol
     restored_as on the old one, each with `details`). The new id. The caller holds the write lock."""
     if store.query(F.and_(F.eq("id", int(old_id)), F.eq("user_id", user_id)), ["id"], limit=1):
         raise InvalidInput(f"memory {old_id} still exists (its removal did not finish); nothing to bring back")
-    row = new_row(user_id, MemoryType(saved["memory_type"]), int(saved["ts"]), saved["chat_id"], saved["who"], saved["text"], metadata)
-    row["hit_count"] = int(saved.get("hit_count") or 0)
+    row = new_row(user_id, MemoryType(saved["memory_type"]), int(saved["ts"]), saved["chat_id"], saved["who"], saved["text"], metadata,
+                  hit_count=int(saved.get("hit_count") or 0))
     row["vector"] = vector if vector is not None else embedder.encode([row["text"]], role="passage")[0].tolist()
     new_id = store.insert([row])[0]
     store.add_history([HistoryEvent(memory_id=i, user_id=user_id, action=HistoryAction.RESTORED, new_text=row["text"], actor=actor,

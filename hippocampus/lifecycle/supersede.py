@@ -98,7 +98,8 @@ def _one_user(store: MilvusStore, lock: threading.Lock, judge: Callable[[], Cont
 
 
 def _row(row: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
-    return {**{k: v for k, v in row.items() if k != "sparse"}, "metadata": metadata}
+    """A stored row (with its vector) with new metadata, encoded by MemoryRecord.to_row."""
+    return MemoryRecord.from_row(row).model_copy(update={"metadata": metadata}).to_row(row["vector"])
 
 
 def _unit(vector: Any) -> np.ndarray:

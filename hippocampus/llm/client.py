@@ -10,8 +10,8 @@ import openai
 from pydantic import BaseModel, ValidationError
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from .. import tracing
 from ..errors import ConfigError, LLMError
+from ..observability import tracing
 from . import formats
 from .base import Prompt
 from .formats import Mode, ResponseFormat

@@ -1,6 +1,6 @@
 """`AsyncMemory`: `Memory` for asyncio agents that embed the store, every verb a coroutine.
 
-The methods are not written out: each is built from the one list of verbs (hippocampus/verbs.py),
+The methods are not written out: each is built from the one list of verbs (hippocampus/contract/verbs.py),
 with Memory's own signature, docstring, models and exceptions, and runs the blocking Memory method
 in a worker thread (anyio.to_thread), so the event loop never waits on the store, the embedder or a
 model. Concurrent awaits on one AsyncMemory are safe: the store serialises its calls itself and every
@@ -22,9 +22,9 @@ from typing import Any
 import anyio.to_thread
 
 from ..config import MemoryConfig
+from ..contract.verbs import VERBS, Verb
 from ..embeddings import Embedder
 from ..llm import ChatModel
-from ..verbs import VERBS, Verb
 from .facade import Memory
 
 _CHUNK = 256  # records an async iterator fetches per trip to a worker thread

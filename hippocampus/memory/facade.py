@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from ..config import MemoryConfig
 from ..consolidation.service import ConsolidationService
 from ..context import MemoryContext
+from ..contract.verbs import VERBS, register_facade
 from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
 from ..graph.build import GraphStats
@@ -36,8 +37,8 @@ from ..models import (
     SearchResult,
     UndoResult,
 )
+from ..observability.tracing import instrument
 from ..store.writes import Writer
-from ..tracing import instrument
 from ..transfer.service import ImportReport, TransferService
 from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
 from .browse import BrowseService, Overview, SortKey
@@ -554,4 +555,5 @@ class Memory:
         return self._graph.graph(user_id, limit)
 
 
-instrument(Memory)  # a span per verb when tracing is on (tracing.py; the verbs are verbs.py's)
+register_facade(Memory)  # the verb list (contract/verbs.py) reads its signatures from here
+instrument(Memory, {verb.name: verb.writes for verb in VERBS})  # a span per verb when tracing is on

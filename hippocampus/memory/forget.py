@@ -21,6 +21,7 @@ from ..models import HistoryAction, HistoryEvent, MemoryRecord, MemoryType, Obse
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.removal import remove_with_history
+from ..store.writes import revised_row
 from ..text import (
     clauses,
     forget_clauses,
@@ -192,7 +193,6 @@ def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_
     its own (`split_from`). Without a new memory nothing is touched: a correction never erases a fact and
     stores nothing (the callers store the turn first). The ids superseded."""
     from ..lifecycle.policy import decay_table, superseded
-    from ..lifecycle.supersede import _row
     from ..models import LIFE_KEY, HistoryAction, HistoryEvent, now_ts
 
     takes_back, new_slots = correction_of(said)
@@ -222,7 +222,7 @@ def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_
             event = HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.SUPERSEDED, old_text=old.text, actor=actor,
                                  at=now, details={"superseded_by": by, "reason": f"corrected in a turn ({why})"})
             ctx.store.add_history([event.model_dump(mode="json")])
-            ctx.store.upsert([_row(rows[0], meta)])
+            ctx.store.upsert([revised_row(rows[0], metadata=meta)])
         done.append(record.id)
     return done
 

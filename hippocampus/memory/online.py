@@ -31,7 +31,7 @@ from ..processors.reconsolidator import EpisodicReconsolidator, apply_reconsolid
 from ..processors.results import ReconsolidationResult
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..store.writes import Writer, new_row
+from ..store.writes import Writer, new_row, revised_row
 from ..text import user_lines
 
 log = logging.getLogger(__name__)
@@ -77,10 +77,8 @@ def record_use(
             new_meta["updated_at"] = now
         life = use(current.life, now, decay_table)
         new_meta[LIFE_KEY] = life.stored()
-        row: dict[str, Any] = {**{k: v for k, v in rows[0].items() if k not in ("sparse",)}, "text": new_text,
-                               "metadata": new_meta, "hit_count": current.hit_count + 1}
-        if vector is not None:
-            row["vector"] = vector
+        row = revised_row(rows[0], text=new_text, metadata=new_meta, hit_count=current.hit_count + 1,
+                          **({"vector": vector} if vector is not None else {}))
         store.upsert([row])
         events = [HistoryEvent(memory_id=record.id, user_id=record.user_id, action=HistoryAction.HIT, actor="chat",
                                details={"hit_count": current.hit_count + 1, "importance": round(life.importance, 4),

@@ -38,6 +38,7 @@ from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, Lifecycle,
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from ..store.removal import remove_with_history
+from ..store.writes import revised_row
 from .undo_later import Later, check_later, unmarked
 
 ACTOR = "undo"
@@ -139,7 +140,7 @@ class UndoService:
     # ------------------------------------------------------------------ writes (the write lock is held)
     def _put(self, row: dict[str, Any], text: str, metadata: dict[str, Any]) -> None:
         vector = row["vector"] if text == row["text"] else self.ctx.embedder.encode([text], role="passage")[0].tolist()
-        self.ctx.store.upsert([{**{k: v for k, v in row.items() if k != "sparse"}, "text": text, "metadata": metadata, "vector": vector}])
+        self.ctx.store.upsert([revised_row(row, text=text, metadata=metadata, vector=vector)])
 
     def _log(self, event: HistoryEvent, memory_id: int, action: HistoryAction, **kw: Any) -> None:
         details = {"undo_of": event.event_id, **kw.pop("details", {})}

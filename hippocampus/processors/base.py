@@ -1,6 +1,6 @@
 """What every processor shares: a prompt file, a pydantic result, a ChatModel. No store access.
 
-A prompt file (`hippocampus/prompts/<name>.yaml`) has `system`, `user` (a string.Template with
+A prompt file (`prompts/<name>.yaml` at the repository's top, shipped as `hippocampus/prompts/`) has `system`, `user` (a string.Template with
 $placeholders) and `examples` (worked input/output pairs, Chinese and English).
 Inputs are rendered as JSON inside <data> delimiters, so recalled memories and user
 turns reach the model as data, never as instructions.
@@ -13,7 +13,6 @@ import logging
 import re
 import unicodedata
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any, ClassVar, Generic, TypeVar
@@ -24,7 +23,8 @@ from pydantic import BaseModel, Field, PrivateAttr
 from ..errors import ConfigError, LLMError
 from ..llm import ChatModel, Prompt
 from ..models import MemoryRecord
-from ..tracing import chat_json  # model.chat_json, in a span when a traced verb runs
+from ..observability.tracing import chat_json  # model.chat_json, in a span when a traced verb runs
+from .project import PROJECT_RULE, Project
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)
@@ -149,15 +149,25 @@ def data_block(value: Any) -> str:
     return f"{DATA_OPEN}\n{text}\n{DATA_CLOSE}"
 
 
+def packaged_prompts() -> Path:
+    """The folder of the shipped prompt files: hippocampus/prompts/ in an installed wheel (pyproject.toml maps
+    the repository's top-level prompts/ there), else, in a source checkout or an editable install, that
+    top-level prompts/ itself: one source, no copy and no symlink."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "prompts"
+    # a folder without prompt files (a __pycache__ left by a checkout from before the move) is not the wheel's
+    return installed if any(installed.glob("*.yaml")) else package.parent / "prompts"
+
+
 @lru_cache(maxsize=64)
 def _load(name: str, prompts_dir: str | None) -> PromptTemplate:
     if prompts_dir and (Path(prompts_dir) / f"{name}.yaml").exists():
         raw = (Path(prompts_dir) / f"{name}.yaml").read_text(encoding="utf-8")
     else:
         try:
-            raw = resources.files("hippocampus.prompts").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+            raw = (packaged_prompts() / f"{name}.yaml").read_text(encoding="utf-8")
         except FileNotFoundError as exc:
-            raise ConfigError(f"no prompt file {name}.yaml") from exc
+            raise ConfigError(f"no prompt file {name}.yaml in {packaged_prompts()}") from exc
     data = yaml.safe_load(raw)
     return PromptTemplate(name=name, **data)
 
@@ -182,15 +192,15 @@ class Processor(Generic[R]):
     def with_project(self, config: Any) -> Processor[R]:
         """This processor reading the project's categories and instructions of `config` (when it reads them)."""
         if self.reads_project:
-            from .project import Project
-
             self.project = Project.of(config)
         return self
 
-    def _render(self, prompt: Any) -> Any:
-        from .project import with_project
-
-        return with_project(prompt, self.project)
+    def _render(self, prompt: Prompt) -> Prompt:
+        """The prompt with the project's policy added to its system part (unchanged without one)."""
+        if self.project is None:
+            return prompt
+        system = f"{prompt.system.rstrip()}\n\n{PROJECT_RULE}\n{data_block(self.project.view())}"
+        return prompt.model_copy(update={"system": system})
 
     def ask(self, **inputs: Any) -> R:
         """Raises LLMError when the model fails; callers choose the safe outcome."""

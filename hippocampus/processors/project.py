@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..llm import Prompt
-
 if TYPE_CHECKING:
     from ..config import CategorySpec
 
@@ -54,16 +52,6 @@ class Project:
                  **({"never_store": True} if s.refused else {})}
                 for s in self.categories]
         return out
-
-
-def with_project(prompt: Prompt, project: Project | None) -> Prompt:
-    """The prompt with the project's policy added to its system part (unchanged without one)."""
-    if project is None:
-        return prompt
-    from .base import data_block
-
-    system = f"{prompt.system.rstrip()}\n\n{PROJECT_RULE}\n{data_block(project.view())}"
-    return prompt.model_copy(update={"system": system})
 
 
 def declared(project: Project | None) -> Sequence[CategorySpec]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import TypeAdapter
 
 from .. import validation as V
+from ..contract.wire import IdsResult
 from ..errors import InvalidInput
 from ..models import (
     AddResult,
@@ -29,7 +30,6 @@ from ..models import (
     SearchResult,
     UndoResult,
 )
-from ..wire import IdsResult
 
 if TYPE_CHECKING:  # the reply models, imported where a call is built (they live with the facade)
     from ..memory.batch import BatchDeleteResult, BatchUpdateResult

@@ -20,11 +20,11 @@ from typing import Any
 
 import httpx
 
-from .. import wire
-from ..defaults import DEFAULT_URL, ENV_SERVER
+from ..contract import wire
+from ..contract.defaults import DEFAULT_URL, ENV_SERVER
+from ..contract.wire import API_PREFIX
 from ..errors import HippocampusError, ServiceUnavailable, from_wire
 from ..models import MemoryRecord, MemoryType
-from ..wire import API_PREFIX
 from .calls import Call, R, _json, _Verbs
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"

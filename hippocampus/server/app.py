@@ -21,10 +21,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
-from ..defaults import DEFAULT_HOST, DEFAULT_PORT
+from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT
+from ..contract.wire import error_body
 from ..errors import ConfigError, HippocampusError, NotFound, http_status
 from ..memory import Memory
-from ..wire import error_body
 from .auth import KeyRing
 from .deps import authenticate
 from .docs import mount_docs

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
+from ..contract.wire import DeleteManyRequest, UpdateManyRequest
 from ..memory import Memory
 from ..memory.batch import BatchDeleteResult, BatchUpdateResult
-from ..wire import DeleteManyRequest, UpdateManyRequest
 from .auth import Tenant
 from .deps import authenticate, memory_of
 

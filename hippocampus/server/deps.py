@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from ..contract.wire import ALT_KEY_HEADER, KEY_HEADER
 from ..memory import Memory
-from ..wire import ALT_KEY_HEADER, KEY_HEADER
 from .auth import Tenant
 from .jobs import Consolidations
 

@@ -45,10 +45,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..contract.wire import error_body
 from ..errors import AuthError, ConfigError
 from ..models import TEXT_MAX_BYTES
 from ..validation import METADATA_MAX_BYTES
-from ..wire import error_body
 from .auth import KeyRing
 from .bounds import LargeGate, is_large, route_cap
 from .deps import presented_key

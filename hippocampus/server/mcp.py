@@ -34,8 +34,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
+from ..contract.wire import error_body
 from ..errors import AuthError, HippocampusError, http_status
-from ..wire import error_body
 from .auth import KeyRing, Tenant
 from .deps import presented_key
 from .guard import DEFAULT_MAX_BODY_BYTES, HostList

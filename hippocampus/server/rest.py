@@ -13,24 +13,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from .. import validation as V
-from .. import wire
-from ..errors import InvalidInput
-from ..graph.service import GraphView
-from ..memory import Memory
-from ..models import (
-    AddResult,
-    ConsolidationStats,
-    DecayStats,
-    HistoryEvent,
-    MemoryPage,
-    MemoryRecord,
-    MemoryType,
-    ObserveResult,
-    SearchResult,
-    UndoResult,
-    damaged_rows,
-)
-from ..wire import (
+from ..contract import wire
+from ..contract.wire import (
     API_PREFIX,
     AddManyRequest,
     AddRequest,
@@ -47,6 +31,22 @@ from ..wire import (
     SearchRequest,
     UpdateRequest,
     json_filters,
+)
+from ..errors import InvalidInput
+from ..graph.service import GraphView
+from ..memory import Memory
+from ..models import (
+    AddResult,
+    ConsolidationStats,
+    DecayStats,
+    HistoryEvent,
+    MemoryPage,
+    MemoryRecord,
+    MemoryType,
+    ObserveResult,
+    SearchResult,
+    UndoResult,
+    damaged_rows,
 )
 from .auth import Tenant
 from .batch_routes import router as batch_router

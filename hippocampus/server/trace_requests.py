@@ -1,6 +1,6 @@
 """The service's side of tracing (docs/tracing.md): a span per HTTP request (REST, the MCP endpoint, the UI)
 that joins the caller's trace (the W3C `traceparent` header, through the configured propagator) and is
-the parent of the verb span (hippocampus/tracing.py); and, for `hippocampus serve`, an OTLP exporter
+the parent of the verb span (hippocampus/observability/tracing.py); and, for `hippocampus serve`, an OTLP exporter
 when the OTEL_EXPORTER_OTLP_* variables name a collector and no tracer provider is set yet."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import tracing
 from ..config import MemoryConfig
+from ..observability import tracing
 
 log = logging.getLogger("hippocampus.server")
 

@@ -1,6 +1,6 @@
 """REST routes for the verbs that move memories in and out (export_md / import_md, export_jsonl /
 import_jsonl) and build the graph, so that the Client, and the CLI's `--server`, have them too
-(hippocampus/verbs.py declares them). rest.py includes this router under /v1.
+(hippocampus/contract/verbs.py declares them). rest.py includes this router under /v1.
 
 Files stay on the caller's side: an export answers with the text and the Client writes the file; an
 import receives the text. The service never reads or writes a path its caller names.
@@ -13,11 +13,11 @@ from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
 
+from ..contract.wire import BuildGraphRequest, ExportReply, ImportRequest
 from ..errors import InvalidInput
 from ..graph.build import GraphStats
 from ..memory import Memory
 from ..transfer.service import ImportReport
-from ..wire import BuildGraphRequest, ExportReply, ImportRequest
 from .auth import Tenant
 from .deps import authenticate, consolidations, memory_of
 

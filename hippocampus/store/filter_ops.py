@@ -22,17 +22,32 @@ of a list value; `icontains` the same after casefold.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InvalidInput
+from ..models import Category
 
 OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains", "exists")
 COMBINATORS = ("AND", "OR", "NOT")
 MAX_DEPTH = 8  # nested AND/OR/NOT levels
 MAX_ATOMS = 100  # conditions in one filter
 MAX_LIST = 100  # values of one in / nin
+
+# The one list of each enumerated field's values (filters.py builds on it).
+FILTER_STATES: tuple[str, ...] = ("active", "archived", "superseded")
+ENUM_VALUES: dict[str, tuple[str, ...]] = {"memory_type": ("episodic", "semantic", "procedural"),
+                                           "category": tuple(c.value for c in Category), "state": FILTER_STATES}
+# The project's own category names (MemoryConfig.categories) while `filters.checked_filter` compiles a filter for
+# a retriever that knows them: the store itself does not read the config.
+DECLARED_CATEGORIES: ContextVar[frozenset[str]] = ContextVar("declared_categories", default=frozenset())
+
+
+def project_category(value: object) -> bool:
+    """Whether `value` is one of the project's own categories (declared in the config)."""
+    return isinstance(value, str) and value in DECLARED_CATEGORIES.get()
 COLUMNS = ("chat_id", "who", "memory_type", "ts")
 ENUMS = ("memory_type", "category", "state")  # fields with a closed set of values
 _ORDERED = ("gt", "gte", "lt", "lte")
@@ -165,8 +180,6 @@ def _operand(key: str, name: Any, op: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise InvalidInput(f"filter {key!r}: {op} takes a string, got {type(value).__name__}")
     if name in ENUMS:
-        from .filters import ENUM_VALUES, project_category  # the one list of each field's values
-
         if value not in ENUM_VALUES[name] and not (name == "category" and project_category(value)):
             raise InvalidInput(f"filter {key!r} must be one of {list(ENUM_VALUES[name])}, got {_short(value)}")
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):

@@ -12,13 +12,13 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
 from ..models import Category
 from ..validation import OWNED_KEYS
 from . import filter_ops
+from .filter_ops import DECLARED_CATEGORIES, FILTER_STATES, project_category
 
 if TYPE_CHECKING:
     from .milvus import MilvusStore
@@ -126,7 +126,6 @@ def _join(op: str, parts: tuple[str | None, ...]) -> str:
 # otherwise InvalidInput naming the fields, never a silent empty answer.
 FILTER_COLUMNS: tuple[str, ...] = ("chat_id", "who", "memory_type")
 FILTER_ALIASES: dict[str, str] = {"chatid": "chat_id"}
-FILTER_STATES: tuple[str, ...] = ("active", "archived", "superseded")
 METADATA_PREFIX = "metadata."
 # `category` and `state` name the lifecycle's; for a user whose own metadata has a key of that name a bare one is
 # ambiguous and refused (`checked_filter`): `lifecycle.category` / `metadata.category` say which.
@@ -140,8 +139,6 @@ FILTER_FIELDS_HELP = ("chat_id, who, memory_type, category, state (lifecycle.cat
 
 
 NEVER = "id < 0"  # false on every engine (Milvus 2.3 refuses a bare `false` beside `and`); ids are positive
-ENUM_VALUES: dict[str, tuple[str, ...]] = {"memory_type": ("episodic", "semantic", "procedural"),
-                                           "category": tuple(c.value for c in Category), "state": FILTER_STATES}
 
 
 class CallerFilter:
@@ -286,11 +283,11 @@ def checked_filter(store: MilvusStore, user_id: str, filters: dict[str, object] 
     row read per such key) or refused: a misspelt field is an InvalidInput naming the fields, never
     an empty answer. A server without JSON `exists` (Milvus before 2.4) cannot be asked; there a
     bare key is taken as a metadata key."""
-    token = _DECLARED.set(frozenset(categories))  # the project's categories are filterable names
+    token = DECLARED_CATEGORIES.set(frozenset(categories))  # the project's categories are filterable names
     try:
         caller = caller_filter(filters, store.capabilities.json_exists)
     finally:
-        _DECLARED.reset(token)
+        DECLARED_CATEGORIES.reset(token)
     if (caller.bare or caller.named_life) and store.capabilities.json_exists:
         part = store.partition_for(user_id)
 
@@ -337,14 +334,6 @@ _LIFE_CATEGORY = 'metadata["life"]["category"]'
 _LIFE_STATE = 'metadata["life"]["state"]'
 
 
-# The project's own category names (MemoryConfig.categories) while `checked_filter` compiles a filter for a
-# retriever that knows them: the store itself does not read the config.
-_DECLARED: ContextVar[frozenset[str]] = ContextVar("declared_categories", default=frozenset())
-
-
-def project_category(value: object) -> bool:
-    """Whether `value` is one of the project's own categories (declared in the config)."""
-    return isinstance(value, str) and value in _DECLARED.get()
 
 
 def _category(value: object) -> str:

@@ -15,7 +15,8 @@ from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
-from ..tracing import store_call
+from ..models import ROW_FIELDS
+from ..observability.tracing import store_call
 from . import filters as F
 from .buckets import bucket_of, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
@@ -37,7 +38,7 @@ from .xvector import CrossVectors
 
 log = logging.getLogger(__name__)
 
-MEMORY_FIELDS = ["id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata"]
+MEMORY_FIELDS = list(ROW_FIELDS)  # the columns MemoryRecord.to_row writes (models.py)
 _PAGE = 1000
 
 

@@ -1,27 +1,35 @@
-"""The facade's write path: rows built one way for add and add_many, embedded and inserted with
-their creation recorded, rewritten in place (same id) with the old text kept in history.
+"""The one write path: rows built one way (MemoryRecord.to_row) for add, add_many, consolidation and
+the lifecycle steps, embedded and inserted with their creation recorded, rewritten in place (same id)
+with the old text kept in history.
 
 Memory orchestrates and validates; this module only writes what it is handed, under the write lock
-that the facade shares with the consolidation job, so a row and its history event land together."""
+that the facade shares with the consolidation job, so a row and its history event land together:
+an insert's events right after its rows (a failure takes the rows back), a rewrite's events first
+(a failure takes the events back: removal.take_back)."""
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import tzinfo
 from typing import Any
 
+from ..config import zone as local_zone
 from ..embeddings import Embedder
-from ..lifecycle import when
+from ..errors import NotFound
 from ..lifecycle.categories import new_life, with_declared
 from ..models import LIFE_KEY, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from ..text.dates import named_day
 from . import filters as F
 from .milvus import MilvusStore
 from .removal import take_back
 
+log = logging.getLogger(__name__)
+
 
 def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any],
-            *, said_ts: int | None = None, tz: tzinfo | None = None) -> dict[str, Any]:
+            *, said_ts: int | None = None, tz: tzinfo | None = None, hit_count: int = 0) -> dict[str, Any]:
     """A memory row before embedding; `created_at` / `updated_at` and the lifecycle fields
     (category and importance guessed where no model gave them: lifecycle/categories.py) are the library's.
 
@@ -32,23 +40,24 @@ def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, te
     now = now_ts()
     extra: dict[str, Any] = {}
     if said_ts is not None:
-        zone = tz or when.zone()
+        zone = tz or local_zone()
         said_text = str(meta.get("source_text") or text)
-        day = when.named_day(text, int(said_ts), zone) or when.named_day(said_text, int(said_ts), zone)
+        day = named_day(text, int(said_ts), zone) or named_day(said_text, int(said_ts), zone)
         extra = {"said_at": ts_to_iso(int(said_ts))} | ({"named_date": day.isoformat()} if day else {})
         life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(said_ts), said=said_text, tz=zone).stored()
     else:
         life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(ts)).stored()
-    return {
-        "user_id": user_id,
-        "memory_type": mtype.value,
-        "ts": int(ts),
-        "chat_id": chat_id,
-        "who": who,
-        "text": text,
-        "hit_count": 0,
-        "metadata": {**meta, **extra, "created_at": meta.get("created_at", now), "updated_at": now, LIFE_KEY: life},
-    }
+    metadata = {**meta, **extra, "created_at": meta.get("created_at", now), "updated_at": now, LIFE_KEY: life}
+    return MemoryRecord(id=0, user_id=user_id, memory_type=mtype, ts=int(ts), chat_id=chat_id, who=who, text=text,
+                        hit_count=hit_count, metadata=metadata).to_row(with_id=False)
+
+
+def revised_row(row: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A stored row (read with its vector) with `changes` to the record's fields (text, metadata,
+    hit_count) and, as `vector`, a new vector: decoded and encoded again (MemoryRecord.to_row), so a
+    rewrite writes every column the record has."""
+    vector = changes.pop("vector", row.get("vector"))
+    return MemoryRecord.from_row(row).model_copy(update=changes).to_row(vector)
 
 
 def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, extra: dict[str, Any],
@@ -66,7 +75,8 @@ def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, 
 
 
 class Writer:
-    """Embeds, writes and records history for the facade."""
+    """Embeds, writes and records history: for the facade (insert, rewrite, taking the write lock) and
+    for the consolidation job (insert_held, rewrite_held: it holds the lock across its checks)."""
 
     def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock, categories: Sequence[Any] = ()):
         self.store, self.embedder, self.lock = store, embedder, lock
@@ -84,58 +94,91 @@ class Writer:
 
     def insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED,
                details: dict[str, Any] | None = None) -> list[int]:
-        """Embed and insert rows, then record their creation (with `details`); the ids in row order."""
+        """Embed (rows without a vector) and insert rows, then record their creation (with `details`); the ids in row order."""
         for row in rows if self.categories else ():
             self._declared(row)
-        vectors = self.embedder.encode([r["text"] for r in rows], role="passage")
-        for row, vec in zip(rows, vectors):
+        bare = [r for r in rows if "vector" not in r]
+        for row, vec in zip(bare, self.embedder.encode([r["text"] for r in bare], role="passage") if bare else []):
             row["vector"] = vec.tolist()
         with self.lock:
-            ids = self.store.insert(rows)
-            self.store.add_history(
-                [
-                    HistoryEvent(memory_id=i, user_id=r["user_id"], action=action, new_text=r["text"], actor=actor,
-                                 details=dict(details or {})).model_dump(mode="json")
-                    for i, r in zip(ids, rows)
-                ]
-            )
+            return self.insert_held(rows, lambda n, i: [HistoryEvent(memory_id=i, user_id=rows[n]["user_id"], action=action,
+                                                                     new_text=rows[n]["text"], actor=actor, details=dict(details or {}))])
+
+    def insert_held(self, rows: Sequence[dict[str, Any]], events: Callable[[int, int], list[HistoryEvent]]) -> list[int]:
+        """Insert rows that carry their vectors, then their events (`events(n, id)`: the n-th row's, given its new
+        id); the caller holds the write lock. When the events fail, the rows and any of their events that
+        landed are taken back (the old state: the ids are new, so every event naming them is this write's)
+        and the error raised."""
+        if not rows:
+            return []
+        ids = self.store.insert(rows)
+        try:
+            self.store.add_history([e.model_dump(mode="json") for n, i in enumerate(ids) for e in events(n, i)])
+        except BaseException:
+            try:
+                self.store.delete(F.in_("id", ids))
+                self.store.delete_history(F.in_("memory_id", ids))
+            except Exception:
+                log.warning("memories %s were written without their events and could not be taken back", ids, exc_info=True)
+            raise
         return ids
 
     def rewrite(self, old: MemoryRecord, text: str, metadata: dict[str, Any], action: HistoryAction, actor: str,
                 details: dict[str, Any] | None = None, **fields: Any) -> MemoryRecord:
         """Upsert a memory in place (same id), re-embedding only when the text changed; `details` go
-        into the history event."""
+        into the history event. NotFound when the memory is gone."""
         vector = self.embedder.encode([text], role="passage")[0].tolist() if text != old.text else self.store.vectors([old.id])[old.id]
-        row = {
-            "id": old.id,
-            "user_id": old.user_id,
-            "memory_type": old.memory_type.value,
-            "ts": old.ts,
-            "chat_id": old.chat_id,
-            "who": old.who,
-            "text": text,
-            "hit_count": old.hit_count,
-            "metadata": metadata,
-            "vector": vector,
-            **fields,
-        }
+        row = old.model_copy(update={"text": text, "metadata": metadata, **fields}).to_row(vector)
         event = HistoryEvent(memory_id=old.id, user_id=old.user_id, action=action, actor=actor, old_text=old.text,
                              new_text=text, details=dict(details or {})).model_dump(mode="json")
         with self.lock:  # the event (with the old text) first: a failed rewrite takes it back (removal.py)
-            written: list[int] | None = None
-            try:
-                written = self.store.add_history([event])
-                self.store.upsert([row])
-            except BaseException:
-                take_back(self.store, [event], lambda: self._unchanged(old), written)
-                raise
+            self._commit([event], [row])
         return MemoryRecord.from_row(row)
 
-    def _unchanged(self, old: MemoryRecord) -> set[int]:
-        """{old.id} when the rewrite did not land: the row still holds `old`'s text and metadata, or it is
-        gone (upsert refuses a row deleted meanwhile); else nothing."""
-        rows = self.store.query(F.eq("id", old.id), ["id", "text", "metadata"], limit=1)
-        return {old.id} if not rows or (rows[0]["text"] == old.text and rows[0]["metadata"] == old.metadata) else set()
+    def rewrite_held(self, rows: Sequence[dict[str, Any]], read: Sequence[MemoryRecord],
+                     events: Sequence[HistoryEvent] = ()) -> set[int]:
+        """Rewrite rows in place (each with its vector) and write those of `events` that are about them; the
+        caller holds the write lock. A row whose memory is gone, or was edited since `read` (its text or
+        updated_at changed: an update through any replica), is skipped with its events: never resurrected,
+        the edit stands. The events first (a failed write takes them back). The ids written."""
+        was = {r.id: (r.text, r.metadata.get("updated_at")) for r in read}
+        for attempt in (1, 2):
+            now = {i: (text, meta.get("updated_at")) for i, (text, meta) in self._stored([int(r["id"]) for r in rows]).items()}
+            keep = [r for r in rows if int(r["id"]) in now and now[int(r["id"])] == was.get(int(r["id"]), now[int(r["id"])])]
+            if len(keep) < len(rows):
+                log.info("%d memories deleted or edited meanwhile; left as they are", len(rows) - len(keep))
+            if not keep:
+                return set()
+            ids = {int(r["id"]) for r in keep}
+            try:
+                self._commit([e.model_dump(mode="json") for e in events if e.memory_id in ids], keep)
+                return ids
+            except NotFound:  # deleted between the check and the write (another process): once more without it
+                if attempt == 2:
+                    raise
+                rows = keep
+        return set()
+
+    def _commit(self, events: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+        """`events` (dumped), then the rows upserted; when the upsert fails, the events of the memories it
+        did not rewrite are taken back (removal.take_back) and the error raised."""
+        written: list[int] | None = None
+        try:
+            written = self.store.add_history(events) if events else []
+            self.store.upsert(rows)
+        except BaseException:
+            take_back(self.store, events, lambda: self._not_landed(rows), written)
+            raise
+
+    def _stored(self, ids: list[int]) -> dict[int, tuple[str, dict[str, Any]]]:
+        """Each existing memory's (text, metadata) as stored now."""
+        rows = self.store.query(F.in_("id", ids), ["id", "text", "metadata"], limit=max(1, len(ids)))
+        return {int(r["id"]): (r["text"], r.get("metadata") or {}) for r in rows}
+
+    def _not_landed(self, rows: list[dict[str, Any]]) -> set[int]:
+        """The ids of `rows` the store does not hold as written (gone, or another text or metadata)."""
+        now = self._stored([int(r["id"]) for r in rows])
+        return {int(r["id"]) for r in rows if now.get(int(r["id"])) != (r["text"], r["metadata"])}
 
     def history(self, record: MemoryRecord, action: HistoryAction, actor: str, **kw: Any) -> None:
         """One history event for `record` (the caller holds the lock where it must be atomic)."""

@@ -19,6 +19,25 @@ from typing import Any
 from .. import text as T
 
 # --- vocabulary ---------------------------------------------------------------------------------
+
+# An explicit request to remember ("请记住…", "don't forget…", "remember that…"): one pattern for the write
+# rules and the importance rule. "I remember my first car" and "remember when we…" ask for nothing.
+REMEMBER = re.compile(
+    r"(?:请你?|帮我|麻烦你?)?(?:记住|记一下|记下来|记着|别忘了?|别忘记|不要忘了?|不要忘记)"
+    r"|(?:^|\bplease\s+|(?<=[.!?,;:，。！？])\s*)remember\b(?!\s+(?:when|how|if|what|where|who|why)\b)(?:\s+that\b)?[:,]?"
+    r"|\bremember (?:that|this)\b[:,]?"
+    r"|\b(?:please\s+)?(?:don'?t forget|do not forget|note that|make a note|keep in mind|save this)\b(?:\s+that\b)?[:,]?",
+    re.IGNORECASE,
+)
+# ...unless it asks whether the assistant remembers ("你还记得吗", "do you remember").
+NOT_A_REQUEST = re.compile(r"你还?记得|还记得|记不记得|记得吗|\b(?:do|did|can|could|would|will) you (?:still )?remember\b", re.I)
+
+
+def asks_to_remember(text: str) -> bool:
+    """The user explicitly asked to remember something (not whether the assistant remembers)."""
+    return bool(REMEMBER.search(text or "")) and not NOT_A_REQUEST.search(text or "")
+
+
 _LAUGHTER = re.compile(r"^(?:[哈呵嘿嘻嘎h]{2,}|(?:ha|he){2,}h?|l+o+l+[ol]*|lmao+|rofl|xd+|233+|笑死(?:我了)?)+$", re.IGNORECASE)
 _EXTRA_CHITCHAT = {
     # thanks, praise and reactions

@@ -13,6 +13,7 @@ from typing import Any
 from ..lifecycle import when
 from ..lifecycle.categories import new_life
 from ..models import LIFE_KEY, Category, Lifecycle, MemoryType, ts_to_iso
+from ..text.dates import day_end, named_day, said_day
 
 
 def dated(row: dict[str, Any], now: int, tz: tzinfo) -> dict[str, Any]:
@@ -21,7 +22,7 @@ def dated(row: dict[str, Any], now: int, tz: tzinfo) -> dict[str, Any]:
     a row without a lifecycle gets one (its category guessed from the text, as add does). Pure."""
     meta = dict(row.get("metadata") or {})
     said = when.said_ts_of(meta, int(row["ts"]))
-    day = when.named_day(row["text"], said, tz)
+    day = named_day(row["text"], said, tz)
     meta.setdefault("said_at", ts_to_iso(said))
     if day is not None:
         meta.setdefault("named_date", day.isoformat())
@@ -30,13 +31,13 @@ def dated(row: dict[str, Any], now: int, tz: tzinfo) -> dict[str, Any]:
         life = new_life(row["text"], MemoryType(row["memory_type"]), now, said, tz=tz)
         meta[LIFE_KEY] = life.stored()
     elif life is not None and life.category is Category.TODO and life.expires_at is None and day is not None:
-        meta[LIFE_KEY] = life.model_copy(update={"expires_at": when.day_end(day, tz)}).stored()
+        meta[LIFE_KEY] = life.model_copy(update={"expires_at": day_end(day, tz)}).stored()
     return {**row, "metadata": meta}
 
 
 def said_on(day: date, now: int, tz: tzinfo) -> int:
     """When a MEMORY.md `[new]` entry dated `day` was said: noon of that day in the user's zone, or now when
     that is today or later (a date to come says nothing of when it was said)."""
-    if day >= when.said_day(now, tz):
+    if day >= said_day(now, tz):
         return now
     return int(datetime.combine(day, time(12, 0), tzinfo=tz).timestamp())

@@ -230,15 +230,14 @@ class TransferService:
         rows = [row for row, _, _ in batch]
         for row, vec in zip(rows, self.ctx.embedder.encode([r["text"] for r in rows], role="passage")):
             row["vector"] = vec.tolist()
+        def history(n: int, new_id: int) -> list[HistoryEvent]:
+            row, old_id, events = batch[n]
+            return [*(e.model_copy(update={"memory_id": new_id, "user_id": user_id}) for e in events),
+                    HistoryEvent(memory_id=new_id, user_id=user_id, action=HistoryAction.CREATED, new_text=row["text"],
+                                 actor=ACTOR, details={"imported_from": old_id, "source": "jsonl"})]
+
         with self.ctx.write_lock:
-            ids = self.ctx.store.insert(rows)
-            history: list[dict[str, Any]] = []
-            for new_id, (row, old_id, events) in zip(ids, batch):
-                history += [e.model_copy(update={"memory_id": new_id, "user_id": user_id}).model_dump(mode="json") for e in events]
-                history.append(HistoryEvent(memory_id=new_id, user_id=user_id, action=HistoryAction.CREATED, new_text=row["text"],
-                                            actor=ACTOR, details={"imported_from": old_id, "source": "jsonl"}).model_dump(mode="json"))
-            self.ctx.store.add_history(history)
-        return ids
+            return self.ctx.writer.insert_held(rows, history)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -317,9 +316,8 @@ def _restored_row(record: dict[str, Any], user_id: str, lineno: int) -> dict[str
         hits = record.get("hit_count") or 0
         if isinstance(hits, bool) or not isinstance(hits, int) or not 0 <= hits < 2**63:
             raise InvalidInput(f"hit_count must be a whole number from 0 that fits 64 bits, got {str(hits)[:40]}")
-        return {"user_id": user_id, "memory_type": MemoryType(record["memory_type"]).value,
-                "ts": V.check_ts(record["ts"]), "chat_id": V.check_id("chat_id", record["chat_id"]),
-                "who": V.check_id("who", record["who"], V.WHO_MAX), "text": V.check_text(record["text"]),
-                "hit_count": int(hits), "metadata": meta}
+        return MemoryRecord(id=0, user_id=user_id, memory_type=MemoryType(record["memory_type"]), ts=V.check_ts(record["ts"]),
+                            chat_id=V.check_id("chat_id", record["chat_id"]), who=V.check_id("who", record["who"], V.WHO_MAX),
+                            text=V.check_text(record["text"]), hit_count=int(hits), metadata=meta).to_row(with_id=False)
     except InvalidInput as exc:
         raise InvalidInput(f"line {lineno}: {exc}") from None

@@ -44,8 +44,8 @@ def _ok(done: subprocess.CompletedProcess[str], what: str) -> None:
 
 
 def test_every_verb_of_the_python_client_is_a_method() -> None:
-    """hippocampus/verbs.py's Client verbs, each in camelCase, are methods of the TypeScript Client."""
-    from hippocampus.verbs import VERBS
+    """hippocampus/contract/verbs.py's Client verbs, each in camelCase, are methods of the TypeScript Client."""
+    from hippocampus.contract.verbs import VERBS
 
     source = (PACKAGE / "src" / "index.ts").read_text(encoding="utf-8")
     methods = set(re.findall(r"^  async \*?(\w+)\(", source, flags=re.M))

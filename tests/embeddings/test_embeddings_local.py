@@ -16,10 +16,10 @@ import pytest
 from pydantic import ValidationError
 
 from hippocampus import Memory
-from hippocampus.config import MemoryConfig
+from hippocampus.config import MemoryConfig, local_model_name
 from hippocampus.embeddings import make_embedder
 from hippocampus.embeddings.base import normalize
-from hippocampus.embeddings.local import LocalEmbedder, local_model_name, read_prompts
+from hippocampus.embeddings.local import LocalEmbedder, read_prompts
 from hippocampus.errors import ConfigError, SchemaMismatchError
 from tests.local_model import minilm_embedder, minilm_folder
 

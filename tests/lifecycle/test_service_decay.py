@@ -11,7 +11,7 @@ from hippocampus.models import State, now_ts, simulated_clock
 from hippocampus.server import create_app
 from hippocampus.server.jobs import Consolidations
 from hippocampus.server.metrics import ServiceMetrics
-from tests.service_support import served
+from tests.service_support import in_process
 
 DAY = 86400
 
@@ -19,7 +19,7 @@ DAY = 86400
 def _start(memory: Memory) -> list[dict]:
     """Serve with decay_at_start, wait for the start check, return the service's recorded runs."""
     app = create_app(memory, mcp=False, close_memory=False, decay_at_start=True)
-    with served(app):
+    with in_process(app):  # the app's start-up, as under uvicorn: no request is needed
         for thread in app.state.consolidations._starters:
             thread.join(timeout=120)
         return list(app.state.consolidations.runs)

@@ -67,3 +67,18 @@ def test_consolidation_runs_its_phases_in_the_listed_order(memory):
     memory.add("I moved to Berlin in May", user_id="u", infer=False)
     stats = memory.consolidate("u")
     assert stats.examined == 1 and stats.errors == 0
+
+
+def test_replacing_the_settings_rebuilds_what_was_made_from_them(shared_db: Path, embedder):
+    """The config setter reaches the retriever's parameters and the writer's categories (they were left stale)."""
+    from hippocampus.models import CategorySpec
+
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"cx_{uuid.uuid4().hex[:10]}", embedder=embedder, llm=RulesProvider())
+    try:
+        diet = CategorySpec(name="diet", keywords=("vegetarian",))
+        m.config = m.config.model_copy(update={"categories": (diet,), "rank_hubness_weight": 0.37})
+        assert m.ctx.retriever.params.hubness_weight == 0.37 and m.ctx.retriever.params.categories == ("diet",)
+        added = m.add("I have been vegetarian for years", "u1", infer=False).ids[0]
+        assert m.get(added, "u1").life.category.value == "diet"
+    finally:
+        m.close()

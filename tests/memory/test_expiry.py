@@ -24,9 +24,9 @@ from typer.testing import CliRunner
 
 from hippocampus import Client, InvalidInput, Memory
 from hippocampus.cli.app import app as cli_app
-from hippocampus.lifecycle.when import day_end
 from hippocampus.models import State, now_ts
 from hippocampus.server.app import create_app
+from hippocampus.text.dates import day_end
 from tests.service_support import served
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")

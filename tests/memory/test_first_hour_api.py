@@ -193,9 +193,9 @@ def test_the_package_speaks_to_users_not_of_design_documents():
     import re
 
     import hippocampus
-    import hippocampus.prompts
+    from hippocampus.processors.base import packaged_prompts
 
-    package, prompts = Path(hippocampus.__file__).parent, Path(hippocampus.prompts.__file__).parent
+    package, prompts = Path(hippocampus.__file__).parent, packaged_prompts()
     files = {(Path(d) / f).resolve() for d, _, names in os.walk(package, followlinks=True) if "__pycache__" not in d
              for f in names if f.endswith(".py")}
     files |= {p.resolve() for p in prompts.iterdir() if p.suffix in (".yaml", ".yml")}

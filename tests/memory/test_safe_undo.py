@@ -14,7 +14,7 @@ from hippocampus import Client, InvalidInput, Memory
 from hippocampus.lifecycle.policy import DAY
 from hippocampus.models import HistoryAction, simulated_clock
 from hippocampus.server import create_app
-from tests.service_support import served
+from tests.service_support import IN_PROCESS_URL, in_process
 
 U = "alice"
 
@@ -109,7 +109,7 @@ def test_a_fact_changed_since_refuses_the_undo_and_says_why(memory: Memory):
 
 def test_the_refusal_through_rest(memory: Memory):
     mid = memory.add("The meeting is on Monday", user_id=U).ids[0]
-    with served(create_app(memory, mcp=False)) as url, Client(url) as client:
+    with in_process(create_app(memory, mcp=False)) as transport, Client(IN_PROCESS_URL, transport=transport) as client:
         client.update(mid, "The meeting is on Tuesday", U)
         first = client.history(mid, U)[-1].event_id
         client.curate(mid, U, category="decision")

@@ -18,9 +18,11 @@ import pytest
 
 from hippocampus import Memory
 from hippocampus.agent.session import Session
+from hippocampus.config import zone
 from hippocampus.errors import ConfigError
-from hippocampus.lifecycle.when import day_end, event_time_iso, importance, named_day, zone
+from hippocampus.lifecycle.when import importance
 from hippocampus.models import MemoryRecord
+from hippocampus.text.dates import day_end, event_time_iso, named_day
 
 SHANGHAI, NEW_YORK = ZoneInfo("Asia/Shanghai"), ZoneInfo("America/New_York")
 

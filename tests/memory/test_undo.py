@@ -15,7 +15,7 @@ from hippocampus.cli.app import app
 from hippocampus.lifecycle.policy import DAY
 from hippocampus.models import Category, HistoryAction, HistoryEvent, State, now_ts, simulated_clock
 from hippocampus.server import create_app
-from tests.service_support import served
+from tests.service_support import IN_PROCESS_URL, in_process
 
 U = "alice"
 
@@ -240,7 +240,7 @@ def test_two_undos_of_one_event_at_once_succeed_once(memory: Memory):
 
 def test_undo_through_the_rest_client_and_the_cli(memory: Memory, fresh_path: str):
     mid = memory.add("I work at the bakery", user_id=U).ids[0]
-    with served(create_app(memory, mcp=False)) as url, Client(url) as client:
+    with in_process(create_app(memory, mcp=False)) as transport, Client(IN_PROCESS_URL, transport=transport) as client:
         client.update(mid, "I work at the library", U)
         event = client.history(mid, U)[-1]
         assert event.event_id == _last(memory, mid).event_id

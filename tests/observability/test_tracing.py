@@ -1,4 +1,4 @@
-"""OpenTelemetry spans (hippocampus/tracing.py, server/trace_requests.py), read back with the SDK's
+"""OpenTelemetry spans (hippocampus/observability/tracing.py, server/trace_requests.py), read back with the SDK's
 InMemorySpanExporter: a real Memory on milvus-lite, a real uvicorn for the service, a real OpenAI-compatible
 HTTP stub for the LLM client; only the model's answers are scripted."""
 
@@ -27,9 +27,9 @@ from opentelemetry.trace import StatusCode  # noqa: E402
 from hippocampus import Memory  # noqa: E402
 from hippocampus.errors import NotFound  # noqa: E402
 from hippocampus.llm import LLMClient  # noqa: E402
+from hippocampus.observability.tracing import TracedEmbedder  # noqa: E402
 from hippocampus.server.app import create_app  # noqa: E402
 from hippocampus.testing import DeterministicEmbedder, ScriptedChatModel  # noqa: E402
-from hippocampus.tracing import TracedEmbedder  # noqa: E402
 from tests.openai_stub import Fault, OpenAIStub  # noqa: E402
 from tests.service_support import served  # noqa: E402
 
@@ -232,7 +232,8 @@ def test_tracing_off_makes_no_span_and_no_proxy(db: Path, spans) -> None:
 GUARD = """
 import sys
 sys.modules["opentelemetry"] = None  # as if the [otel] extra were not installed: importing it raises ImportError
-from hippocampus import Memory, MemoryConfig, tracing
+from hippocampus import Memory, MemoryConfig
+from hippocampus.observability import tracing
 from hippocampus.testing import DeterministicEmbedder, ScriptedChatModel
 from hippocampus.llm import Prompt
 from pydantic import BaseModel

@@ -219,18 +219,16 @@ def test_curate_filters_and_browse_take_a_declared_name_and_refuse_others(offlin
 
 
 def test_rest_curate_and_the_ui_list_and_filter_a_declared_category(offline):
-    import httpx
-
     from hippocampus.server.app import create_app
-    from tests.service_support import served
+    from tests.service_support import app_http
 
     user = f"u{uuid.uuid4().hex[:6]}"
     veg = offline.add("I am vegetarian", user_id=user).ids[0]
     lyon = offline.add("I live in Lyon", user_id=user).ids[0]
-    with served(create_app(offline, close_memory=False, mcp=False)) as url:
-        curated = httpx.post(f"{url}/v1/memories/{lyon}/curate", json={"user_id": user, "category": "diet"})
-        refused = httpx.post(f"{url}/v1/memories/{lyon}/curate", json={"user_id": user, "category": "astrology"})
-        page = httpx.get(f"{url}/ui/users/{user}/memories", params={"category": "diet"})
+    with app_http(create_app(offline, close_memory=False, mcp=False)) as http:
+        curated = http.post(f"/v1/memories/{lyon}/curate", json={"user_id": user, "category": "diet"})
+        refused = http.post(f"/v1/memories/{lyon}/curate", json={"user_id": user, "category": "astrology"})
+        page = http.get(f"/ui/users/{user}/memories", params={"category": "diet"})
     assert curated.status_code == 200 and curated.json()["metadata"]["life"]["category"] == "diet"
     assert refused.status_code == 422 and "unknown category 'astrology'" in refused.text
     assert page.status_code == 200 and "<option selected>diet</option>" in page.text

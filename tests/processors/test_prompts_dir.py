@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from importlib import resources
 
 import pytest
 import yaml
 
 from hippocampus import ConfigError, Memory
+from hippocampus.processors.base import packaged_prompts
 from tests.openai_stub import OpenAIStub
 
 MARK = "You are ACME's memory clerk."
@@ -25,7 +25,7 @@ def _chat(body: dict) -> str:
 
 
 def _own_prompts(directory):
-    packaged = yaml.safe_load(resources.files("hippocampus.prompts").joinpath("write_decider.yaml").read_text(encoding="utf-8"))
+    packaged = yaml.safe_load((packaged_prompts() / "write_decider.yaml").read_text(encoding="utf-8"))
     packaged["system"] = f"{MARK}\n{packaged['system']}"
     (directory / "write_decider.yaml").write_text(yaml.safe_dump(packaged, allow_unicode=True), encoding="utf-8")
     return directory
@@ -51,7 +51,7 @@ def test_the_write_decision_uses_the_users_prompt_file_over_http(tmp_path, share
 def test_a_prompt_file_with_a_bad_template_is_a_config_error(tmp_path, shared_db, embedder):
     prompts = tmp_path / "p"
     prompts.mkdir()
-    packaged = yaml.safe_load(resources.files("hippocampus.prompts").joinpath("write_decider.yaml").read_text(encoding="utf-8"))
+    packaged = yaml.safe_load((packaged_prompts() / "write_decider.yaml").read_text(encoding="utf-8"))
     packaged["user"] = "Turns: $no_such_input"
     (prompts / "write_decider.yaml").write_text(yaml.safe_dump(packaged, allow_unicode=True), encoding="utf-8")
     with OpenAIStub(chat=_chat) as stub, Memory(milvus_uri=str(shared_db), collection_name=f"pd_{uuid.uuid4().hex[:10]}",

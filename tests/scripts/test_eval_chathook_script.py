@@ -50,3 +50,16 @@ def test_local_reads_the_server_local_llm_recorded(tmp_path, monkeypatch):
     from hippocampus.config import MemoryConfig
 
     assert MemoryConfig(**settings).llm_model == "qwen2.5-coder-1.5b"
+
+
+def test_sessions_keep_a_slice_and_the_questions_it_answers_in_full(tmp_path):
+    """`--sessions 1` keeps the first session's turns and only the questions whose evidence is all in it."""
+    from scripts.eval_chathook import first_sessions
+
+    turns = [{"chat_id": c, "n": i} for i, c in enumerate(["session_1", "session_1", "session_2", "session_3"])]
+    assert [t["n"] for t in first_sessions(turns, 1)] == [0, 1] and len(first_sessions(turns, 2)) == 3
+    data, out = tmp_path / "locomo.json", tmp_path / "out.json"
+    data.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    assert main(["--data", str(data), "--json", str(out), "--sessions", "1", "--no-raw"]) == 0
+    hook = json.loads(out.read_text())["chat-hook"]
+    assert hook["turns"] == 3 and hook["questions"] == 1  # "the name of Ana's kitten" needs session 2 too

@@ -228,11 +228,11 @@ def test_local_without_a_recorded_server_says_how_to_start_one(tmp_path, monkeyp
 def test_prompts_dir_replaces_the_packaged_prompt_of_its_name(tmp_path, capsys):
     """--prompts-dir: the write decider's requests carry the folder's prompt (a marker in its system
     text), the report names the overridden prompts, and a folder that is not there is refused."""
-    from importlib import resources
+    from hippocampus.processors.base import packaged_prompts
 
     folder = tmp_path / "prompts"
     folder.mkdir()
-    packaged = (resources.files("hippocampus.prompts") / "write_decider.yaml").read_text(encoding="utf-8")
+    packaged = (packaged_prompts() / "write_decider.yaml").read_text(encoding="utf-8")
     (folder / "write_decider.yaml").write_text(packaged.replace("system: |\n", "system: |\n  MARKER-7Q: tuned copy.\n", 1),
                                                encoding="utf-8")
     out = tmp_path / "eval.json"

@@ -13,7 +13,7 @@ import pytest
 from hippocampus import InvalidInput, Memory
 from hippocampus.models import TEXT_MAX_BYTES
 from hippocampus.server import create_app
-from tests.service_support import served
+from tests.service_support import IN_PROCESS_URL, in_process
 
 DOCUMENTED = {"InvalidInput", "NotFound", "ConfigError", "AuthError", "StoreError", "LLMError", "Forbidden", "MethodNotAllowed"}
 BODIES = {
@@ -25,25 +25,27 @@ BODIES = {
 
 
 @pytest.fixture(scope="module")
-def url(shared_db, embedder) -> Iterator[str]:
+def http(shared_db, embedder) -> Iterator[httpx.Client]:
+    """The app in-process (no socket is needed to read a body)."""
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"errt_{uuid.uuid4().hex[:10]}", embedder=embedder)
-    with served(create_app(memory, mcp=False, ui=False, close_memory=False)) as base:
-        yield base
+    with in_process(create_app(memory, mcp=False, ui=False, close_memory=False)) as transport, httpx.Client(
+            base_url=IN_PROCESS_URL, transport=transport, timeout=30) as client:
+        yield client
     memory.close()
 
 
 @pytest.mark.parametrize("name", sorted(BODIES))
 @pytest.mark.parametrize("route", ["/v1/search", "/v1/memories"])
-def test_a_binary_body_is_invalid_input(url, route, name):
-    r = httpx.post(url + route, content=BODIES[name], headers={"Content-Type": "application/json"}, timeout=30)
+def test_a_binary_body_is_invalid_input(http, route, name):
+    r = http.post(route, content=BODIES[name], headers={"Content-Type": "application/json"})
     assert r.status_code == 422, r.text
     error = r.json()["error"]
     assert error["type"] == "InvalidInput" and error["type"] in DOCUMENTED and "\n" not in error["message"]
 
 
-def test_a_too_long_query_is_told_so(url, memory):
+def test_a_too_long_query_is_told_so(http, memory):
     query = "word " * (TEXT_MAX_BYTES // 5 + 1)
-    r = httpx.post(url + "/v1/search", json={"query": query, "user_id": "u"}, timeout=30)
+    r = http.post("/v1/search", json={"query": query, "user_id": "u"})
     assert r.status_code == 422 and r.json()["error"]["type"] == "InvalidInput"
     assert "too long" in r.json()["error"]["message"] and "several memories" not in r.json()["error"]["message"]
     with pytest.raises(InvalidInput, match="too long") as caught:

@@ -15,7 +15,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invaria
 
 from hippocampus import Client, HippocampusError, Memory, MemoryRecord
 from hippocampus.server import create_app
-from tests.service_support import served
+from tests.service_support import IN_PROCESS_URL, in_process
 
 USERS = ["ann", "ben", "陈"]
 TEXTS = ["I moved to Berlin in May", "我对花生过敏", "Ben plays the cello on Sundays", "明天下午三点开会",
@@ -141,7 +141,7 @@ class Twins(RuleBasedStateMachine):
 def test_client_and_memory_agree(shared_db, embedder):
     local = Memory(milvus_uri=str(shared_db), collection_name=f"eq_a_{uuid.uuid4().hex[:8]}", embedder=embedder)
     served_memory = Memory(milvus_uri=str(shared_db), collection_name=f"eq_b_{uuid.uuid4().hex[:8]}", embedder=embedder)
-    with served(create_app(served_memory, mcp=False)) as url, Client(url) as client:
+    with in_process(create_app(served_memory, mcp=False)) as transport, Client(IN_PROCESS_URL, transport=transport) as client:
         Twins.memory, Twins.client = local, client
         run_state_machine_as_test(Twins, settings=settings(max_examples=12, stateful_step_count=15, deadline=None))
     local.close()

@@ -1,5 +1,5 @@
-"""Tenant isolation through the service: 1,200 generated (key, user id, verb) requests on a real uvicorn
-server. A key never reads or changes a memory of a user it is not bound to (every such request is a
+"""Tenant isolation through the service: 1,200 generated (key, user id, verb) requests through the Client
+into the app in-process (its transport seam: the same app, guard and auth as under uvicorn, no socket). A key never reads or changes a memory of a user it is not bound to (every such request is a
 404 worded like a missing memory), nor another user's memory through its own user id; afterwards
 every memory and its history are exactly as planted."""
 
@@ -13,7 +13,7 @@ import pytest
 from hippocampus import Client, Memory, NotFound
 from hippocampus.server import KeyRing, create_app
 from hippocampus.server.auth import _entry
-from tests.service_support import served
+from tests.service_support import IN_PROCESS_URL, in_process
 
 COMBINATIONS = 1200
 _STRONG = ("U4YzDuPr6F0-MUAzJvtQKKudmyOQ8-1H", "Hq7vR2mXk9LpT4wZc8NbY3sJd6FgA1eQ", "pW5tLx2KcR8vNm4QbZ7yJh3DfS9gTa6E",
@@ -39,8 +39,8 @@ def world(shared_db, embedder):
                            for u in ALL_USERS for n in range(2)])
     owner = dict(zip(ids, [u for u in ALL_USERS for _ in range(2)]))
     keys = KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": ";".join(f"{k}={','.join(v)}" for k, v in TENANTS.items())})
-    with served(create_app(memory, keys, mcp=False, close_memory=False)) as url:
-        yield url, memory, owner
+    with in_process(create_app(memory, keys, mcp=False, close_memory=False)) as transport:
+        yield transport, memory, owner
     memory.close()
 
 
@@ -60,10 +60,10 @@ def _forbidden_call(client: Client, verb: str, user: str, mid: int) -> None:
 
 
 def test_no_request_crosses_tenants(world):
-    url, memory, owner = world
+    transport, memory, owner = world
     before = _snapshot(memory)
     rng = random.Random(20261125)
-    clients = {k: Client(url, api_key=k) for k in TENANTS}
+    clients = {k: Client(IN_PROCESS_URL, api_key=k, transport=transport) for k in TENANTS}
     verbs = ["get", "history", "search", "page", "update", "delete", "mark_used", "reset", "add", "consolidate", "stats", "add_many",
              "observe"]
     counted = {"forbidden": 0, "own user, foreign id": 0, "allowed reads": 0}
@@ -108,7 +108,7 @@ def test_no_request_crosses_agents(world):
     """Keys bound to one agent of the same user (docs/agents.md): 150 generated (key, verb, memory) requests. A key
     never reads, changes or deletes another agent's own memory (404 worded like a missing one), names another
     agent (404), nor reaches a whole-user verb; its reads see its own and the shared memories only."""
-    _url, memory, _owner = world
+    _transport, memory, _owner = world
     user = "t0-user-a"
     mine = {a: [memory.add(f"{a} keeps a private note {n}", user, agent_id=a).ids[0] for n in range(2)] for a in AGENT_KEYS.values()}
     shared = memory.add("a shared note about the drawer", user).ids[0]
@@ -117,8 +117,8 @@ def test_no_request_crosses_agents(world):
     before = {r.id: (r.text, r.metadata.get("agent_id")) for r in memory.get_all(user)}
     rng = random.Random(20261126)
     counted = {"foreign agent": 0, "own or shared": 0, "reads": 0}
-    with served(create_app(memory, keys, mcp=False, ui=False, close_memory=False)) as url:
-        clients = {k: Client(url, api_key=k) for k in AGENT_KEYS}
+    with in_process(create_app(memory, keys, mcp=False, ui=False, close_memory=False)) as transport:
+        clients = {k: Client(IN_PROCESS_URL, api_key=k, transport=transport) for k in AGENT_KEYS}
         try:
             for _ in range(AGENT_COMBINATIONS):
                 key = rng.choice(list(AGENT_KEYS))

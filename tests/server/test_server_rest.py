@@ -1,5 +1,7 @@
-"""The service through its Client, on a real uvicorn server on a free loopback port over real milvus-lite:
-every verb, the error classes, keys and tenants, metrics, and consolidation runs that never overlap."""
+"""The service through its Client, in-process through the Client's transport seam (the app's lifespan
+runs as under uvicorn; tests/server/test_e2e_http.py and the process tests keep the socket) over real
+milvus-lite: every verb, the error classes, keys and tenants, metrics, and consolidation runs that
+never overlap."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from hippocampus import (
 )
 from hippocampus.server import KeyRing, create_app
 from hippocampus.server.app import run_server
-from tests.service_support import served
+from tests.service_support import IN_PROCESS_URL, AsyncAppTransport, in_process
 
 OPERATOR = "operator-gNuRNQQAjuqBcv08Tq2HoI6oqc9xxjY7"  # keys need 128 bits of entropy (auth.key_bits)
 ALICE_KEY = "alice-xQj2UbhYM7vyEVAzrib2sAjwV4D5LL5Z"
@@ -37,13 +39,17 @@ def service(shared_db, embedder):
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"svc_{uuid.uuid4().hex[:10]}", embedder=embedder)
     keys = KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": f"{OPERATOR}=*;{ALICE_KEY}=alice,carol"})
     app = create_app(memory, keys, mcp=False)
-    with served(app) as url:
-        yield url, memory, app
+    with in_process(app) as transport:
+        yield transport, memory, app
+
+
+def connect(transport: httpx.BaseTransport, key: str | None) -> Client:
+    return Client(IN_PROCESS_URL, api_key=key, transport=transport)
 
 
 @pytest.fixture
 def client(service):
-    with Client(service[0], api_key=OPERATOR) as c:
+    with connect(service[0], OPERATOR) as c:
         yield c
 
 
@@ -98,7 +104,7 @@ def test_errors_come_back_as_the_library_classes(client: Client):
 
 def test_async_client_has_the_same_verbs(service):
     async def run() -> None:
-        async with AsyncClient(service[0], api_key=ALICE_KEY) as memory:
+        async with AsyncClient(IN_PROCESS_URL, api_key=ALICE_KEY, transport=AsyncAppTransport(service[0])) as memory:
             mid = (await memory.add("async hello from alice", user_id="alice")).ids[0]
             assert (await memory.get(mid, "alice")).text == "async hello from alice"
             assert any(h.id == mid for h in (await memory.search("async hello", user_id="alice")).episodic)
@@ -111,10 +117,10 @@ def test_async_client_has_the_same_verbs(service):
 
 
 def test_keys_tenants_and_quiet_logs(service, caplog):
-    url, memory, _app = service
+    transport, memory, _app = service
     bob_id = memory.add("bob's secret diary entry", user_id="bob").ids[0]
     caplog.set_level(logging.DEBUG)
-    with Client(url, api_key=ALICE_KEY) as alice:
+    with connect(transport, ALICE_KEY) as alice:
         with pytest.raises(NotFound) as foreign:
             alice.get(bob_id, user_id="bob")
         with pytest.raises(NotFound) as missing:
@@ -129,7 +135,7 @@ def test_keys_tenants_and_quiet_logs(service, caplog):
             alice.consolidate(user_id="bob")
         assert "service" not in alice.stats()  # the service's own figures are the operator's
     for key in (None, "wrong-key-0123456789"):
-        with Client(url, api_key=key or "") as stranger, pytest.raises(AuthError):
+        with connect(transport, key or "") as stranger, pytest.raises(AuthError):
             stranger.search("diary", user_id="bob")
     assert memory.get(bob_id, "bob").text == "bob's secret diary entry"
     logged = "\n".join(r.getMessage() for r in caplog.records)
@@ -160,28 +166,28 @@ def test_keys_file_and_bad_keys(tmp_path):
 
 
 def test_metrics_and_latency_table(service, client: Client):
-    url = service[0]
+    http = httpx.Client(base_url=IN_PROCESS_URL, transport=service[0])
     client.search("anything at all", user_id="alice")
-    text = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {OPERATOR}"}).text
+    text = http.get("/metrics", headers={"Authorization": f"Bearer {OPERATOR}"}).text
     assert 'hippocampus_requests_total{endpoint="/v1/search",method="POST",status="200"}' in text
     assert "hippocampus_request_seconds_bucket" in text and 'hippocampus_memories{memory_type="episodic"}' in text
     assert "hippocampus_llm_calls_total" in text or "hippocampus_llm_calls" in text
-    assert httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {ALICE_KEY}"}).status_code == 404
+    assert http.get("/metrics", headers={"Authorization": f"Bearer {ALICE_KEY}"}).status_code == 404
     table = client.stats()["service"]["endpoints"]
     assert table["POST /v1/search"]["requests"] >= 1 and table["POST /v1/search"]["p99_ms"] >= table["POST /v1/search"]["p50_ms"]
-    openapi = httpx.get(url + "/openapi.json", headers={"Authorization": f"Bearer {ALICE_KEY}"}).json()  # any key (docs are gated)
+    openapi = http.get("/openapi.json", headers={"Authorization": f"Bearer {ALICE_KEY}"}).json()  # any key (docs are gated)
     assert {"/v1/memories", "/v1/search", "/v1/consolidate", "/v1/memories/{memory_id}/history"} <= set(openapi["paths"])
 
 
 def test_consolidation_runs_never_overlap_and_are_recorded(service):
-    url, _memory, app = service
+    transport, _memory, app = service
     jobs = app.state.consolidations
     before = len(jobs.runs)
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            with Client(url, api_key=OPERATOR) as c:
+            with connect(transport, OPERATOR) as c:
                 c.consolidate(user_id="alice")
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
@@ -209,14 +215,14 @@ def test_serve_with_a_cron_schedule_runs_consolidation_in_the_service(shared_db,
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"cron_{uuid.uuid4().hex[:10]}", embedder=embedder)
     memory.add("I adopted a cat named Miso", user_id="fay")
     app = create_app(memory, cron="0 3 * * *", mcp=False)
-    with served(app) as url:
+    with in_process(app) as transport:
         jobs = app.state.consolidations
         assert jobs.next_run() is not None and jobs.next_run().startswith(tuple("0123456789"))
         jobs.scheduler.modify_job(JOB_ID, next_run_time=datetime.now(timezone.utc))  # as if 03:00 had come
         deadline = time.monotonic() + 60
         while not jobs.runs and time.monotonic() < deadline:
             time.sleep(0.05)
-        with Client(url) as client:
+        with connect(transport, None) as client:
             runs = client.stats()["service"]["consolidation"]["runs"]
     assert runs and runs[0]["trigger"] == "cron" and runs[0]["outcome"] == "ok" and runs[0]["stats"]["examined"] == 1
 
@@ -226,7 +232,7 @@ def test_deferred_write_decisions_are_made_in_the_background(shared_db, embedder
 
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"defer_{uuid.uuid4().hex[:10]}", embedder=embedder,
                     write_decision="deferred")
-    with served(create_app(memory, mcp=False)) as url, Client(url) as client:
+    with in_process(create_app(memory, mcp=False)) as transport, connect(transport, None) as client:
         greeting = client.add("hi there!", user_id="gus", infer=True)
         assert not greeting.stored and greeting.reason.startswith("gate:")  # chitchat costs nothing, even deferred
         fact = client.add("My sister Ana moved to Lyon last week", user_id="gus", infer=True)
@@ -242,11 +248,11 @@ def test_deferred_write_decisions_are_made_in_the_background(shared_db, embedder
 def test_graph_through_the_service_is_the_users_own(service):
     """GET /v1/graph and search(graph=...) over HTTP: the library's answer, and a tenant key never
     reads another user's graph (404 in the library's words, as for a memory)."""
-    url, memory, _app = service
+    transport, memory, _app = service
     memory.add("I moved to Lisbon with my sister Ana", user_id="alice")
     memory.add("My brother Tom lives in Oslo", user_id="bob")
     memory.build_graph()
-    with Client(url, api_key=ALICE_KEY) as alice:
+    with connect(transport, ALICE_KEY) as alice:
         view = alice.graph("alice")
         assert view == memory.graph("alice") and "Lisbon" in {e.name for e in view.entities}
         assert alice.search("where does Ana's sister live?", user_id="alice", graph=True).episodic
@@ -254,5 +260,5 @@ def test_graph_through_the_service_is_the_users_own(service):
             alice.graph("bob")
         with pytest.raises(InvalidInput):
             alice.search("Lisbon", user_id="alice", graph="yes")  # type: ignore[arg-type]
-    with Client(url, api_key=OPERATOR) as operator:
+    with connect(transport, OPERATOR) as operator:
         assert {e.name for e in operator.graph("bob").entities} >= {"Tom", "Oslo"}

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 
@@ -20,7 +19,7 @@ from hippocampus.processors.separator import EpisodicSeparator
 from hippocampus.server.app import create_app
 from hippocampus.testing import DeterministicEmbedder
 from tests.consolidation_helpers import episode_row, scripted_chat
-from tests.service_support import served
+from tests.service_support import app_http
 
 T0 = 1_767_225_600
 
@@ -55,8 +54,8 @@ def test_a_superseded_memory_is_not_also_active_on_the_statistics_page(mem: Memo
     assert view.superseded == 1 and view.by_state == {"active": 2}
     assert sum(view.by_state.values()) + view.superseded == view.total == mem.stats(user)["total"] == 3
     assert mem.browse(user, state="active").total == 2 and mem.browse(user, state="superseded").total == 1
-    with served(create_app(mem, close_memory=False, mcp=False)) as url:
-        page = httpx.get(f"{url}/ui/users/{user}/stats", timeout=30, follow_redirects=True)
+    with app_http(create_app(mem, close_memory=False, mcp=False)) as http:
+        page = http.get(f"/ui/users/{user}/stats", follow_redirects=True)
     assert page.status_code == 200, page.text[:300]
     rows = _rows(page.text)
     assert rows["state: active"] == 2 and rows["state: superseded"] == 1

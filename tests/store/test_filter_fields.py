@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -19,7 +18,7 @@ from hippocampus import InvalidInput, Memory
 from hippocampus.cli.app import app
 from hippocampus.models import MemoryRecord
 from hippocampus.server.app import create_app
-from tests.service_support import served
+from tests.service_support import app_http
 
 ALL = ["episodic", "semantic", "procedural"]
 
@@ -141,12 +140,12 @@ def test_a_user_without_memories_gets_the_same_refusal(setup):
 
 def test_rest_filters_by_the_documented_name_and_refuses_an_unknown_one(setup):
     m, ids = setup
-    with served(create_app(m, close_memory=False, mcp=False, ui=False)) as url:
-        ok = httpx.post(f"{url}/v1/search", json={"query": "sister", "user_id": "u", "filters": {"chat_id": "c9"}}, timeout=30)
+    with app_http(create_app(m, close_memory=False, mcp=False, ui=False)) as http:
+        ok = http.post("/v1/search", json={"query": "sister", "user_id": "u", "filters": {"chat_id": "c9"}})
         assert ok.status_code == 200, ok.text
         body = ok.json()
         assert {h["memory"]["id"] for h in body["episodic"] + body["semantic"]} == {ids["a"], ids["c"]}
-        bad = httpx.post(f"{url}/v1/search", json={"query": "sister", "user_id": "u", "filters": {"chat": "c9"}}, timeout=30)
+        bad = http.post("/v1/search", json={"query": "sister", "user_id": "u", "filters": {"chat": "c9"}})
         assert bad.status_code == 422 and bad.json()["error"]["type"] == "InvalidInput"
         assert "chat_id" in bad.json()["error"]["message"]
 

@@ -17,8 +17,8 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from ...consolidation.rules import event_day, strip_day_tags, times_allow_one_event
 from ...text import CJK
+from ...text.days import event_day, strip_day_tags, times_allow_one_event
 from . import rule
 
 _TOKEN = re.compile(rf"[{CJK}]|[0-9]+(?:[.:][0-9]+)*|[^\W\d_{CJK}]+", re.UNICODE)

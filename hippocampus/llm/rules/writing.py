@@ -25,7 +25,6 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from ...lifecycle.when import event_time_iso
 from ...text import (
     TIME_WORD,
     clauses,
@@ -41,8 +40,11 @@ from ...text import (
     substantial,
     user_lines,
 )
+from ...text.dates import event_time_iso
 from ...text.turns import (
+    REMEMBER,
     arithmetic,
+    asks_to_remember,
     assistant_request,
     content_request,
     conversation_remark,
@@ -59,13 +61,7 @@ from . import rule
 from .lifecycle import slots
 
 # --- write decider vocabulary -------------------------------------------------------------
-_REMEMBER = re.compile(
-    r"(请你?|帮我|麻烦你?)?(记住|记一下|记下来|记着|别忘了|不要忘了|不要忘记|别忘记)"
-    r"|\b(please\s+)?(remember|don'?t forget|do not forget|note that|make a note|keep in mind|save this)\b(\s+that\b)?[:,]?",
-    re.IGNORECASE,
-)
 _REMIND = re.compile(r"\bremind me\b|提醒我", re.IGNORECASE)
-_NOT_A_REQUEST = re.compile(r"(你还?记得|还记得|记不记得|记得吗|\b(do|did|can|could|would|will) you (still )?remember\b)", re.IGNORECASE)
 _HABITUAL = re.compile(r"每|周末|平时|经常|通常|一般|总是|\b(?:every|usually|always|often|on weekends|weekends)\b", re.IGNORECASE)
 # A plan is an episode (it may change), not a stable fact.
 _PLAN = re.compile(r"打算|计划|准备|决定|想去|要去|将要|即将|\b(?:planning|plan to|going to|intend to|hope to|about to|moving to)\b", re.IGNORECASE)
@@ -138,10 +134,10 @@ SKIPS = (("laughter", laughter), ("greeting or small talk", greeting), ("fragmen
 def remember_request(text: str, now: str = "") -> dict[str, Any] | None:
     """The decision for an explicit remember request ("请记住…", "don't forget…"): yes with what
     it names, no when it names nothing ("记住这个"); None when the text is no such request."""
-    if not _REMEMBER.search(text) or _NOT_A_REQUEST.search(text):
+    if not asks_to_remember(text):
         return None
     zh = has_cjk(text)
-    content = [c for c in clauses(_REMEMBER.sub(" ", text)) if not is_chitchat(c)
+    content = [c for c in clauses(REMEMBER.sub(" ", text)) if not is_chitchat(c)
                and not (is_question(c) and not is_personal_fact(c))  # the question asked beside it is no memory
                and c.lower() not in ("this", "that", "这个", "这件事")]
     body = ("，" if zh else ", ").join(content)

@@ -3,10 +3,11 @@ offers it, or why it does not.
 
 The declaration is data: per verb whether it writes, the errors it raises and one `Face` per face.
 The arguments and the result model are not copied here: they are read from Memory's own signature
-(`Verb.args`, `Verb.result`), so they cannot drift. tests/test_verb_parity.py checks every face
+(`Verb.args`, `Verb.result`; memory/facade.py registers the class as it loads, so this module imports
+nothing above it), so they cannot drift. tests/test_verb_parity.py checks every face
 against this list: a verb of Memory that is undeclared, a face that lacks a declared verb or one of
 its arguments, a CLI command without `--json`: each fails unless the declaration says why.
-`python -m hippocampus.verbs` prints the table.
+`python scripts/verbs.py` prints the table.
 
 A face names a verb by its own word: the Client's method, REST's "METHOD /v1/path", MCP's tool, the
 CLI's command (with the option that selects the verb, e.g. "export --format jsonl"). Arguments keep
@@ -67,9 +68,10 @@ class Verb(BaseModel):
 
     @property
     def method(self) -> Callable[..., Any]:
-        from .memory import Memory  # lazily: importing the declaration opens nothing
-
-        return getattr(Memory, self.name)
+        """Memory's method of this name (the facade registers its class when it loads: `register_facade`)."""
+        if not _FACADE:
+            raise LookupError("the verbs read Memory's signatures: import hippocampus.memory first (it registers itself)")
+        return getattr(_FACADE[0], self.name)
 
     @property
     def args(self) -> tuple[Arg, ...]:
@@ -89,6 +91,17 @@ class Verb(BaseModel):
     @property
     def summary(self) -> str:
         return (inspect.getdoc(self.method) or "").split("\n\n")[0].replace("\n", " ")
+
+
+# The facade's class, registered by memory/facade.py as it loads: the declaration sits below the facade
+# (the faces and tracing read it) and so never imports it.
+_FACADE: list[type] = []
+
+
+def register_facade(cls: type) -> type:
+    """Make `cls` (Memory) the class whose signatures `Verb.args`, `Verb.result` and `Verb.summary` read."""
+    _FACADE[:] = [cls]
+    return cls
 
 
 FACES = ("client", "rest", "mcp", "cli", "async_memory")
@@ -260,7 +273,3 @@ def table() -> str:
             face = verb.face(which)
             lines.append(f"    {which:<6} {face.name if face.name else '-- ' + str(face.omitted)}")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(table())

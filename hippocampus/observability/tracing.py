@@ -19,7 +19,7 @@ import hashlib
 import inspect
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - exercised in a subprocess by tests/obs
     _otel = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from .config import MemoryConfig
+    from ..config import MemoryConfig
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def enabled(config: MemoryConfig) -> bool:
 @functools.lru_cache(maxsize=1)
 def tracer() -> Any:
     """Hippocampus's tracer from the global provider (a proxy that follows a provider set later)."""
-    from . import __version__  # lazily: this module loads while the package does
+    from .. import __version__  # lazily: this module loads while the package does
 
     return _otel.get_tracer("hippocampus", __version__)
 
@@ -125,17 +125,16 @@ def _clip(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------- the verb spans
-def instrument(cls: type) -> type:
-    """Wrap each public verb of `cls` (Memory; the list is verbs.py's) in its span, once, at import. Without
-    opentelemetry nothing is wrapped; with it, a Memory whose `tracing` is off pays one attribute read per verb."""
+def instrument(cls: type, verbs: Mapping[str, bool]) -> type:
+    """Wrap each public verb of `cls` in its span, once, at import: `verbs` maps a verb's name to whether it
+    writes (Memory passes contract/verbs.py's list). Without opentelemetry nothing is wrapped; with it, a
+    Memory whose `tracing` is off pays one attribute read per verb."""
     if not AVAILABLE:
         return cls
-    from .verbs import VERBS  # lazily: the declaration reads Memory's signatures only when asked
-
-    for verb in VERBS:
-        method = cls.__dict__.get(verb.name)
+    for name, writes in verbs.items():
+        method = cls.__dict__.get(name)
         if callable(method) and not getattr(method, "_hippocampus_traced", False):
-            setattr(cls, verb.name, _traced_verb(verb.name, verb.writes, method))
+            setattr(cls, name, _traced_verb(name, writes, method))
     return cls
 
 

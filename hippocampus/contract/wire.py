@@ -181,7 +181,7 @@ def json_filters(raw: str | None) -> dict[str, Any] | None:
     that a malformed one is a 422 with one line, as every bad filter is."""
     import json
 
-    from .errors import InvalidInput
+    from ..errors import InvalidInput
 
     if raw is None or not raw.strip():
         return None

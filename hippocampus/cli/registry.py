@@ -1,0 +1,125 @@
+"""Which service holds which store: `hippocampus serve` records itself (URL, pid, store) in
+HIPPOCAMPUS_HOME/services/<pid>.json while it runs (service.py writes and reads these records; base.py
+names the holder in a StoreLockedError's line). Nothing here imports the rest of the command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..errors import HippocampusError, StoreLockedError
+
+
+class ServiceRecord(BaseModel):
+    """One running `hippocampus serve`, as it recorded itself."""
+
+    url: str
+    pid: int
+    store: str
+    collection: str | None = None
+    started_at: str
+
+
+def services_dir() -> Path:
+    """HIPPOCAMPUS_HOME/services (read at each call: a test or a shell may point HIPPOCAMPUS_HOME elsewhere)."""
+    from ..config import DEFAULT_HOME
+
+    return Path(os.environ.get("HIPPOCAMPUS_HOME") or DEFAULT_HOME) / "services"
+
+
+def store_key(uri: str) -> str:
+    """A store's uri as the store layer names it in its errors: a local path made absolute."""
+    return uri.rstrip("/") if "://" in uri else str(Path(uri).expanduser().absolute())
+
+
+def client_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses for a service listening on host:port."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a running (not zombie) hippocampus process; elsewhere than Linux, whether it exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: it exists
+    proc = Path(f"/proc/{pid}")
+    if not proc.is_dir():
+        return True
+    try:
+        state = proc.joinpath("stat").read_text().rpartition(")")[2].split()[0]
+        command = proc.joinpath("cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X") and b"hippocampus" in command  # a reused pid is not our service
+
+
+def _path(pid: int) -> Path:
+    return services_dir() / f"{pid}.json"
+
+
+def register(host: str, port: int, store: str, collection: str | None) -> ServiceRecord:
+    """Record this process as the service for `store` (written atomically: a reader never sees half)."""
+    record = ServiceRecord(url=client_url(host, port), pid=os.getpid(), store=store_key(store), collection=collection,
+                           started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    folder = services_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / f".{record.pid}.{hashlib.sha1(os.urandom(8)).hexdigest()[:8]}.tmp"
+    temp.write_text(record.model_dump_json(), encoding="utf-8")
+    os.replace(temp, _path(record.pid))
+    return record
+
+
+def unregister(pid: int) -> None:
+    _path(pid).unlink(missing_ok=True)
+
+
+def records() -> Iterator[ServiceRecord]:
+    """Every record, oldest first; an unreadable file is skipped."""
+    folder = services_dir()
+    files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    for path in files:
+        try:
+            yield ServiceRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+
+
+def holding(store: str) -> list[ServiceRecord]:
+    """The running services recorded for `store`."""
+    key = store_key(store)
+    return [r for r in records() if r.store == key and alive(r.pid)]
+
+
+def recorded_service(store: str, collection: str | None) -> ServiceRecord | None:
+    """The running service recorded for `store` (a store_key) and this collection, the newest; None at once
+    when no service was ever recorded here."""
+    folder = services_dir()
+    if not folder.is_dir() or next(folder.glob("*.json"), None) is None:
+        return None
+    found = [r for r in holding(store) if r.collection == collection]
+    return found[-1] if found else None
+
+
+def locked_hint(exc: HippocampusError) -> str | None:
+    """For a StoreLockedError on a store a recorded service holds: the one line that says how to reach it."""
+    if not isinstance(exc, StoreLockedError) or not exc.uri:
+        return None
+    found = holding(exc.uri)
+    if not found:
+        return None
+    r = found[-1]
+    return (f"StoreLockedError: a service at {r.url} (pid {r.pid}) holds this store: add --server {r.url}, "
+            "or `hippocampus service stop`")

@@ -1,1 +1,0 @@
-"""Prompt templates, one YAML file per processor (loaded with importlib.resources)."""
