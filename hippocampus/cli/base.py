@@ -152,6 +152,10 @@ def open_memory(**overrides: Any) -> Memory | Client:
         from ..remote import Client
 
         return Client(_SERVER["url"])
+    if not overrides:  # a service on this machine holds the store: through it (the store is locked to others)
+        client = through_recorded_service()
+        if client is not None:
+            return client
     from ..memory import Memory
     from .store_path import check_store_path
 
@@ -160,6 +164,28 @@ def open_memory(**overrides: Any) -> Memory | Client:
     if command is not None:  # a typo'd --uri is one line, never a new, empty store (store_path.py)
         check_store_path(settings, command)
     return Memory(**settings)
+
+
+def through_recorded_service() -> Client | None:
+    """A Client to the service `hippocampus serve` recorded as holding the store the options name
+    (cli/service.py), said in one line on stderr; None when there is none."""
+    from .registry import recorded_service, services_dir, store_key
+
+    if not services_dir().is_dir():  # the usual case: no service was ever recorded here, no settings read
+        return None
+    from ..config import MemoryConfig
+
+    try:
+        store = store_key(MemoryConfig(**{**store_overrides(), "create_store_dir": True}).milvus_uri)
+    except ValueError:
+        return None  # settings that do not validate: opening the store says what is wrong
+    record = recorded_service(store, _STORE["collection_name"])
+    if record is None:
+        return None
+    from ..remote import Client
+
+    typer.echo(f"note: through the service at {record.url} (pid {record.pid}), which holds this store", err=True)
+    return Client(record.url)
 
 
 def parse_meta(pairs: list[str] | None, option: str = "--meta") -> dict[str, Any]:

@@ -103,6 +103,16 @@ def holding(store: str) -> list[ServiceRecord]:
     return [r for r in records() if r.store == key and alive(r.pid)]
 
 
+def recorded_service(store: str, collection: str | None) -> ServiceRecord | None:
+    """The running service recorded for `store` (a store_key) and this collection, the newest; None at once
+    when no service was ever recorded here."""
+    folder = services_dir()
+    if not folder.is_dir() or next(folder.glob("*.json"), None) is None:
+        return None
+    found = [r for r in holding(store) if r.collection == collection]
+    return found[-1] if found else None
+
+
 def locked_hint(exc: HippocampusError) -> str | None:
     """For a StoreLockedError on a store a recorded service holds: the one line that says how to reach it."""
     if not isinstance(exc, StoreLockedError) or not exc.uri:

@@ -129,7 +129,7 @@ class Distiller:
             by_user.setdefault(row["user_id"], []).append(row)
         for user, group in by_user.items():
             scope = F.and_(F.eq("user_id", user), F.eq("memory_type", SEMANTIC))
-            results = self.store.search_dense([r["vector"] for r in group], scope, k)
+            results = self.store.search_dense([r["vector"] for r in group], scope, k, partition=self.store.partition_for(user))
             self.stats.similarity_lookups += len(group)
             for row, hits in zip(group, results):  # only the episode's own agent's facts (store/agents.py)
                 mine = [h for h in hits if same_agent(h.get("metadata"), row.get("metadata"))]
@@ -161,7 +161,8 @@ class Distiller:
         twins: dict[int, list[dict[str, Any]]] = {}
         for user, idx in by_user.items():
             scope = F.and_(F.eq("user_id", user), F.eq("memory_type", SEMANTIC))
-            for i, hits in zip(idx, self.store.search_dense([vectors[i].tolist() for i in idx], scope, 3)):
+            hits_of = self.store.search_dense([vectors[i].tolist() for i in idx], scope, 3, partition=self.store.partition_for(user))
+            for i, hits in zip(idx, hits_of):
                 twins[i] = hits
             self.stats.similarity_lookups += len(idx)
         out, now = [], now_ts()

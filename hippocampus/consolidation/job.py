@@ -40,6 +40,7 @@ from ..text.days import strip_day_tags
 from . import rules as R
 from .distill import Distiller
 from .merged_row import build_merged_row
+from .pairs import Candidates, SeparationBatch
 from .rows import event, fits, ids_by_user, unchanged
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class ConsolidationJob:
         # the run's lease check (store/leases.py), before each destructive step: a replica that lost its
         # lease raises LeaseLost there and deletes nothing; the next holder finishes the work
         self.fence: Callable[[], None] = lambda: None
+        self._batch: SeparationBatch | None = None  # the merge-and-separate pass's held separations (pairs.py)
 
     @classmethod
     def from_context(cls, ctx: MemoryContext, honour: Any = None) -> ConsolidationJob:
@@ -229,31 +231,20 @@ class ConsolidationJob:
         gone: set[int] = set()
         seen: set[tuple[int, int]] = set()
         fresh: dict[int, dict[str, Any]] = {}  # rows rewritten during this run, with their vectors
+        candidates = Candidates(self.store, self.config.consolidation_neighbours, self.stats)
+        self._batch = SeparationBatch(self.writes, self.embedder, self._lock, self.stats, fresh, candidates)
         for ids in by_user.values():
             for start in range(0, len(ids), CHUNK):
                 chunk = [i for i in ids[start : start + CHUNK] if i not in gone]
                 rows = self.store.query(F.in_("id", chunk), [*MEMORY_FIELDS, "vector"], limit=len(chunk)) if chunk else []
                 anchors = [fresh.get(int(r["id"]), r) for r in rows if not (r.get("metadata") or {}).get("pending_decision")]
-                neighbours = self._neighbours(anchors)
+                neighbours = candidates.neighbours(anchors)  # fresh rows have their vectors: the last chunk's flush embedded them
                 for anchor_id in ids[start : start + CHUNK]:
                     done += 1
                     notify("pairs", done, total)
                     if anchor_id in neighbours and anchor_id not in gone:
                         self._examine(fresh.get(anchor_id) or neighbours[anchor_id][0], neighbours[anchor_id][1], gone, seen, fresh)
-
-    def _neighbours(self, anchors: list[dict[str, Any]]) -> dict[int, tuple[dict[str, Any], list[dict[str, Any]]]]:
-        """One batched Milvus search per user in the chunk, each anchor searching with its own stored vector."""
-        by_user: dict[str, list[dict[str, Any]]] = {}
-        for row in anchors:
-            by_user.setdefault(row["user_id"], []).append(row)
-        out: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
-        for user, rows in by_user.items():
-            scope = F.and_(F.eq("user_id", user), F.eq("memory_type", EPISODIC))
-            results = self.store.search_dense([r["vector"] for r in rows], scope, self.config.consolidation_neighbours + 1)
-            self.stats.similarity_lookups += len(rows)
-            for row, hits in zip(rows, results):
-                out[int(row["id"])] = (row, hits)
-        return out
+                self._batch.flush()
 
     def _examine(self, row: dict[str, Any], hits: list[dict[str, Any]], gone: set[int], seen: set[tuple[int, int]],
                  fresh: dict[int, dict[str, Any]]) -> None:
@@ -314,7 +305,10 @@ class ConsolidationJob:
         return self._separate(a, b, sep, similarity, reason)
 
     def _merge(self, a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, details: dict[str, Any]) -> bool:
-        """Write the merged record first (flagged merge_pending), then delete the sources, then clear the flag."""
+        """Write the merged record first (flagged merge_pending), then delete the sources, then clear the flag.
+        Separations held for writing go first: the checks below read the store."""
+        if self._batch is not None:
+            self._batch.flush()
         row = build_merged_row(a, b, text, context, thing, now_ts())
         row["vector"] = self.embedder.encode([text], role="passage")[0].tolist()
         with self._lock:
@@ -368,20 +362,24 @@ class ConsolidationJob:
             log.warning("merge of %s failed and could not be rolled back; the next run finishes it", source_ids, exc_info=True)
 
     def _separate(self, a: MemoryRecord, b: MemoryRecord, sep: Any, similarity: float, reason: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The pair told apart: its rows rewritten (new texts, markers) and its events, held in the
+        pass's SeparationBatch (pairs.py) and written with the others."""
         now = now_ts()
         texts = [strip_day_tags(t) if fits(t) else r.text for t, r in ((sep.text_a, a), (sep.text_b, b))]  # days are metadata
-        changed = [i for i, (t, r) in enumerate(zip(texts, (a, b))) if t != r.text]
-        vectors = self.embedder.encode([texts[i] for i in changed], role="passage") if changed else []
-        old_vectors = self.store.vectors([r.id for i, r in enumerate((a, b)) if i not in changed])
-        if any(i not in changed and r.id not in old_vectors for i, r in enumerate((a, b))):
-            return None  # deleted meanwhile (a user's delete racing this run): nothing to separate
+        vectors: list[list[float] | None] = [None, None]  # a new text is embedded at the flush; an unchanged one keeps its vector
+        for i, record in enumerate((a, b)):
+            if texts[i] == record.text:
+                known, vectors[i] = self._batch.candidates.vector(record.id) if self._batch else (False, None)
+                if not known:
+                    vectors[i] = self.store.vectors([record.id]).get(record.id)
+                    if vectors[i] is None:
+                        return None  # deleted meanwhile (a user's delete racing this run): nothing to separate
         rows = []
         for i, (record, other, context) in enumerate(((a, b, sep.context_a), (b, a, sep.context_b))):
             meta = {**record.metadata, "separated_from": R.dedupe([*(record.metadata.get("separated_from") or []), other.id]), "updated_at": now}
             if context:
                 meta["context"] = context
-            vector = vectors[changed.index(i)].tolist() if i in changed else old_vectors[record.id]
-            rows.append(record.model_copy(update={"text": texts[i], "metadata": meta}).to_row(vector))
+            rows.append(record.model_copy(update={"text": texts[i], "metadata": meta}).to_row(vectors[i]))
         # a Separator may find nothing to tell apart: then only the markers are written (so the pair is not
         # judged again), nothing is counted and history records no change
         changed_any = [row["text"] != r.text or row["metadata"].get("context", "") != r.metadata.get("context", "")
@@ -389,13 +387,11 @@ class ConsolidationJob:
         events = [event(r, HistoryAction.SEPARATED, old_text=r.text, new_text=row["text"],
                         details={"separated_from": o.id, "similarity": similarity, "reason": reason or sep.reason,
                                  "old_context": r.metadata.get("context", ""), "new_context": row["metadata"].get("context", ""),
-                                 **sep.facts_details()})
-                  for r, o, row, ch in ((a, b, rows[0], changed_any[0]), (b, a, rows[1], changed_any[1])) if ch]
-        with self._lock:  # a memory deleted or edited meanwhile is left as it is, with no event (store/writes.py)
-            written = self.writes.rewrite_held(rows, (a, b), events)
-        if any(changed_any) and written:  # memories, each once per run; the pair in separated_pairs
-            self.stats.count_separated([r.id for r, ch in zip((a, b), changed_any) if ch and r.id in written])
-        return (rows[0], rows[1]) if len(written) == 2 else None
+                                 **sep.facts_details()}) if ch else None
+                  for r, o, row, ch in ((a, b, rows[0], changed_any[0]), (b, a, rows[1], changed_any[1]))]
+        assert self._batch is not None  # the pass made it
+        self._batch.add((a, b), rows, events, changed_any)
+        return rows[0], rows[1]
 
     # ------------------------------------------------------------------ writes
     def _upsert(self, record: MemoryRecord, text: str, metadata: dict[str, Any],

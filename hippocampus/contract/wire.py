@@ -19,10 +19,13 @@ ALT_KEY_HEADER = "X-API-Key"
 Message = dict[str, str]
 Timestamp = int | float | datetime | None
 # List lengths a request may hold (issue 42): past them a clear 422 before any work. The batch verbs take
-# 1,000 items (memory/batch.py), add_many more (a bulk import: the body cap bounds it first).
+# 1,000 items (memory/batch.py).
 MAX_IDS = 1000
 MAX_TURNS = 1000
-MAX_ADD_MANY = 20_000
+# The texts one add_many request may embed (issue 41): ~15-30 s of the embedders on 2 cores, which other
+# tenants share (they take turns per chunk of 64 texts: embeddings/base.py FairLock). The service refuses
+# more with InvalidInput 422 (server/rest.py); the Client sends a larger batch as several requests.
+MAX_ADD_MANY = 1000
 Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
 
 
@@ -46,8 +49,8 @@ class AddRequest(_Body):
 
 
 class AddManyRequest(_Body):
-    items: list[dict[str, Any]] = Field(description="each as for add: messages (or text), user_id, chat_id, ...",
-                                        max_length=MAX_ADD_MANY)
+    items: list[dict[str, Any]] = Field(description=f"each as for add: messages (or text), user_id, chat_id, ...; at most "
+                                                    f"{MAX_ADD_MANY} (InvalidInput 422 above: send several requests)")
     batch_size: int = Field(default=256, ge=1, le=4096)
 
 

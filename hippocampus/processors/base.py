@@ -18,7 +18,7 @@ from string import Template
 from typing import Any, ClassVar, Generic, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from ..errors import ConfigError, LLMError
 from ..llm import ChatModel, Prompt
@@ -68,15 +68,24 @@ class PromptTemplate(BaseModel):
     user: str
     examples: list[PromptExample] = Field(default_factory=list)
     retry: str = ""  # the fact guard's note for a second try ($missing: the lost facts); RETRY_NOTE if empty
+    _shots: tuple[tuple[int, int], str] | None = PrivateAttr(default=None)  # (the examples list's identity, their blocks)
+
+    def system_text(self) -> str:
+        """The system message with its worked examples, whose blocks are rendered once per examples list
+        (a consolidation renders thousands of prompts from the same few templates; a copy with another
+        `system`, as project.py makes, shares the list and its blocks)."""
+        key = (id(self.examples), len(self.examples))
+        if self._shots is None or self._shots[0] != key:
+            shots = "\n\n".join(
+                f"Example {i}:\nInput:\n{data_block(ex.input)}\nOutput:\n{json.dumps(ex.output, ensure_ascii=False)}"
+                for i, ex in enumerate(self.examples, 1)
+            )
+            self._shots = (key, shots)
+        shots = self._shots[1]
+        return f"{self.system.strip()}\n\n{DATA_RULE}" + (f"\n\n{shots}" if shots else "")
 
     def render(self, **inputs: Any) -> Prompt:
-        shots = "\n\n".join(
-            f"Example {i}:\nInput:\n{data_block(ex.input)}\nOutput:\n{json.dumps(ex.output, ensure_ascii=False)}"
-            for i, ex in enumerate(self.examples, 1)
-        )
-        system = f"{self.system.strip()}\n\n{DATA_RULE}"
-        if shots:
-            system += f"\n\n{shots}"
+        system = self.system_text()
         blocks = {k: data_block(v) for k, v in inputs.items()}
         try:
             user = Template(self.user).substitute(blocks)
@@ -114,12 +123,25 @@ def _skeleton(text: str) -> tuple[str, list[int]]:
     return "".join(out), where
 
 
+@lru_cache(maxsize=4096)
+def _opens(ch: str) -> bool:
+    """Whether this character reads as "<" in the skeleton (_skeleton maps each character alone)."""
+    return unicodedata.category(ch) != "Cf" and "<" in unicodedata.normalize("NFKC", ch).translate(_CONFUSABLE)
+
+
+def _has_opener(text: str) -> bool:
+    """Whether the text's skeleton can hold a "<" (ASCII maps to itself: only other characters are looked up)."""
+    return "<" in text or (not text.isascii() and any(_opens(ch) for ch in set(text) if ch > "\x7f"))
+
+
 def data_block(value: Any) -> str:
     """`value` (text, or JSON for anything else) inside <data> delimiters that it cannot close or imitate:
     any spelling of a delimiter (case, spaces, fullwidth or look-alike characters, invisible ones between)
     has its "<" escaped, found on the text's normalised skeleton."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1, default=str)
     text = _DELIMITER_LIKE.sub(r"&lt;\1", text)
+    if not _has_opener(text):  # no "<" in its skeleton either: nothing to find there (most texts)
+        return f"{DATA_OPEN}\n{text}\n{DATA_CLOSE}"
     skeleton, where = _skeleton(text)
     opens = sorted({where[m.start()] for m in _DELIMITER_LIKE.finditer(skeleton)}, reverse=True)
     for i in opens:  # from the end, so earlier indices stay valid

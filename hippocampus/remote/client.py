@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
 
+from ..contract import wire
 from ..contract.defaults import DEFAULT_URL, ENV_SERVER
 from ..contract.wire import API_PREFIX
 from ..errors import HippocampusError, ServiceUnavailable, from_wire
@@ -77,6 +78,12 @@ class _Base:
         return ServiceUnavailable(f"cannot reach the Hippocampus service at {self.url}: {type(exc).__name__}: {exc}", uri=self.url)
 
 
+def _parts(items: Sequence[dict[str, Any]]) -> list[Sequence[dict[str, Any]]]:
+    """An add_many batch in requests of at most wire.MAX_ADD_MANY items (one request for an empty batch)."""
+    cap = wire.MAX_ADD_MANY
+    return [items[i : i + cap] for i in range(0, len(items), cap)] or [items]
+
+
 def _error(response: httpx.Response) -> HippocampusError:
     try:
         detail = response.json()["error"]
@@ -103,7 +110,6 @@ class Client(_Base):
         self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
 
     add = _sync(_Requests.add)
-    add_many = _sync(_Requests.add_many)
     search = _sync(_Requests.search)
     get = _sync(_Requests.get)
     page = _sync(_Requests.page)
@@ -139,6 +145,15 @@ class Client(_Base):
                              agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
             yield from page.items
             offset = page.next_offset
+
+    def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
+        """Store many turns as-is (see Memory.add_many); the ids in input order. A batch over wire.MAX_ADD_MANY
+        items (what one request may embed) goes as several requests, each checked whole before it is written:
+        InvalidInput for a bad item leaves the requests before it stored."""
+        ids: list[int] = []
+        for part in _parts(items):
+            ids += self._send(_Requests.add_many(self, part, batch_size))
+        return ids
 
     def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                 include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
@@ -180,7 +195,6 @@ class AsyncClient(_Base):
         self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport)
 
     add = _async(_Requests.add)
-    add_many = _async(_Requests.add_many)
     search = _async(_Requests.search)
     get = _async(_Requests.get)
     page = _async(_Requests.page)
@@ -216,6 +230,13 @@ class AsyncClient(_Base):
             for record in page.items:
                 yield record
             offset = page.next_offset
+
+    async def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
+        """As Client.add_many: several requests for a batch over wire.MAX_ADD_MANY items."""
+        ids: list[int] = []
+        for part in _parts(items):
+            ids += await self._send(_Requests.add_many(self, part, batch_size))
+        return ids
 
     async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                       include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",

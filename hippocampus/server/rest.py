@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import Depends, Query, Request
 
 from .. import validation as V
+from ..contract import wire
 from ..contract.wire import (
     AddManyRequest,
     AddRequest,
@@ -55,11 +56,6 @@ router = v1_router()
 ROUTERS = (transfer_router, batch_router, router)
 
 
-# The texts one request may embed: ~15-30 s of the embedders on 2 cores, which other tenants share
-# (they take turns per chunk of 64 texts: embeddings/base.py FairLock); 3,000 held them for minutes.
-MAX_EMBED_ITEMS = 1000
-
-
 def _missing(memory_id: int) -> str:
     return f"memory {memory_id} not found for this user"  # Memory.get's own words
 
@@ -78,8 +74,8 @@ def add(request: Request, body: AddRequest, tenant: TenantDep,
 
 @router.post("/memories/batch", response_model=IdsResult, summary="Store many turns as-is (add_many)")
 def add_many(body: AddManyRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> IdsResult:
-    if len(body.items) > MAX_EMBED_ITEMS:  # one request must not hold the shared embedders for minutes (issue 41)
-        raise InvalidInput(f"a batch may hold at most {MAX_EMBED_ITEMS} items, this one holds {len(body.items)}: "
+    if len(body.items) > wire.MAX_ADD_MANY:  # one request must not hold the shared embedders for minutes (wire.py)
+        raise InvalidInput(f"a batch may hold at most {wire.MAX_ADD_MANY} items, this one holds {len(body.items)}: "
                            "send it in several requests")
     for item in body.items:
         user_id = item.get("user_id") if isinstance(item, dict) else None

@@ -1,6 +1,6 @@
 """A service is findable (issue 31, case 10): `hippocampus serve` (which connect() starts) records
-itself under HIPPOCAMPUS_HOME/services; a CLI command that finds the store locked names it and says
-to use --server; `service status` lists it and `service stop` stops it. A busy port is one line,
+itself under HIPPOCAMPUS_HOME/services; a CLI command on its store goes through it (issue 41), one that
+finds the store locked otherwise names it and says to use --server; `service status` lists it and `service stop` stops it. A busy port is one line,
 before the store is opened.
 
 Before: after connect() the CLI failed with a StoreLockedError that suggested nothing, the README
@@ -53,7 +53,12 @@ def test_a_service_started_by_connect_is_named_used_and_stopped(home: Path, tmp_
         assert (record["url"], record["store"], record["alive"]) == (url, db, True)
         pid = record["pid"]
 
-        locked = invoke("--uri", db, "list", "-u", "alice", code=1)
+        # without --server a command goes through the service that holds the store, and says so (issue 41)
+        routed = invoke("--uri", db, "list", "-u", "alice")
+        assert "Berlin" in routed.stdout
+        assert routed.stderr.strip().splitlines() == [f"note: through the service at {url} (pid {pid}), which holds this store"]
+        # another collection of that store: not the service's, so the lock is met, and the line names the service
+        locked = invoke("--uri", db, "--collection", "other", "list", "-u", "alice", code=1)
         assert locked.stderr.strip().splitlines() == [
             f"error: StoreLockedError: a service at {url} (pid {pid}) holds this store: add --server {url}, "
             "or `hippocampus service stop`"]

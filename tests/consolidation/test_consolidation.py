@@ -196,6 +196,31 @@ def test_similarity_lookups_grow_with_n_not_n_squared(mem):
     assert again.llm_calls == 0 and again.similarity_lookups == 40
 
 
+def test_separations_are_written_in_batches_not_per_pair(mem, monkeypatch):
+    """The pair pass's store writes do not grow with the pairs told apart (consolidation/pairs.py): before,
+    each pair read its vectors, checked its rows, upserted them and wrote its events (about 5 calls a pair)."""
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    rows = []
+    for i in range(12):  # twelve look-alike pairs (cosine 0.75: the Separator's band), a month apart
+        va, vb = vector_pair(0.75, seed=100 + i)
+        rows += [episode_row(user, f"trip {i} to the lake", va, T0 + 86400 * 30 * i),
+                 episode_row(user, f"trip {i} to the sea", vb, T0 + 86400 * 30 * i + 60)]
+    ids = mem.store.insert(rows)
+    calls: dict[str, int] = {}
+    for name in ("upsert", "add_history", "vectors"):
+        def counted(*a, _f=getattr(mem.store, name), _name=name, **kw):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _f(*a, **kw)
+        monkeypatch.setattr(mem.store, name, counted)
+    stats = mem.consolidate(user_id=user)
+    assert stats.separated_pairs >= 12 and stats.separated == 24
+    # a few for the distillation's marks, the pass's separations (one batch) and the lifecycle: none per pair
+    assert calls.get("upsert", 0) <= 4 and calls.get("add_history", 0) <= 4 and calls.get("vectors", 0) == 0
+    texts = {r.id: r.text for r in mem.get_all(user, "episodic")}
+    assert all(texts[i].endswith(("(A)", "(B)")) for i in ids)  # every pair's rewrite was written
+    assert all(HistoryAction.SEPARATED in [e.action for e in mem.history(i, user)] for i in ids)
+
+
 def test_offline_rules_on_real_embeddings(memory):
     """e5 + the rules provider: a duplicate merges; two sisters in two cities stay apart."""
     memory.llm = RulesProvider()

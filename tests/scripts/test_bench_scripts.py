@@ -42,8 +42,9 @@ def test_bench_cli_times_the_command_line_and_long_adds(tmp_path, capsys):
     from scripts import bench_cli
 
     figures = bench_cli.main(["--runs", "1", "--json", str(tmp_path / "cli.json")])
-    assert set(figures) == {"--help", "add", "search", "list", "search --server (service up)", "add 1k chars (in-process)",
-                            "add 10k chars (in-process)", "add 60k chars (in-process)"}
+    assert set(figures) == {"--help", "add", "search", "list", "search --server (service up)", "search, service found by its record",
+                            "list, service found by its record", "add 1k chars (in-process)", "add 10k chars (in-process)",
+                            "add 60k chars (in-process)"}
     assert all(v > 0 for v in figures.values())
     assert "| search |" in capsys.readouterr().out
 

@@ -424,7 +424,7 @@ export interface components {
         AddManyRequest: {
             /**
              * Items
-             * @description each as for add: messages (or text), user_id, chat_id, ...
+             * @description each as for add: messages (or text), user_id, chat_id, ...; at most 1000 (InvalidInput 422 above: send several requests)
              */
             items: {
                 [key: string]: unknown;
