@@ -132,8 +132,14 @@ REWRITES = [
     ("checkpoint/tests/test_store.py", r"^from langgraph\.store\.memory import InMemoryStore$", "from hshim import InMemoryStore"),
     ("checkpoint-sqlite/tests/", r"^from langgraph\.store\.sqlite import SqliteStore$", "from hshim import SqliteStore"),
     ("checkpoint-sqlite/tests/", r"^from langgraph\.store\.sqlite\.aio import AsyncSqliteStore$", "from hshim import AsyncSqliteStore"),
-    ("tests/memory/", r"^from agents import (.*)\bSQLiteSession\b,? ?(.*)$", r"from agents import \1\2\nfrom hshim import SQLiteSession"),
+    ("tests/memory/", r"^from agents import (.*\bSQLiteSession\b.*)$", lambda m: _without_session(m.group(1))),
 ]
+
+
+def _without_session(names: str) -> str:
+    """`from agents import A, SQLiteSession, B` -> the same import without it, and hshim's in its place."""
+    kept = [n.strip() for n in names.split(",") if n.strip() and n.strip() != "SQLiteSession"]
+    return (f"from agents import {', '.join(kept)}\n" if kept else "") + "from hshim import SQLiteSession"
 
 
 def export(git_dir: str, paths: list[str], into: Path) -> None:
@@ -149,7 +155,6 @@ def rewrite(folder: Path) -> list[str]:
         for where, pattern, repl in REWRITES:
             if where in rel:
                 text = re.sub(pattern, repl, text, flags=re.M)
-        text = text.replace("from agents import \nfrom hshim", "from hshim")
         if text != original:
             path.write_text(text)
             changed.append(rel)

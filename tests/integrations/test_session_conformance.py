@@ -8,6 +8,7 @@ Hippocampus adds: a restart of the Memory, the extraction state across objects, 
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -128,6 +129,29 @@ def test_runner_replays_the_history_and_honours_a_run_limit(make):
     run(Runner.run(agent, "Message 3", session=session, run_config=limited))
     assert len(model.inputs[2]) == 2 and model.inputs[2][-1]["content"] == "Message 3"
     assert len(run(session.get_items())) == 6
+
+
+def test_one_session_written_from_threads_each_with_its_own_event_loop(make):
+    """The SDK's concurrent-access contract: one session object, add_items from five threads, each
+    running its own loop; every item is kept (an asyncio.Lock shared across loops hung here)."""
+    session = make(sid())
+
+    errors: list[BaseException] = []
+
+    def add(item: dict[str, Any]) -> None:
+        try:
+            asyncio.run(session.add_items([item]))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(item,), daemon=True) for item in ITEMS * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)  # a guard against a hang (daemon threads), not a measurement
+    assert not any(t.is_alive() for t in threads), "add_items from threads with their own loops never finished"
+    assert errors == []
+    assert sorted(i["content"] for i in run(session.get_items())) == sorted(i["content"] for i in ITEMS * 2)
 
 
 # ---------------------------------------------------------------------------- Hippocampus only
