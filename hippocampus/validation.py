@@ -243,12 +243,17 @@ def event_ts(value: Any, now: int | None = None) -> int:
 
 
 def messages_to_text(messages: Any) -> tuple[str, list[dict[str, str]]]:
-    """Accept a string or OpenAI-style [{"role", "content"}]; return (text, turns)."""
+    """Accept a string, one {"role", "content"} dict (as mem0's add does) or OpenAI-style
+    [{"role", "content"}]; return (text, turns)."""
     if isinstance(messages, str):
         check_text(messages)
         return messages, [{"role": "user", "content": messages}]
+    if isinstance(messages, dict):  # one message: its role named, as mem0 reads it
+        if not isinstance(messages.get("role"), str) or not isinstance(messages.get("content"), str):
+            raise InvalidInput(f"one message must be a dict with string 'role' and 'content', got {messages!r}")
+        messages = [messages]
     if not isinstance(messages, list) or not messages:
-        raise InvalidInput("messages must be a non-empty string or a non-empty list of {'role', 'content'} dicts")
+        raise InvalidInput("messages must be a non-empty string, a {'role', 'content'} dict or a non-empty list of them")
     turns = []
     for m in messages:
         if not isinstance(m, dict) or not isinstance(m.get("content"), str) or not isinstance(m.get("role", "user"), str):

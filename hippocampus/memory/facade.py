@@ -164,7 +164,8 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> AddResult:
-        """Remember a turn. With `infer=False` the text is stored as-is as one memory; with `infer=True`
+        """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
+        them. With `infer=False` the text is stored as-is as one memory; with `infer=True`
         the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
         decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
         `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
