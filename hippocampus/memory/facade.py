@@ -226,6 +226,15 @@ class Memory:
         StoreError on failure (nothing deleted)."""
         return self._batch.delete_many(memory_ids, user_id)
 
+    def renew_expiry(self, expiries: dict[Any, Any], user_id: str) -> list[int]:
+        """Move the expiry of up to 1,000 memories of this user, {memory_id: expires_at} (as `add` takes it), in
+        one write and without a history event or re-embedding: a lease a reader renews, such as a LangGraph
+        store's TTL refreshed on read. Returns the ids renewed (missing or another user's are left out).
+
+        Raises InvalidInput, before anything changes, for a bad id, user_id or expiry, or more than 1,000;
+        StoreError on failure."""
+        return self._batch.renew_expiry(expiries, user_id)
+
     def reset(self, user_id: str) -> int:
         """Erase every memory of this user and its history, for good; returns how many memories went.
 
