@@ -17,6 +17,17 @@ WHO_MAX = 128  # who defaults to user_id, so it holds any valid user_id
 LIMIT_MAX = 1000
 TS_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z: the last second an ISO 8601 date (metadata.time) can say
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# User ids the framework adapters own (hippocampus/integrations/): their rows are an adapter's bookkeeping,
+# not a person's memories, so a listing of the store's users leaves them out and names them for what they are.
+RESERVED_USERS = {
+    "oa-session:": "an OpenAI Agents SDK session's items (integrations/session_items.py)",
+    "lg-store:": "a LangGraph store's registry of its users (integrations/langgraph.py)",
+}
+
+
+def reserved_user(user_id: str) -> str | None:
+    """What a reserved (adapter-owned) user id holds, or None for a real user."""
+    return next((what for prefix, what in RESERVED_USERS.items() if user_id.startswith(prefix)), None)
 
 
 def check_id(name: str, value: Any, max_bytes: int = ID_MAX_CHARS) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from .. import validation as V
 from ..config import MemoryConfig
 from ..consolidation.service import ConsolidationService
 from ..context import MemoryContext
@@ -333,9 +334,11 @@ class Memory:
         by id alone, such as the mem0 drop-in (compat/mem0.py). Raises InvalidInput for a bad id; StoreError."""
         return self._records.owner(memory_id)
 
-    def user_ids(self) -> list[str]:
-        """Every user of this store (a memory or a history event), sorted. Raises StoreError on failure."""
-        return self._records.users()
+    def user_ids(self, *, reserved: bool = False) -> list[str]:
+        """Every user of this store (a memory or a history event), sorted; the adapters' reserved ids
+        (validation.RESERVED_USERS: an Agents SDK session's items, a LangGraph store's registry) only with
+        `reserved=True`. Raises StoreError on failure."""
+        return [u for u in self._records.users() if reserved or V.reserved_user(u) is None]
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
         """How many memories there are ("total", "episodic", "semantic"), for one user or, with

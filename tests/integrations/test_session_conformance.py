@@ -190,3 +190,17 @@ def test_a_fact_the_remember_tool_stored_is_not_extracted_again(memory):
     texts = sorted(r.text for r in memory.get_all(user))
     assert len([t for t in texts if "Pepper" in t]) == 1, texts  # the tool's, not the user's message again
     assert any("nurse" in t for t in texts), texts  # a turn without the tool is extracted
+
+
+def test_the_adapters_reserved_users_are_not_listed_as_users(tmp_path):
+    from hippocampus.integrations.langgraph import HippocampusStore
+    from hippocampus.validation import reserved_user
+
+    with Memory(milvus_uri=str(tmp_path / "reserved.db"), embedder=DeterministicEmbedder()) as memory:
+        run(HippocampusSession(memory, "yan", "s-reserved").add_items(ITEMS[:2]))
+        HippocampusStore(memory).put(("memories", "zoe"), "k", {"text": "Zoe rides a tandem"})
+        memory.add("Yan collects stamps", user_id="yan")
+        assert memory.user_ids() == ["yan", "zoe"]  # the people, not the adapters' bookkeeping
+        hidden = sorted(set(memory.user_ids(reserved=True)) - {"yan", "zoe"})
+        assert [reserved_user(u).split("'")[0] for u in hidden] == ["a LangGraph store", "an OpenAI Agents SDK session"]
+        assert reserved_user("yan") is None
