@@ -17,6 +17,17 @@ WHO_MAX = 128  # who defaults to user_id, so it holds any valid user_id
 LIMIT_MAX = 1000
 TS_MAX = 253_402_300_799  # 9999-12-31T23:59:59Z: the last second an ISO 8601 date (metadata.time) can say
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# User ids the framework adapters own (hippocampus/integrations/): their rows are an adapter's bookkeeping,
+# not a person's memories, so a listing of the store's users leaves them out and names them for what they are.
+RESERVED_USERS = {
+    "oa-session:": "an OpenAI Agents SDK session's items (integrations/session_items.py)",
+    "lg-store:": "a LangGraph store's registry of its users (integrations/langgraph.py)",
+}
+
+
+def reserved_user(user_id: str) -> str | None:
+    """What a reserved (adapter-owned) user id holds, or None for a real user."""
+    return next((what for prefix, what in RESERVED_USERS.items() if user_id.startswith(prefix)), None)
 
 
 def check_id(name: str, value: Any, max_bytes: int = ID_MAX_CHARS) -> str:
@@ -242,12 +253,17 @@ def event_ts(value: Any, now: int | None = None) -> int:
 
 
 def messages_to_text(messages: Any) -> tuple[str, list[dict[str, str]]]:
-    """Accept a string or OpenAI-style [{"role", "content"}]; return (text, turns)."""
+    """Accept a string, one {"role", "content"} dict (as mem0's add does) or OpenAI-style
+    [{"role", "content"}]; return (text, turns)."""
     if isinstance(messages, str):
         check_text(messages)
         return messages, [{"role": "user", "content": messages}]
+    if isinstance(messages, dict):  # one message: its role named, as mem0 reads it
+        if not isinstance(messages.get("role"), str) or not isinstance(messages.get("content"), str):
+            raise InvalidInput(f"one message must be a dict with string 'role' and 'content', got {messages!r}")
+        messages = [messages]
     if not isinstance(messages, list) or not messages:
-        raise InvalidInput("messages must be a non-empty string or a non-empty list of {'role', 'content'} dicts")
+        raise InvalidInput("messages must be a non-empty string, a {'role', 'content'} dict or a non-empty list of them")
     turns = []
     for m in messages:
         if not isinstance(m, dict) or not isinstance(m.get("content"), str) or not isinstance(m.get("role", "user"), str):

@@ -8,7 +8,8 @@ The test files are exported from the given git directories (HEAD) into a tempora
 only the import of the store or session class is rewritten to `hshim`, a module written next to
 them whose classes keep the construction API (`SqliteStore.from_conn_string(path, index=, ttl=)`
 and `.setup()`, `AsyncSqliteStore`, `InMemoryStore(index=)`, `SQLiteSession(session_id, db_path,
-session_settings=)` and `.close()`) and return a HippocampusStore (prefix=(), the documented open
+session_settings=)` and `.close()`; the async store's `sweep_ttl` / `start_ttl_sweeper` / `stop_ttl_sweeper`
+are coroutines there, so they are mapped to the adapter's `asweep_ttl` and awaitable wrappers) and return a HippocampusStore (prefix=(), the documented open
 default, no `users=`) or a HippocampusSession over a Memory on a fresh collection (one per
 db_path, so the same path is the same store), with the bundled deterministic test embedder. The
 assertions are untouched. `--target reference` runs the same files with LangGraph's InMemoryStore
@@ -68,7 +69,13 @@ def _index(index):
 def _store(index=None, ttl=None):
     if TARGET == "reference":
         from langgraph.store.memory import InMemoryStore as Reference
-        return Reference(index=_index(index))
+
+        class Store(Reference):  # a __dict__ (InMemoryStore has __slots__), so setup can be set below
+            pass
+
+        store = Store(index=_index(index))
+        store.setup = lambda: None
+        return store
     import inspect
     from hippocampus.integrations.langgraph import HippocampusStore
     kwargs = {"prefix": (), "ttl": ttl}
@@ -98,6 +105,18 @@ class _AsyncSetup:
         async def setup():
             return None
         self.store.setup = setup
+        if TARGET != "reference":  # AsyncSqliteStore's sweep methods are coroutines: ours as awaitables
+            import asyncio
+            store = self.store
+            sync_start, sync_stop = store.start_ttl_sweeper, store.stop_ttl_sweeper
+            store.sweep_ttl = store.asweep_ttl
+
+            async def start_ttl_sweeper(sweep_interval_minutes=None):
+                return asyncio.wrap_future(sync_start(sweep_interval_minutes))
+
+            async def stop_ttl_sweeper(timeout=None):
+                return await asyncio.to_thread(sync_stop, timeout)
+            store.start_ttl_sweeper, store.stop_ttl_sweeper = start_ttl_sweeper, stop_ttl_sweeper
         return self.store
 
     async def __aexit__(self, *exc):
@@ -130,10 +149,16 @@ if TARGET == "reference":  # the SDK's own class, untouched
 # (file pattern, regex, replacement): the import of the class under test only
 REWRITES = [
     ("checkpoint/tests/test_store.py", r"^from langgraph\.store\.memory import InMemoryStore$", "from hshim import InMemoryStore"),
-    ("checkpoint-sqlite/tests/", r"^from langgraph\.store\.sqlite import SqliteStore$", "from hshim import SqliteStore"),
-    ("checkpoint-sqlite/tests/", r"^from langgraph\.store\.sqlite\.aio import AsyncSqliteStore$", "from hshim import AsyncSqliteStore"),
-    ("tests/memory/", r"^from agents import (.*)\bSQLiteSession\b,? ?(.*)$", r"from agents import \1\2\nfrom hshim import SQLiteSession"),
+    ("checkpoint-sqlite/tests/", r"^from langgraph\.store\.sqlite(?:\.aio)? import (SqliteStore|AsyncSqliteStore)$",
+     r"from hshim import \1"),
+    ("tests/memory/", r"^from agents import (.*\bSQLiteSession\b.*)$", lambda m: _without_session(m.group(1))),
 ]
+
+
+def _without_session(names: str) -> str:
+    """`from agents import A, SQLiteSession, B` -> the same import without it, and hshim's in its place."""
+    kept = [n.strip() for n in names.split(",") if n.strip() and n.strip() != "SQLiteSession"]
+    return (f"from agents import {', '.join(kept)}\n" if kept else "") + "from hshim import SQLiteSession"
 
 
 def export(git_dir: str, paths: list[str], into: Path) -> None:
@@ -149,7 +174,6 @@ def rewrite(folder: Path) -> list[str]:
         for where, pattern, repl in REWRITES:
             if where in rel:
                 text = re.sub(pattern, repl, text, flags=re.M)
-        text = text.replace("from agents import \nfrom hshim", "from hshim")
         if text != original:
             path.write_text(text)
             changed.append(rel)

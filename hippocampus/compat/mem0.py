@@ -154,7 +154,7 @@ class Memory:
 
     def reset(self) -> None:
         """Erase every memory and its history, of every user: mem0's reset of the whole store."""
-        for user in self.memory.user_ids():
+        for user in self.memory.user_ids(reserved=True):  # the adapters' rows too: a reset of the whole store
             self.memory.reset(user)
 
     # ------------------------------------------------------------------ reading

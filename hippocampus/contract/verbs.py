@@ -238,6 +238,8 @@ NOT_VERBS = {
     "config": "the settings (MemoryConfig) every service reads, a property; each face has its own configuration",
     "owner_of": "whose memory an id is, for a library face whose callers name a memory by id alone (the mem0 drop-in, "
                 "compat/mem0.py); a remote caller names its user, as every face's get does",
+    "renew_expiry": "a library helper for adapters that renew an expiry on read (the LangGraph store's TTL refresh): "
+                    "no history event, so not a change a remote caller makes; update_many sets an expiry with history",
     "user_ids": "every user of the store, for the mem0 drop-in's reset of a whole local store; a remote face's users "
                 "are its keys'",
 }

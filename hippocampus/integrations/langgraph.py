@@ -27,9 +27,11 @@ Only the `Memory` facade is used (a face; hippocampus imports nothing from here)
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import math
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -62,6 +64,7 @@ from .langgraph_index import (
     to_datetime,
     value_text,
 )
+from .langgraph_ttl import Sweeper, sweep
 
 __all__ = ["HippocampusStore", "value_text"]
 
@@ -122,12 +125,29 @@ class HippocampusStore(BaseStore):
         self.memory_type = memory_type
         self.chat_id = chat_id
         self.ttl_config = ttl
-        self._scope = ".".join(self.prefix)
+        self._scope = self.scope = ".".join(self.prefix)  # lg_scope of this store's items
         self._registry = registry_user(self._scope)
         self._known: set[str] = set()  # users the registry is known to hold
+        self._sweeper = Sweeper(self)
         self._lock = threading.Lock()  # one batch at a time: a put looks its key up, then writes
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[tuple[list[Op], asyncio.Future]]] = \
             weakref.WeakKeyDictionary()
+
+    # ------------------------------------------------------------------ TTL sweep (langgraph_ttl.py)
+    def sweep_ttl(self) -> int:
+        """Delete the expired items (history kept); returns how many."""
+        return sweep(self)
+
+    async def asweep_ttl(self) -> int:
+        return await asyncio.to_thread(sweep, self)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
+        """Sweep every `sweep_interval_minutes` (default: the store's ttl config) in a daemon thread."""
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        return self._sweeper.start(interval)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        return self._sweeper.stop(timeout)
 
     # ------------------------------------------------------------------ the namespace rule and the users
     def _split(self, namespace: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -261,16 +281,18 @@ class HippocampusStore(BaseStore):
     # ------------------------------------------------------------------ writing, in bulk
     @staticmethod
     def _expiry(ttl_minutes: float) -> int:
-        return now_ts() + max(1, math.ceil(float(ttl_minutes) * 60))
+        """Epoch seconds, rounded up: an item never expires before its TTL (at most a second after it)."""
+        return math.ceil(time.time() + max(1.0, float(ttl_minutes) * 60))
 
     def _refresh(self, touched: dict[int, tuple[str, MemoryRecord]]) -> None:
-        by_user: dict[str, list[dict[str, Any]]] = {}
+        """A read renews the items' TTL: one write per user and 1,000 items, no history event (renew_expiry)."""
+        by_user: dict[str, dict[int, int]] = {}
         for user_id, record in touched.values():
-            by_user.setdefault(user_id, []).append({"memory_id": record.id, "text": record.text,
-                                                    "expires_at": self._expiry(record.metadata[TTL])})
-        for user_id, items in by_user.items():
-            for start in range(0, len(items), CHUNK):
-                self.memory.update_many(items[start: start + CHUNK], user_id)
+            by_user.setdefault(user_id, {})[record.id] = self._expiry(record.metadata[TTL])
+        for user_id, expiries in by_user.items():
+            ids = list(expiries)
+            for start in range(0, len(ids), CHUNK):
+                self.memory.renew_expiry({i: expiries[i] for i in ids[start: start + CHUNK]}, user_id)
 
     def _write(self, puts: list[PutOp], view: _View) -> None:
         live = [op for op in puts if op.value is not None]

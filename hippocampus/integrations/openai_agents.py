@@ -21,7 +21,9 @@ the model sees the same schema in every framework. Heavy: imports agents (extra 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from agents import FunctionTool, RunContextWrapper
 from agents.memory import SessionSettings
@@ -33,6 +35,8 @@ from . import tools as T
 from .session_items import SessionItems
 
 __all__ = ["HippocampusSession", "memory_tools", "message_text"]
+
+T_ = TypeVar("T_")
 
 
 def message_text(item: Any) -> tuple[str, str] | None:
@@ -75,7 +79,7 @@ class HippocampusSession:
         self.max_messages = max_messages
         self._items = SessionItems(memory, self.user_id, self.session_id)
         self._handed: int | None = None  # items[:_handed] have gone to extraction (read from the store when first needed)
-        self._lock = asyncio.Lock()
+        self._lock = threading.RLock()  # held in the worker thread: callers may run on different event loops
 
     @property
     def reports(self) -> list[SessionReport]:
@@ -85,15 +89,13 @@ class HippocampusSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The conversation's items, oldest first; the latest `limit` (or session_settings.limit) when given."""
         limit = resolve_session_limit(limit, self.session_settings)
-        async with self._lock:
-            if limit is None:
-                return await asyncio.to_thread(self._items.load)
-            return await asyncio.to_thread(self._items.latest, limit)
+        if limit is None:
+            return await self._locked(self._items.load)
+        return await self._locked(self._items.latest, limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items in order (persisted); when `max_messages` messages wait, they are extracted."""
-        async with self._lock:
-            await asyncio.to_thread(self._add, list(items))
+        await self._locked(self._add, list(items))
 
     def _add(self, items: list[Any]) -> None:
         self._items.append(items)
@@ -104,8 +106,7 @@ class HippocampusSession:
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item; one already handed to an extraction stays extracted."""
-        async with self._lock:
-            return await asyncio.to_thread(self._pop)
+        return await self._locked(self._pop)
 
     def _pop(self) -> Any | None:
         item = self._items.pop()
@@ -116,8 +117,7 @@ class HippocampusSession:
     async def clear_session(self) -> None:
         """Erase the conversation's items; what they told is extracted first (clearing the history
         is not a request to forget the user)."""
-        async with self._lock:
-            await asyncio.to_thread(self._clear)
+        await self._locked(self._clear)
 
     def _clear(self) -> None:
         self._hand_over("save")
@@ -129,12 +129,22 @@ class HippocampusSession:
 
     async def end(self) -> SessionReport:
         """Extract what is waiting and close the session (idempotent: a second end does nothing)."""
-        async with self._lock:
-            return await asyncio.to_thread(self._hand_over, "end")
+        return await self._locked(self._hand_over, "end")
 
     def end_sync(self) -> SessionReport:
         """`end` for synchronous code (not from inside a running event loop)."""
-        return self._hand_over("end")
+        with self._lock:
+            return self._hand_over("end")
+
+    async def _locked(self, fn: Callable[..., T_], *args: Any) -> T_:
+        """`fn(*args)` in a worker thread under the session's lock: a thread lock, not an asyncio one,
+        so callers on different event loops (the SDK's threads, each with its own loop) are ordered too."""
+
+        def call() -> T_:
+            with self._lock:
+                return fn(*args)
+
+        return await asyncio.to_thread(call)
 
     async def __aenter__(self) -> HippocampusSession:
         return self

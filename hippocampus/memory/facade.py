@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from .. import validation as V
 from ..config import MemoryConfig
 from ..consolidation.service import ConsolidationService
 from ..context import MemoryContext
@@ -163,7 +164,8 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> AddResult:
-        """Remember a turn. With `infer=False` the text is stored as-is as one memory; with `infer=True`
+        """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
+        them. With `infer=False` the text is stored as-is as one memory; with `infer=True`
         the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
         decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
         `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
@@ -223,6 +225,15 @@ class Memory:
         Raises InvalidInput for a bad id or user_id or more than 1,000 ids, before anything is deleted;
         StoreError on failure (nothing deleted)."""
         return self._batch.delete_many(memory_ids, user_id)
+
+    def renew_expiry(self, expiries: dict[Any, Any], user_id: str) -> list[int]:
+        """Move the expiry of up to 1,000 memories of this user, {memory_id: expires_at} (as `add` takes it), in
+        one write and without a history event or re-embedding: a lease a reader renews, such as a LangGraph
+        store's TTL refreshed on read. Returns the ids renewed (missing or another user's are left out).
+
+        Raises InvalidInput, before anything changes, for a bad id, user_id or expiry, or more than 1,000;
+        StoreError on failure."""
+        return self._batch.renew_expiry(expiries, user_id)
 
     def reset(self, user_id: str) -> int:
         """Erase every memory of this user and its history, for good; returns how many memories went.
@@ -322,9 +333,11 @@ class Memory:
         by id alone, such as the mem0 drop-in (compat/mem0.py). Raises InvalidInput for a bad id; StoreError."""
         return self._records.owner(memory_id)
 
-    def user_ids(self) -> list[str]:
-        """Every user of this store (a memory or a history event), sorted. Raises StoreError on failure."""
-        return self._records.users()
+    def user_ids(self, *, reserved: bool = False) -> list[str]:
+        """Every user of this store (a memory or a history event), sorted; the adapters' reserved ids
+        (validation.RESERVED_USERS: an Agents SDK session's items, a LangGraph store's registry) only with
+        `reserved=True`. Raises StoreError on failure."""
+        return [u for u in self._records.users() if reserved or V.reserved_user(u) is None]
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
         """How many memories there are ("total", "episodic", "semantic"), for one user or, with

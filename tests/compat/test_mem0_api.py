@@ -12,6 +12,7 @@ from datetime import datetime
 import pytest
 
 from hippocampus.compat.mem0 import Memory
+from hippocampus.errors import InvalidInput
 
 from .conftest import open_mem0
 
@@ -204,3 +205,12 @@ def test_async_memory_takes_the_same_calls(mem0: Memory):
 
     anyio.run(run)
     assert mem0.get_all(filters={"user_id": "ana"}) == {"results": []}
+
+
+def test_the_native_add_takes_one_message_dict_as_mem0_does(mem0: Memory):
+    """hippocampus.Memory.add takes the shapes mem0's add takes: one {"role", "content"} dict is that message."""
+    native = mem0.memory
+    (memory_id,) = native.add({"role": "user", "content": "I keep bees on the roof"}, "bea").ids
+    assert native.get(memory_id, "bea").text == "I keep bees on the roof"
+    with pytest.raises(InvalidInput, match="dict"):
+        native.add({"role": "user"}, "bea")  # a dict without content is refused, as a list's item is

@@ -8,6 +8,7 @@ Hippocampus adds: a restart of the Memory, the extraction state across objects, 
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -130,6 +131,29 @@ def test_runner_replays_the_history_and_honours_a_run_limit(make):
     assert len(run(session.get_items())) == 6
 
 
+def test_one_session_written_from_threads_each_with_its_own_event_loop(make):
+    """The SDK's concurrent-access contract: one session object, add_items from five threads, each
+    running its own loop; every item is kept (an asyncio.Lock shared across loops hung here)."""
+    session = make(sid())
+
+    errors: list[BaseException] = []
+
+    def add(item: dict[str, Any]) -> None:
+        try:
+            asyncio.run(session.add_items([item]))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(item,), daemon=True) for item in ITEMS * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)  # a guard against a hang (daemon threads), not a measurement
+    assert not any(t.is_alive() for t in threads), "add_items from threads with their own loops never finished"
+    assert errors == []
+    assert sorted(i["content"] for i in run(session.get_items())) == sorted(i["content"] for i in ITEMS * 2)
+
+
 # ---------------------------------------------------------------------------- Hippocampus only
 
 
@@ -166,3 +190,17 @@ def test_a_fact_the_remember_tool_stored_is_not_extracted_again(memory):
     texts = sorted(r.text for r in memory.get_all(user))
     assert len([t for t in texts if "Pepper" in t]) == 1, texts  # the tool's, not the user's message again
     assert any("nurse" in t for t in texts), texts  # a turn without the tool is extracted
+
+
+def test_the_adapters_reserved_users_are_not_listed_as_users(tmp_path):
+    from hippocampus.integrations.langgraph import HippocampusStore
+    from hippocampus.validation import reserved_user
+
+    with Memory(milvus_uri=str(tmp_path / "reserved.db"), embedder=DeterministicEmbedder()) as memory:
+        run(HippocampusSession(memory, "yan", "s-reserved").add_items(ITEMS[:2]))
+        HippocampusStore(memory).put(("memories", "zoe"), "k", {"text": "Zoe rides a tandem"})
+        memory.add("Yan collects stamps", user_id="yan")
+        assert memory.user_ids() == ["yan", "zoe"]  # the people, not the adapters' bookkeeping
+        hidden = sorted(set(memory.user_ids(reserved=True)) - {"yan", "zoe"})
+        assert [reserved_user(u).split("'")[0] for u in hidden] == ["a LangGraph store", "an OpenAI Agents SDK session"]
+        assert reserved_user("yan") is None

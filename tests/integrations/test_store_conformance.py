@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from langgraph.store.memory import InMemoryStore
 
 from hippocampus import Memory
 from hippocampus.integrations.langgraph import HippocampusStore
+from hippocampus.models import now_ts
 from hippocampus.testing import DeterministicEmbedder
 
 DIMS = 64
@@ -264,3 +266,52 @@ def test_concurrent_async_calls_become_one_batch(memory):
 
     asyncio.run(run())
     assert counting.calls.get("add_many") == 1 and len(store.search(ns, limit=500)) == 200
+
+
+def test_a_ttl_refresh_is_one_write_per_user_and_no_history_event(memory):
+    counting = Counting(memory)
+    store = HippocampusStore(counting, prefix="ttl3")
+    store.batch([PutOp(("ttl3", user), f"k{i}", {"text": f"{user} note {i}"}, ttl=5) for user in ("fay", "gus") for i in range(4)])
+    records = {r.id: r for user in ("fay", "gus") for r in memory.get_all(user) if r.metadata.get("lg_scope") == "ttl3"}
+    events = {i: len(memory.history(i, r.user_id)) for i, r in records.items()}
+    for record in records.values():  # as if most of the TTL had passed
+        memory.renew_expiry({record.id: now_ts() + 10}, record.user_id)
+    counting.calls.clear()
+    assert len(store.search(("ttl3",), limit=100)) == 8  # a read of every item refreshes every TTL
+    assert counting.calls.get("renew_expiry") == 2 and "update_many" not in counting.calls and "update" not in counting.calls
+    after = {r.id: r for user in ("fay", "gus") for r in memory.get_all(user) if r.metadata.get("lg_scope") == "ttl3"}
+    assert all(r.metadata["expires_at"] >= now_ts() + 290 for r in after.values())
+    assert {i: len(memory.history(i, r.user_id)) for i, r in records.items()} == events  # no "updated" event
+    assert all(after[i].text == r.text and after[i].metadata["lg_value"] == r.metadata["lg_value"] for i, r in records.items())
+
+
+def test_sweep_ttl_deletes_the_expired_items_and_the_sweeper_does_it_alone(memory):
+    store = HippocampusStore(memory, prefix="sweep")
+    store.batch([PutOp(("sweep", "hal"), "old", {"text": "Hal's parcel arrives today"}, ttl=5),
+                 PutOp(("sweep", "ida"), "old", {"text": "Ida's call at noon"}, ttl=5),
+                 PutOp(("sweep", "ida"), "live", {"text": "Ida's meeting tomorrow"}, ttl=5),
+                 PutOp(("sweep", "ida"), "kept", {"text": "Ida likes tea"})])
+
+    def past(user: str, key: str) -> None:
+        [record] = [r for r in memory.get_all(user) if r.metadata.get("lg_scope") == "sweep" and r.metadata["lg_key"] == key]
+        memory.renew_expiry({record.id: now_ts() - 5}, user)
+
+    def keys(user: str) -> set[str]:
+        return {r.metadata["lg_key"] for r in memory.get_all(user, include_expired=True) if r.metadata.get("lg_scope") == "sweep"}
+
+    past("hal", "old")
+    past("ida", "old")
+    assert store.sweep_ttl() == 2 and store.sweep_ttl() == 0
+    assert keys("hal") == set() and keys("ida") == {"live", "kept"}
+    past("ida", "live")
+    assert store.stop_ttl_sweeper() is True  # none running
+    with pytest.raises(ValueError, match="sweep_interval_minutes"):
+        store.start_ttl_sweeper()  # the store's ttl= names no interval
+    future = store.start_ttl_sweeper(sweep_interval_minutes=0.2 / 60)
+    for _ in range(300):  # a guard against a sweeper that never sweeps, not a measurement
+        if keys("ida") == {"kept"}:
+            break
+        time.sleep(0.1)
+    assert keys("ida") == {"kept"}
+    assert store.stop_ttl_sweeper(timeout=30) is True and future.done()
+    assert asyncio.run(store.asweep_ttl()) == 0
