@@ -65,19 +65,18 @@ class RetrievalParams:
 
     @classmethod
     def from_config(cls, config: Any) -> RetrievalParams:
-        return cls(
-            mode=config.search_mode,
-            fusion=config.hybrid_fusion,
-            bm25_weight=float(config.hybrid_bm25_weight),
-            candidates=int(config.search_candidates),
-            hubness_weight=float(config.rank_hubness_weight),
-            subject_weight=float(config.rank_subject_weight),
-            graph_on=config.graph == "on",
-            graph=GraphParams(weight=float(config.rank_graph_weight)),
-            rank=RankParams.from_config(config),
-            context=ContextParams.from_config(config),
-            categories=tuple(spec.name for spec in getattr(config, "categories", ())),
-        )
+        """The params every stage declares it reads (stages.py `SETTINGS`), plus the project's categories."""
+        kwargs: dict[str, Any] = {"categories": tuple(spec.name for spec in getattr(config, "categories", ()))}
+        for settings in stages.SETTINGS.values():
+            for name, (param, read) in settings.config_fields.items():
+                kwargs[param] = read(getattr(config, name))
+            for param, build in settings.built.items():
+                kwargs[param] = build(config)
+        return cls(**kwargs)
+
+    def reorders(self, mode: SearchMode, use_context: bool, use_graph: bool) -> bool:
+        """Whether any stage reorders the candidates, so the search gathers `candidates` rather than the limit."""
+        return any(s.reorders(self, mode, use_context, use_graph) for s in stages.SETTINGS.values())
 
 
 class Retriever:
@@ -156,8 +155,7 @@ class Retriever:
             return []  # no bucket yet: this user has no memories
         use_context = self.params.context.active and query_vector is not None and mode != "bm25"
         use_graph = (self.params.graph_on if graph is None else bool(graph)) and self.params.graph.active and query_vector is not None
-        reorder = (mode == "hybrid" or self.params.rank.active or use_context or self.params.hubness_weight > 0 or use_graph
-                   or self.params.subject_weight > 0)
+        reorder = self.params.reorders(mode, use_context, use_graph)
         q = stages.Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded, include_expired),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
                   include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph,

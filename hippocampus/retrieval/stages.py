@@ -1,27 +1,33 @@
 """The stages a query walks, in order: `STAGES`. Each takes the retriever, the query and the candidates so
-far and returns the candidates for the next; the retriever (search.py) runs them once per search."""
+far and returns the candidates for the next; the retriever (search.py) runs them once per search.
+
+Each stage also declares its settings beside it (`@declares`, collected in `SETTINGS`, after Graphiti's
+`SearchConfig` recipes): the `MemoryConfig` fields it reads into `RetrievalParams` and when it needs more
+candidates than the limit. `RetrievalParams.from_config` and the retriever's candidate depth read them
+from here, so a new stage is this file (or a module of its own) plus its tests and its config fields."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from . import crosslang as X
+from .context import ContextParams
 from .fusion import Candidate, FusionMethod, collect, fuse
+from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple_links
 from .graph import apply as apply_graph
-from .graph import combine, cosine, entity_links, hop_links, triple_links
 from .hubness import corrections, hub_scores
-from .ranking import diversify, rank
+from .ranking import RankParams, diversify, rank
 from .rows import current_row, lite_scope, live_row
 from .subject import apply as apply_subject
 
 if TYPE_CHECKING:
-    from .search import Retriever, SearchMode
+    from .search import RetrievalParams, Retriever, SearchMode
 
 
 @dataclass
@@ -46,6 +52,37 @@ class Query:
     plain: bool = False  # no caller filter: the scope is the user, kind, superseded and expiry conditions only  # shared by the kinds of one search (Retriever.search `memo`)
 
 
+Stage = Callable[["Retriever", Query, list[Candidate]], list[Candidate]]
+Reorders = Callable[["RetrievalParams", "SearchMode", bool, bool], bool]  # (params, mode, use_context, use_graph)
+
+
+def _never(p: RetrievalParams, mode: SearchMode, use_context: bool, use_graph: bool) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one stage owns: `config_fields` maps a MemoryConfig field to the RetrievalParams field it
+    fills and how it is read; `built` fills a RetrievalParams field from the whole config (a stage's own
+    params class); `reorders` says when the stage needs more candidates than the limit."""
+
+    config_fields: Mapping[str, tuple[str, Callable[[Any], Any]]] = field(default_factory=dict)
+    built: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    reorders: Reorders = _never
+
+
+SETTINGS: dict[str, Settings] = {}  # stage name -> its settings, filled by `declares`
+
+
+def declares(settings: Settings) -> Callable[[Stage], Stage]:
+    """Record a stage's settings under its name (the stage itself is returned unchanged)."""
+    def record(stage: Stage) -> Stage:
+        SETTINGS[stage.__name__] = settings
+        return stage
+    return record
+
+
+@declares(Settings(config_fields={"search_mode": ("mode", str), "search_candidates": ("candidates", int)}))
 def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
     """Candidates by mode: dense, BM25 (filled with the scope's newest when few share a word), both,
     or Milvus's own hybrid ranking (already scored)."""
@@ -60,6 +97,8 @@ def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
     return collect(dense, lexical, q.vector)
 
 
+@declares(Settings(config_fields={"rank_hubness_weight": ("hubness_weight", float)},
+                   reorders=lambda p, mode, use_context, use_graph: p.hubness_weight > 0))
 def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Lower the similarity of memories close to every query (retrieval/hubness.py); the dense
     ranks follow the corrected similarity. Not for BM25 alone nor Milvus's own hybrid ranking."""
@@ -81,12 +120,15 @@ def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return cands
 
 
+@declares(Settings())  # its settings are the crosslang embedder's (retrieval/crosslang.py)
 def crosslang(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Memories in a script the query does not use, found and scored by the cross-language vector
     (retrieval/crosslang.py); only with `crosslang_embedder` set and a store that has the field."""
     return X.stage(r, q, cands)
 
 
+@declares(Settings(config_fields={"hybrid_fusion": ("fusion", str), "hybrid_bm25_weight": ("bm25_weight", float)},
+                   reorders=lambda p, mode, use_context, use_graph: mode == "hybrid"))
 def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """One score per candidate: BM25's, the (corrected) similarity, or the weighted / RRF fusion of both."""
     if q.mode == "bm25":
@@ -103,12 +145,17 @@ def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return fuse(cands, q.text, method, r.params.bm25_weight, script_aware=r.params.script_aware)
 
 
+@declares(Settings(config_fields={"rank_subject_weight": ("subject_weight", float)},
+                   reorders=lambda p, mode, use_context, use_graph: p.subject_weight > 0))
 def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """A question about the user passes over memories only about someone else, and the reverse
     (retrieval/subject.py). Not for BM25 alone, whose scores are on another scale."""
     return cands if q.mode == "bm25" else apply_subject(cands, q.text, q.user_id, r.params.subject_weight)
 
 
+@declares(Settings(config_fields={"graph": ("graph_on", lambda v: v == "on"),
+                                   "rank_graph_weight": ("graph", lambda v: GraphParams(weight=float(v)))},
+                   reorders=lambda p, mode, use_context, use_graph: use_graph))
 def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Memories linked to the query through the user's graph join or rise (retrieval/graph.py; with `graph: on`)."""
     g, p = r.store.graph, r.params.graph
@@ -136,21 +183,25 @@ def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return apply_graph(cands, linked, joined, p.weight)
 
 
+@declares(Settings(built={"context": ContextParams.from_config},
+                   reorders=lambda p, mode, use_context, use_graph: use_context))
 def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """The best match's chat, a named who, and (opt-in) chat neighbours (retrieval/context.py)."""
     return r._in_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
 
 
+@declares(Settings())
 def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Facts a newer one superseded leave, and memories past a caller's `expires_at`, unless asked for (the
     filter's twin for servers without JSON exists)."""
     return [c for c in cands if (q.include_superseded or current_row(c.row)) and (q.include_expired or live_row(c.row))]
 
 
+@declares(Settings(built={"rank": RankParams.from_config},
+                   reorders=lambda p, mode, use_context, use_graph: p.rank.active))
 def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Recency, use and importance bonuses, then MMR diversity (retrieval/ranking.py; off by default)."""
     return diversify(rank(cands, r.params.rank, q.now), r.params.rank.mmr_weight, r.store.vectors)
 
 
-Stage = Callable[["Retriever", Query, list[Candidate]], list[Candidate]]
 STAGES: tuple[Stage, ...] = (gather, hubness, crosslang, fusion, subject, graph, context, current, ranking)  # the order a query walks, once
