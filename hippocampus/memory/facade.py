@@ -132,8 +132,10 @@ class Memory:
         when the block raises: a test scripts one step without rebuilding its Memory, as pydantic-ai's
         `Agent.override` does. Raises nothing itself.
 
-        >>> with memory.override(llm=ScriptedChatModel(replies={"WriteDecision": {"write_episodic": False}})):
-        ...     memory.add("hello", user_id="u", infer=True)"""
+        ```python
+        with memory.override(llm=ScriptedChatModel(replies={"WriteDecision": {"write_episodic": False}})):
+            memory.add("hello", user_id="u", infer=True)
+        ```"""
         with self.ctx.override(llm=llm):
             yield self
 

@@ -148,8 +148,8 @@ class Client(_Base):
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (see Memory.add_many); the ids in input order. A batch over wire.MAX_ADD_MANY
-        items (what one request may embed) goes as several requests, each checked whole before it is written:
-        InvalidInput for a bad item leaves the requests before it stored."""
+        items (what one request may embed) goes as several requests, each checked whole before it is written.
+        Raises InvalidInput for a bad item (the requests before it stay stored)."""
         ids: list[int] = []
         for part in _parts(items):
             ids += self._send(_Requests.add_many(self, part, batch_size))
@@ -232,7 +232,8 @@ class AsyncClient(_Base):
             offset = page.next_offset
 
     async def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
-        """As Client.add_many: several requests for a batch over wire.MAX_ADD_MANY items."""
+        """As Client.add_many: several requests for a batch over wire.MAX_ADD_MANY items. Raises InvalidInput
+        for a bad item (the requests before it stay stored)."""
         ids: list[int] = []
         for part in _parts(items):
             ids += await self._send(_Requests.add_many(self, part, batch_size))
