@@ -91,7 +91,7 @@ class ConsolidationJob:
         self.thresholds = thresholds_for(config, embedder.model_name)
         self._lock: AbstractContextManager[Any] = write_lock if write_lock is not None else nullcontext()
         # the one write path (store/writes.py); the job holds the lock across its checks and calls its *_held methods
-        self.writes = writes or Writer(store, embedder, write_lock or threading.Lock(), config.categories)
+        self.writes = writes or Writer(store, embedder, write_lock or threading.Lock())
         self.honour = honour
         self.stats = ConsolidationStats()
         # the run's lease check (store/leases.py), before each destructive step: a replica that lost its
