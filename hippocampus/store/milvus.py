@@ -39,7 +39,7 @@ from .xvector import CrossVectors
 
 log = logging.getLogger(__name__)
 
-MEMORY_FIELDS = list(ROW_FIELDS)  # the columns MemoryRecord.to_row writes (models.py)
+MEMORY_FIELDS = list(ROW_FIELDS)  # the columns MemoryRecord.to_row writes (models/record.py)
 _PAGE = 1000
 
 
