@@ -1,8 +1,9 @@
 """The consolidation service: one run is the phases of `PHASES`, in order, as retrieval's `STAGES` are.
 
 The episodic phases (recover interrupted merges, pending decisions, distillation, merge and
-separate) are the ConsolidationJob's (job.py); then the lifecycle's (supersede, compress, decay:
-lifecycle/) and the graph's (graph/). The facade delegates `consolidate` and `decide_pending` here.
+separate) are the ConsolidationJob's (job.py runs them: merges.py, pending.py, distill.py, pairs.py);
+then the lifecycle's (supersede, compress, decay: lifecycle/) and the graph's (graph/). The facade
+delegates `consolidate` and `decide_pending` here.
 
 Each phase declares beside it (`@declares`, collected in `PHASE_SETTINGS`, as retrieval's stages do) the
 MemoryConfig fields it reads itself and when it runs; `consolidate` reads the switch from there. What the
