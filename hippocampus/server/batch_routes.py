@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fastapi import Depends
 
+from ..contract.replies import BatchDeleteResult, BatchUpdateResult
 from ..contract.wire import DeleteManyRequest, UpdateManyRequest
 from ..memory import Memory
-from ..memory.batch import BatchDeleteResult, BatchUpdateResult
 from .deps import TenantDep, memory_of, v1_router
 
 router = v1_router()

@@ -14,6 +14,7 @@ from fastapi import Depends, Query, Request
 
 from .. import validation as V
 from ..contract import wire
+from ..contract.replies import GraphView
 from ..contract.wire import (
     AddManyRequest,
     AddRequest,
@@ -31,7 +32,6 @@ from ..contract.wire import (
     json_filters,
 )
 from ..errors import InvalidInput
-from ..graph.service import GraphView
 from ..memory import Memory
 from ..models import (
     AddResult,

@@ -13,11 +13,10 @@ from pathlib import Path
 
 from fastapi import Depends, Request
 
+from ..contract.replies import GraphStats, ImportReport
 from ..contract.wire import BuildGraphRequest, ExportReply, ImportRequest
 from ..errors import InvalidInput
-from ..graph.build import GraphStats
 from ..memory import Memory
-from ..transfer.service import ImportReport
 from .deps import TenantDep, consolidations, memory_of, v1_router
 
 router = v1_router()

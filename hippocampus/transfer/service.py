@@ -13,10 +13,9 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
-
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.replies import ImportReport
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import new_life
 from ..lifecycle.policy import DecayRule, decay_table, score_of
@@ -34,16 +33,6 @@ log = logging.getLogger(__name__)
 
 ACTOR = "import"
 _BATCH = 256
-
-
-class ImportReport(BaseModel):
-    """What an import did: ids updated, created and left as they were; entries skipped, and why."""
-
-    updated: list[int] = Field(default_factory=list)
-    created: list[int] = Field(default_factory=list)
-    unchanged: list[int] = Field(default_factory=list)
-    skipped: int = 0
-    warnings: list[str] = Field(default_factory=list)
 
 
 class Lister(Protocol):
