@@ -268,7 +268,7 @@ class _Requests:
     def export_md(self, user_id: str, path: Any = None, now: Any = None) -> Call[str]:
         """This user's memories as a MEMORY.md (see Memory.export_md); with `path` the file is written
         here (the old one kept as .bak). Raises InvalidInput for a bad user_id or now; OSError."""
-        from ..transfer import memory_md
+        from ..transfer import files
 
         params = {"user_id": _uid(user_id), **({"now": now} if now is not None else {})}
         call: Call[Any] = Call("GET", "/export/md", None, params=params)
@@ -276,7 +276,7 @@ class _Requests:
         def read(payload: Any) -> str:
             text = str(payload["text"])
             if path is not None:
-                memory_md.save(path, text)
+                files.save(path, text)
             return text
 
         call.read = read  # type: ignore[method-assign]
@@ -285,12 +285,12 @@ class _Requests:
     def export_jsonl(self, user_id: str, path: Any) -> Call[int]:
         """Back up this user's memories and history as JSONL into `path`, written here (see
         Memory.export_jsonl); how many memories. Raises InvalidInput for a bad user_id; OSError."""
-        from ..transfer import memory_md
+        from ..transfer import files
 
         call: Call[Any] = Call("GET", "/export/jsonl", None, params={"user_id": _uid(user_id)})
 
         def read(payload: Any) -> int:
-            memory_md.write_atomically(path, [str(payload["text"])])
+            files.write_atomically(path, [str(payload["text"])])
             return int(payload["count"])
 
         call.read = read  # type: ignore[method-assign]

@@ -23,7 +23,7 @@ from ..lifecycle.when import user_zone
 from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State, now_ts
 from ..store import filters as F
 from ..store.writes import plain_row
-from . import memory_md
+from . import files, memory_md
 from .dates import dated, said_on
 from .jsonl import HASH_KEY, dump_line, load_line, record_hash, row_hash, text_hash
 from .memory_md import MdEntry
@@ -59,7 +59,7 @@ class TransferService:
         records = sorted(self.lister.iter_all(user_id), key=lambda r: r.id)
         text = memory_md.render([memory_md.md_entry(r, now, table) for r in records], now)
         if path is not None:
-            memory_md.save(path, text)
+            files.save(path, text)
         return text
 
     def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
@@ -146,7 +146,7 @@ class TransferService:
         for raw in self.ctx.store.history(F.eq("user_id", user_id)):
             event = HistoryEvent.model_validate(raw)
             events[event.memory_id].append(event)
-        memory_md.write_atomically(path, (dump_line(_exportable(r), events[r.id]) + "\n" for r in records))
+        files.write_atomically(path, (dump_line(_exportable(r), events[r.id]) + "\n" for r in records))
         return len(records)
 
     def import_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> ImportReport:
