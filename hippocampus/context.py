@@ -33,7 +33,7 @@ class MemoryContext:
         self.embedder = embedder = traced_embedder(embedder, config)  # itself unless tracing is on (tracing.py)
         self._llm = llm
         self.write_lock = threading.Lock()
-        self.writer = Writer(store, embedder, self.write_lock, config.categories)
+        self.writer = Writer(store, embedder, self.write_lock)
         self.retriever = Retriever(store, embedder, RetrievalParams.from_config(config))
 
     @property
@@ -43,11 +43,11 @@ class MemoryContext:
 
     @config.setter
     def config(self, config: MemoryConfig) -> None:
-        """Replace the settings; what was made from them follows at once: the retriever's parameters and
-        the writer's project categories (the same objects, which the facade and the jobs hold)."""
+        """Replace the settings; what was made from them follows at once: the retriever's parameters (the
+        same retriever, which the facade and the jobs hold). The project's categories are read from the
+        config at each write (lifecycle/rows.new_row), so nothing else holds them."""
         self._config = config
         self.retriever.params = RetrievalParams.from_config(config)
-        self.writer.categories = tuple(config.categories)
 
     @classmethod
     def open(cls, config: MemoryConfig, embedder: Embedder, llm: ChatModel | None = None) -> MemoryContext:

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from eval_locomo import DEFAULT_DATA, turns_of  # noqa: E402
 
 from hippocampus import Memory  # noqa: E402
-from hippocampus.consolidation import job as job_module  # noqa: E402
+from hippocampus.consolidation import rules as pair_rules  # noqa: E402
 from hippocampus.embeddings import OfflineEmbedder  # noqa: E402
 from hippocampus.store import MilvusStore  # noqa: E402
 
@@ -104,7 +104,7 @@ class Pairs:
 
     def __init__(self) -> None:
         self.proposed = 0
-        self._original = job_module.R.classify
+        self._original = pair_rules.classify
 
     def __enter__(self) -> Pairs:
         def classify(similarity: float, thresholds: Any) -> str:
@@ -112,11 +112,11 @@ class Pairs:
             self.proposed += kind != "none"
             return kind
 
-        job_module.R.classify = classify
+        pair_rules.classify = classify
         return self
 
     def __exit__(self, *exc: object) -> None:
-        job_module.R.classify = self._original
+        pair_rules.classify = self._original
 
 
 def run(n: int, data: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:

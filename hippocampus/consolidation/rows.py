@@ -1,16 +1,19 @@
-"""What the consolidation job and its distillation share: the ids in scope by user, the check that
-records are still as read, their history events and the size check on a model's text. They write
-through the facade's Writer (store/writes.py), rows built by MemoryRecord.to_row."""
+"""What the consolidation job's phases share: the ids in scope by user, the check that records are still
+as read, their history events, the size check on a model's text and a record's rewrite in place. They
+write through the facade's Writer (store/writes.py), rows built by MemoryRecord.to_row."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
+from ..embeddings import Embedder
 from ..models import TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord
 from ..store import MilvusStore
 from ..store import filters as F
+from ..store.writes import Writer
 
 log = logging.getLogger(__name__)
 ACTOR = "consolidation"
@@ -47,3 +50,19 @@ def event(record: MemoryRecord, action: HistoryAction, **kw: Any) -> HistoryEven
 
 def fits(text: str | None) -> bool:
     return bool(text and text.strip()) and len(text.encode("utf-8")) <= TEXT_MAX_BYTES
+
+
+def rewrite(store: MilvusStore, embedder: Embedder, writes: Writer, lock: AbstractContextManager[Any], record: MemoryRecord,
+            text: str, metadata: dict[str, Any], action: HistoryAction | None = None, details: dict[str, Any] | None = None) -> None:
+    """Rewrite `record` in place through the Writer (its event first, when `action`); a memory deleted
+    or edited since it was read is left as it is."""
+    if text != record.text:
+        vector = embedder.encode([text], role="passage")[0].tolist()
+    else:
+        vector = store.vectors([record.id]).get(record.id)
+        if vector is None:
+            return  # deleted meanwhile
+    row = record.model_copy(update={"text": text, "metadata": metadata}).to_row(vector)
+    events = [event(record, action, old_text=record.text, new_text=text, details=details or {})] if action is not None else []
+    with lock:
+        writes.rewrite_held([row], [record], events)

@@ -1,8 +1,13 @@
 """The consolidation service: one run is the phases of `PHASES`, in order, as retrieval's `STAGES` are.
 
 The episodic phases (recover interrupted merges, pending decisions, distillation, merge and
-separate) are the ConsolidationJob's (job.py); then the lifecycle's (supersede, compress, decay:
-lifecycle/) and the graph's (graph/). The facade delegates `consolidate` and `decide_pending` here."""
+separate) are the ConsolidationJob's (job.py runs them: merges.py, pending.py, distill.py, pairs.py);
+then the lifecycle's (supersede, compress, decay: lifecycle/) and the graph's (graph/). The facade
+delegates `consolidate` and `decide_pending` here.
+
+Each phase declares beside it (`@declares`, collected in `PHASE_SETTINGS`, as retrieval's stages do) the
+MemoryConfig fields it reads itself and when it runs; `consolidate` reads the switch from there. What the
+job (job.py) and lifecycle/ read of the config is theirs."""
 
 from __future__ import annotations
 
@@ -45,6 +50,28 @@ class Run:
     lease: Lease | None = None  # held for the whole run (store/leases.py); its check fences each destructive step
 
 
+@dataclass(frozen=True)
+class PhaseSettings:
+    """What a phase owns: the MemoryConfig fields it reads itself (`settings`) and when it runs (`runs`,
+    from the config; a phase that is off is not called)."""
+
+    settings: tuple[str, ...] = ()
+    runs: Callable[[Any], bool] = lambda config: True
+
+
+Phase = Callable[[Run], None]
+PHASE_SETTINGS: dict[str, PhaseSettings] = {}  # phase name -> its settings, filled by `declares`
+
+
+def declares(settings: PhaseSettings) -> Callable[[Phase], Phase]:
+    """Record a phase's settings under its name (the phase itself is returned unchanged)."""
+    def record(phase: Phase) -> Phase:
+        PHASE_SETTINGS[phase.__name__] = settings
+        return phase
+    return record
+
+
+@declares(PhaseSettings())  # the job reads its own (merge thresholds and windows, k_semantic, write_decision, ...)
 def episodes(run: Run) -> None:
     """The job's phases: finish interrupted merges, decide pending turns, distil, merge and separate."""
     job = ConsolidationJob.from_context(run.ctx, run.honour)
@@ -58,6 +85,7 @@ def _fence(run: Run) -> Callable[[], None] | None:
     return run.lease.check if run.lease is not None else None
 
 
+@declares(PhaseSettings(settings=("decay_preset", "categories")))  # the decay table judges a superseded fact's score
 def supersede(run: Run) -> None:
     """Older facts that newer ones contradict marked superseded (newest wins)."""
     ctx, stats = run.ctx, run.stats
@@ -66,34 +94,31 @@ def supersede(run: Run) -> None:
     stats.superseded, stats.llm_calls, stats.errors = sup.superseded, stats.llm_calls + sup.llm_calls, stats.errors + sup.errors
 
 
+@declares(PhaseSettings(settings=("decay_preset",), runs=lambda config: config.decay_preset != "off"))
 def compress(run: Run) -> None:
     """Facts over 30 / 90 days old compressed (not with decay_preset off)."""
     ctx, stats = run.ctx, run.stats
-    if ctx.config.decay_preset == "off":
-        return
     comp = run_compress(ctx.store, ctx.embedder, ctx.write_lock, lambda: ctx.processor(FactCompressor), run.user_id, now_ts(),
                         fence=_fence(run))
     stats.compressed, stats.llm_calls, stats.errors = comp.compressed, stats.llm_calls + comp.llm_calls, stats.errors + comp.errors
 
 
+@declares(PhaseSettings(settings=("decay_preset",), runs=lambda config: config.decay_preset != "off"))
 def decay(run: Run) -> None:
     """Archive, forget and promote by score (not with decay_preset off)."""
-    if run.ctx.config.decay_preset == "off":
-        return
     aged = run.decayer.decay(run.user_id, progress=run.progress)
     run.stats.archived, run.stats.forgotten, run.stats.promoted = aged.archived, aged.forgotten, aged.promoted
 
 
+@declares(PhaseSettings(settings=("graph",), runs=lambda config: config.graph == "on"))
 def graph(run: Run) -> None:
     """With `graph: on`, new memories read into the graph: last, it reads what the others left."""
-    if run.ctx.config.graph != "on":
-        return
     built = run.graph.build_graph(run.user_id, progress=run.progress)
     stats = run.stats
     stats.graph_read, stats.llm_calls, stats.errors = built.memories_read, stats.llm_calls + built.llm_calls, stats.errors + built.errors
 
 
-PHASES: tuple[Callable[[Run], None], ...] = (episodes, supersede, compress, decay, graph)
+PHASES: tuple[Phase, ...] = (episodes, supersede, compress, decay, graph)
 
 
 class ConsolidationService:
@@ -114,7 +139,8 @@ class ConsolidationService:
         with self.ctx.store.leases.hold(JOBS, user_id if user_id is not None else ALL, "consolidate", wait_s=None) as lease:
             run = Run(self.ctx, self.decayer, self.graph, user_id, progress, ConsolidationStats(), self.honour, lease)
             for phase in PHASES:
-                phase(run)
+                if PHASE_SETTINGS[phase.__name__].runs(self.ctx.config):
+                    phase(run)
         return run.stats
 
     def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:

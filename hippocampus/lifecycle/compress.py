@@ -38,8 +38,9 @@ from ..processors.compressor import FactCompressor
 from ..processors.fact_extract import IS_CJK
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..store.writes import new_row, revised_row
+from ..store.writes import revised_row
 from .policy import DAY, PERMANENT
+from .rows import new_row
 
 log = logging.getLogger(__name__)
 FACTS, PATTERN = "facts", "pattern"  # metadata["compression"]: what a memory is the output of

@@ -10,7 +10,7 @@ from ..errors import InvalidInput
 from ..models import LIFE_KEY, HistoryAction, HistoryEvent, Lifecycle, MemoryType, State, now_ts
 from ..store import MilvusStore
 from ..store import filters as F
-from ..store.writes import new_row
+from .rows import new_row
 
 
 def revived(saved: dict[str, Any]) -> dict[str, Any]:

@@ -230,12 +230,12 @@ def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_
 def _keep_rest(ctx: MemoryContext, old: MemoryRecord, rest: str, actor: str) -> int:
     """A new memory of what a corrected memory said beyond the corrected slot: said when the old one was,
     carrying its caller metadata (the turn keys among them) and `split_from`."""
+    from ..lifecycle.rows import new_row
     from ..models import LIFE_KEY
-    from ..store.writes import new_row
 
     key = "fact" if old.memory_type is MemoryType.SEMANTIC else "thing"
     owned = {LIFE_KEY, "created_at", "updated_at", "thing", "fact", "source_text", "said_at", "named_date", "split_from"}
     meta = {**{k: v for k, v in old.metadata.items() if k not in owned}, key: rest, "split_from": old.id}
-    row = new_row(old.user_id, old.memory_type, old.ts, old.chat_id, old.who, rest, meta)
+    row = new_row(old.user_id, old.memory_type, old.ts, old.chat_id, old.who, rest, meta, declared=ctx.config.categories)
     return ctx.writer.insert([row], actor=actor, details={"reason": f"kept from memory {old.id} when a correction superseded it",
                                                           "split_from": old.id})[0]

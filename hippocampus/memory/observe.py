@@ -21,11 +21,13 @@ from ..embeddings import Embedder
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import model_category, new_life
 from ..lifecycle.policy import PERMANENT, DecayRule
+from ..lifecycle.rows import new_row
 from ..lifecycle.when import user_zone
 from ..models import (
     LIFE_KEY,
     AnyCategory,
     Category,
+    CategorySpec,
     HistoryAction,
     MemoryRecord,
     MemoryType,
@@ -37,7 +39,7 @@ from ..processors.gate import refusals
 from ..processors.monitor import MonitorPlan
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..store.writes import Writer, new_row
+from ..store.writes import Writer
 from .forget import ACTOR, _soft_delete, forget_asks, forget_named, forget_split, supersede_corrected
 from .online import record_use
 
@@ -55,9 +57,9 @@ class TurnParts:
     """What the turn itself fixes of every memory it adds: who, where, when, and its source text."""
 
     def __init__(self, user_id: str, chat_id: str, who: str, ts: int, text: str, metadata: dict[str, Any],
-                 tz: tzinfo | None = None):
+                 tz: tzinfo | None = None, declared: Sequence[CategorySpec] = ()):
         self.user_id, self.chat_id, self.who, self.ts, self.text, self.metadata = user_id, chat_id, who, ts, text, metadata
-        self.tz = tz
+        self.tz, self.declared = tz, tuple(declared)  # the project's categories (MemoryConfig.categories)
 
     def row(self, text: str, category: AnyCategory | None, importance: float | None) -> dict[str, Any]:
         """The one rule (lifecycle/when.py): importance read from the turn as said (a model's level kept, an
@@ -65,16 +67,17 @@ class TurnParts:
         life = new_life(text, MemoryType.EPISODIC, now_ts(), self.ts, category, importance, said=self.text, tz=self.tz).stored()
         meta = {"context": "", "thing": text, "time": ts_to_iso(self.ts), "chatid": self.chat_id, "who": self.who,
                 **self.metadata, "source_text": self.text, LIFE_KEY: life}
-        return new_row(self.user_id, MemoryType.EPISODIC, self.ts, self.chat_id, self.who, text, meta, said_ts=self.ts, tz=self.tz)
+        return new_row(self.user_id, MemoryType.EPISODIC, self.ts, self.chat_id, self.who, text, meta, said_ts=self.ts, tz=self.tz,
+                       declared=self.declared)
 
 
 def apply_plan(store: MilvusStore, embedder: Embedder, lock: threading.Lock, writes: Writer, plan: MonitorPlan,
                turn: TurnParts, table: dict[Category, DecayRule]) -> ObserveResult:
     """Apply a checked plan; a memory deleted or promoted to core meanwhile is skipped and said so."""
     out = ObserveResult(refused=list(plan.refused), reason=plan.reason)
-    adds = [a for a in plan.adds if not refusals(a.text, writes.categories)]  # the project's instructions
-    out.refused += [f"add {a.text!r}: {why}" for a in plan.adds if a not in adds for why in refusals(a.text, writes.categories)]
-    rows = [turn.row(a.text, _category(a.category, writes.categories), IMPORTANCE.get(a.importance)) for a in adds]
+    adds = [a for a in plan.adds if not refusals(a.text, turn.declared)]  # the project's instructions
+    out.refused += [f"add {a.text!r}: {why}" for a in plan.adds if a not in adds for why in refusals(a.text, turn.declared)]
+    rows = [turn.row(a.text, _category(a.category, turn.declared), IMPORTANCE.get(a.importance)) for a in adds]
     if rows:
         out.added = writes.insert(rows, actor=ACTOR)
     current: dict[int, MemoryRecord] = {}
@@ -88,8 +91,8 @@ def apply_plan(store: MilvusStore, embedder: Embedder, lock: threading.Lock, wri
         old = current.get(mid)
         if old is None or old.life.category in PERMANENT:
             continue
-        if refusals(text, writes.categories):
-            out.refused += [f"update of memory {mid}: {why}" for why in refusals(text, writes.categories)]
+        if refusals(text, turn.declared):
+            out.refused += [f"update of memory {mid}: {why}" for why in refusals(text, turn.declared)]
             continue
         meta = {**old.metadata, "updated_at": now_ts()}
         if old.memory_type is MemoryType.EPISODIC and "thing" in meta:
@@ -172,7 +175,7 @@ class ChatHookService:
         records = [found[i] for i in ids if i in found]
         refused = [f"memory {i} not found for this user; not shown" for i in ids if i not in found]
         tz = user_zone(self.ctx.config, user_id)
-        turn = TurnParts(user_id, chat_id, who, event_ts, text, turn_meta, tz)
+        turn = TurnParts(user_id, chat_id, who, event_ts, text, turn_meta, tz, self.ctx.config.categories)
         now_iso = datetime.fromtimestamp(event_ts, tz).isoformat()
         decided = gate(turns, now_iso) if not records and gate_enabled(self.ctx.config) else None
         barred = refused_turn(turns or [{"role": "user", "content": text}], self.ctx.config.categories)
@@ -194,7 +197,7 @@ class ChatHookService:
                 raw = rest if asks else text
                 meta = pending_metadata(raw, [] if asks else turns, ts_to_iso(event_ts), chat_id, who, turn_meta)
                 kept = self.ctx.writer.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, raw, meta,
-                                                       said_ts=event_ts, tz=tz)], actor="api") if raw else []
+                                                       said_ts=event_ts, tz=tz, declared=self.ctx.config.categories)], actor="api") if raw else []
                 result = ObserveResult(added=kept, refused=refused, llm_calls=1, pending_decision=bool(kept),
                                        reason=f"LLM failed, the turn kept raw for a later decision: {exc}")
         if plan is not None:

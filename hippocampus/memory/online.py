@@ -15,6 +15,7 @@ from typing import Any
 from ..embeddings import Embedder
 from ..errors import LLMError, NotFound
 from ..lifecycle.policy import PRESETS, DecayRule, decay_table, use
+from ..lifecycle.rows import new_row
 from ..lifecycle.when import user_zone
 from ..models import (
     LIFE_KEY,
@@ -31,7 +32,7 @@ from ..processors.reconsolidator import EpisodicReconsolidator, apply_reconsolid
 from ..processors.results import ReconsolidationResult
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
-from ..store.writes import Writer, new_row, revised_row
+from ..store.writes import Writer, revised_row
 from ..text import user_lines
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,8 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
 
     if decision is None:
         meta = pending_metadata(text, turns, ts_to_iso(ts), chat_id, who, metadata)
-        ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta, said_ts=ts, tz=tz)], actor="api")
+        ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, ts, chat_id, who, text, meta, said_ts=ts, tz=tz,
+                                     declared=declared)], actor="api")
         return AddResult(ids=ids, stored=True, pending_decision=True, reason=why + note + corrections(ids))
     if not decision.write_episodic and is_correction(said):  # the new state is stored with the old one superseded
         decision = WriteDecision(write_episodic=True, thing=text, context="更正" if has_cjk(text) else "a correction",
@@ -170,6 +172,7 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
             return AddResult(ids=[record.id], stored=False, reason=f"already remembered as memory {record.id}; its use was counted")
         except NotFound:
             pass  # deleted meanwhile: store it anew
-    ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta, said_ts=ts, tz=tz)],
+    ids = writes.insert([new_row(user_id, MemoryType.EPISODIC, event_ts, chat_id, who, thing, meta, said_ts=ts, tz=tz,
+                                 declared=declared)],
                         actor="write_decider")
     return AddResult(ids=ids, stored=True, reason=decision.reason + note + corrections(ids))

@@ -14,6 +14,7 @@ from ..errors import InvalidInput, NotFound
 from ..lifecycle import expiry
 from ..lifecycle.decay import forgotten_row
 from ..lifecycle.expiry import expired
+from ..lifecycle.rows import plain_row
 from ..lifecycle.when import user_zone
 from ..models import (
     LIFE_KEY,
@@ -32,7 +33,6 @@ from ..store import MEMORY_FIELDS
 from ..store import agents as A
 from ..store import filters as F
 from ..store.removal import remove_with_history
-from ..store.writes import plain_row
 from .forget import forget_named, supersede_corrected
 from .online import add_inferred
 
@@ -99,7 +99,7 @@ class RecordService:
                 ctx.writer.rewrite(old, old.text, expiry.stamp(old.metadata, until), HistoryAction.UPDATED, actor="api",
                                    details={"expires_at": until})
             return added
-        row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz)
+        row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz, declared=self.ctx.config.categories)
         if until is not None:
             row["metadata"] = expiry.stamp(row["metadata"], until)
         ids = self.ctx.writer.insert([row], actor="api")
@@ -121,7 +121,7 @@ class RecordService:
             mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
             text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
             tz = user_zone(self.ctx.config, user_id)
-            row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz)
+            row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz, declared=self.ctx.config.categories)
             until = expiry.resolve(item.get("expires_at"), event_ts, tz)
             rows.append(row if until is None else {**row, "metadata": expiry.stamp(row["metadata"], until)})
         ids: list[int] = []

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -26,11 +25,10 @@ from ..models import MemoryRecord, MemoryType, SearchHit, now_ts
 from ..store import MEMORY_FIELDS, MilvusStore, expiry
 from ..store import filters as F
 from . import stages
-from .context import ContextParams, apply_context, in_context, neighbours, windows
+from .context import apply_context, in_context, neighbours, windows
 from .fusion import Candidate, collect
-from .graph import GraphParams
 from .hubness import PROBES
-from .ranking import RankParams
+from .params import built, params_class
 from .rows import MARGIN, kept_row, lite_scope
 
 log = logging.getLogger(__name__)
@@ -46,37 +44,10 @@ def check_search_mode(mode: Any) -> SearchMode:
     return mode
 
 
-@dataclass(frozen=True)
-class RetrievalParams:
-    """How hybrid candidates are gathered and fused; see MemoryConfig for the defaults' reasons."""
-
-    mode: SearchMode = "hybrid"
-    fusion: HybridFusion = "weighted"
-    bm25_weight: float = 0.1
-    candidates: int = 20
-    script_aware: bool = True
-    hubness_weight: float = 0.5
-    subject_weight: float = 0.1  # the subject stage (retrieval/subject.py)
-    graph_on: bool = False  # config `graph: on`; a search may ask for it or not (`graph=`)
-    graph: GraphParams = GraphParams()
-    rank: RankParams = RankParams()
-    context: ContextParams = ContextParams()
-    categories: tuple[str, ...] = ()  # the project's own category names (MemoryConfig.categories): filterable
-
-    @classmethod
-    def from_config(cls, config: Any) -> RetrievalParams:
-        """The params every stage declares it reads (stages.py `SETTINGS`), plus the project's categories."""
-        kwargs: dict[str, Any] = {"categories": tuple(spec.name for spec in getattr(config, "categories", ()))}
-        for settings in stages.SETTINGS.values():
-            for name, (param, read) in settings.config_fields.items():
-                kwargs[param] = read(getattr(config, name))
-            for param, build in settings.built.items():
-                kwargs[param] = build(config)
-        return cls(**kwargs)
-
-    def reorders(self, mode: SearchMode, use_context: bool, use_graph: bool) -> bool:
-        """Whether any stage reorders the candidates, so the search gathers `candidates` rather than the limit."""
-        return any(s.reorders(self, mode, use_context, use_graph) for s in stages.SETTINGS.values())
+# The search's parameters: one field per parameter a stage declares (stages.py `@declares`, params.py),
+# plus the project's own category names (MemoryConfig.categories), which the caller's filters may name.
+RetrievalParams = params_class("RetrievalParams", stages.SETTINGS, {"categories": built(
+    lambda config: tuple(spec.name for spec in getattr(config, "categories", ())), (), "categories")}, __name__)
 
 
 class Retriever:
@@ -176,8 +147,10 @@ class Retriever:
                 return None
         return self._probes
 
-    # ------------------------------------------------------------------ per mode
-    def _dense(self, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[dict[str, Any]]:
+    # ------------------------------------------------------------------ what the stages call (stages.py)
+    def dense(self, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[dict[str, Any]]:
+        """The nearest `limit` rows in the scope (with their vectors when the hubness stage is on); an exact
+        scan when the index returns fewer while more match."""
         fields = [*MEMORY_FIELDS, "vector"] if self.params.hubness_weight > 0 else MEMORY_FIELDS  # the hubness stage reads them
         fast = lite_scope(self.store, scope)
         if fast is not None:  # milvus-lite: superseded memories dropped here, not by the filter (lite_scope)
@@ -211,8 +184,9 @@ class Retriever:
         self._counts[key] = (n, clock)
         return n
 
-    def _bm25(self, query: str, scope: str, limit: int, part: str | None = None) -> list[Candidate]:
-        rows = self._lexical(query, scope, limit, MEMORY_FIELDS, part) if self.store.capabilities.full_text else []
+    def bm25(self, query: str, scope: str, limit: int, part: str | None = None) -> list[Candidate]:
+        """BM25's candidates, scored, filled up to `limit` with the scope's newest when few share a word."""
+        rows = self.lexical(query, scope, limit, MEMORY_FIELDS, part) if self.store.capabilities.full_text else []
         cands = collect([], rows)
         for c in cands:
             c.score = c.bm25 or 0.0
@@ -224,7 +198,7 @@ class Retriever:
             cands += [Candidate(row=r, bm25=0.0, score=0.0) for r in extra[: limit - len(cands)]]
         return cands
 
-    def _lexical(self, query: str, scope: str, limit: int, fields: Sequence[str], part: str | None) -> list[dict[str, Any]]:
+    def lexical(self, query: str, scope: str, limit: int, fields: Sequence[str], part: str | None) -> list[dict[str, Any]]:
         """BM25's top `limit` in the scope. Milvus returns only rows sharing a word with the query, so a
         short answer holds all of them: with superseded rows dropped here (lite_scope), it is exact
         when it keeps `limit` rows or when the unfiltered answer was short."""
@@ -236,20 +210,21 @@ class Retriever:
                 return kept[:limit]
         return self.store.search_bm25([query], scope, limit, fields=fields, partition=part)[0]
 
-    def _milvus_hybrid(self, query: str, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[Candidate]:
+    def milvus_hybrid(self, query: str, vector: Sequence[float], scope: str, limit: int, part: str | None = None) -> list[Candidate]:
+        """Milvus's own hybrid ranking (`hybrid_fusion: milvus_*`), filled from the exact dense ranking."""
         ranker = "rrf" if self.params.fusion == "milvus_rrf" else "weighted"
         weights = (1.0 - self.params.bm25_weight, self.params.bm25_weight)
         rows = self.store.search_hybrid(vector, query, scope, limit, ranker=ranker, weights=weights, partition=part)
         cands = [Candidate(row={k: v for k, v in r.items() if k != "_distance"}, score=float(r["_distance"])) for r in rows]
         if len(cands) < limit:  # fill from the exact dense ranking
             seen = {c.id for c in cands}
-            for c in collect(self._dense(vector, scope, limit, part), []):
+            for c in collect(self.dense(vector, scope, limit, part), []):
                 if c.id not in seen and len(cands) < limit:
                     c.score = min((x.score for x in cands), default=0.0) - 1e-9
                     cands.append(c)
         return cands
 
-    def _in_context(
+    def with_context(
         self, query: str, vector: Sequence[float], cands: list[Candidate], scope: str, part: str | None
     ) -> list[Candidate]:
         """The context stage (retrieval/context.py). An exact query reads the memories in the time

@@ -1,16 +1,18 @@
 """The stages a query walks, in order: `STAGES`. Each takes the retriever, the query and the candidates so
 far and returns the candidates for the next; the retriever (search.py) runs them once per search.
 
-Each stage also declares its settings beside it (`@declares`, collected in `SETTINGS`, after Graphiti's
-`SearchConfig` recipes): the `MemoryConfig` fields it reads into `RetrievalParams` and when it needs more
-candidates than the limit. `RetrievalParams.from_config` and the retriever's candidate depth read them
-from here, so a new stage is this file (or a module of its own) plus its tests and its config fields."""
+Each stage declares what it owns beside it (`@declares`, collected in `SETTINGS`; params.py, after Graphiti's
+`SearchConfig` recipes): its parameters (default and MemoryConfig fields), the other stages' parameters it
+reads, and when it needs more candidates than the limit. `RetrievalParams` is made from these declarations
+(one field per parameter), and its `from_config` and the candidate depth read them, so a new stage is its
+function here (helpers in a module of their own) plus its MemoryConfig setting and its tests. Stages call
+the retriever's public methods (`dense`, `bm25`, `lexical`, `milvus_hybrid`, `with_context`, `probe_vectors`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,12 +24,13 @@ from .fusion import Candidate, FusionMethod, collect, fuse
 from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple_links
 from .graph import apply as apply_graph
 from .hubness import corrections, hub_scores
+from .params import Param, Settings, built, setting
 from .ranking import RankParams, diversify, rank
 from .rows import current_row, lite_scope, live_row
 from .subject import apply as apply_subject
 
 if TYPE_CHECKING:
-    from .search import RetrievalParams, Retriever, SearchMode
+    from .search import Retriever, SearchMode
 
 
 @dataclass
@@ -53,25 +56,8 @@ class Query:
 
 
 Stage = Callable[["Retriever", Query, list[Candidate]], list[Candidate]]
-Reorders = Callable[["RetrievalParams", "SearchMode", bool, bool], bool]  # (params, mode, use_context, use_graph)
 
-
-def _never(p: RetrievalParams, mode: SearchMode, use_context: bool, use_graph: bool) -> bool:
-    return False
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What one stage owns: `config_fields` maps a MemoryConfig field to the RetrievalParams field it
-    fills and how it is read; `built` fills a RetrievalParams field from the whole config (a stage's own
-    params class); `reorders` says when the stage needs more candidates than the limit."""
-
-    config_fields: Mapping[str, tuple[str, Callable[[Any], Any]]] = field(default_factory=dict)
-    built: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
-    reorders: Reorders = _never
-
-
-SETTINGS: dict[str, Settings] = {}  # stage name -> its settings, filled by `declares`
+SETTINGS: dict[str, Settings] = {}  # stage name -> what it owns (params.py), filled by `declares`
 
 
 def declares(settings: Settings) -> Callable[[Stage], Stage]:
@@ -82,22 +68,23 @@ def declares(settings: Settings) -> Callable[[Stage], Stage]:
     return record
 
 
-@declares(Settings(config_fields={"search_mode": ("mode", str), "search_candidates": ("candidates", int)}))
+@declares(Settings(params={"mode": setting("search_mode", str, "hybrid"), "candidates": setting("search_candidates", int, 20)},
+                   reads=("fusion", "bm25_weight", "hubness_weight")))  # Milvus's own fusion; vectors for hubness
 def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
     """Candidates by mode: dense, BM25 (filled with the scope's newest when few share a word), both,
     or Milvus's own hybrid ranking (already scored)."""
     if q.mode == "bm25":
-        return r._bm25(q.text, q.scope, q.depth, q.part)
+        return r.bm25(q.text, q.scope, q.depth, q.part)
     if q.mode == "dense":
-        return collect(r._dense(q.vector, q.scope, q.depth, q.part), [])
+        return collect(r.dense(q.vector, q.scope, q.depth, q.part), [])
     if r.params.fusion.startswith("milvus_"):
-        return r._milvus_hybrid(q.text, q.vector, q.scope, q.depth, q.part)
-    dense = r._dense(q.vector, q.scope, q.depth, q.part)
-    lexical = r._lexical(q.text, q.scope, q.depth, [*MEMORY_FIELDS, "vector"], q.part)
+        return r.milvus_hybrid(q.text, q.vector, q.scope, q.depth, q.part)
+    dense = r.dense(q.vector, q.scope, q.depth, q.part)
+    lexical = r.lexical(q.text, q.scope, q.depth, [*MEMORY_FIELDS, "vector"], q.part)
     return collect(dense, lexical, q.vector)
 
 
-@declares(Settings(config_fields={"rank_hubness_weight": ("hubness_weight", float)},
+@declares(Settings(params={"hubness_weight": setting("rank_hubness_weight", float, 0.5)}, reads=("fusion",),
                    reorders=lambda p, mode, use_context, use_graph: p.hubness_weight > 0))
 def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Lower the similarity of memories close to every query (retrieval/hubness.py); the dense
@@ -120,14 +107,16 @@ def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return cands
 
 
-@declares(Settings())  # its settings are the crosslang embedder's (retrieval/crosslang.py)
+@declares(Settings(reads=("fusion",)))  # its own settings are the crosslang embedder's (retrieval/crosslang.py)
 def crosslang(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Memories in a script the query does not use, found and scored by the cross-language vector
     (retrieval/crosslang.py); only with `crosslang_embedder` set and a store that has the field."""
     return X.stage(r, q, cands)
 
 
-@declares(Settings(config_fields={"hybrid_fusion": ("fusion", str), "hybrid_bm25_weight": ("bm25_weight", float)},
+@declares(Settings(params={"fusion": setting("hybrid_fusion", str, "weighted"),
+                           "bm25_weight": setting("hybrid_bm25_weight", float, 0.1),
+                           "script_aware": Param(True)},  # no setting: BM25 counts only within a script (fusion.py)
                    reorders=lambda p, mode, use_context, use_graph: mode == "hybrid"))
 def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """One score per candidate: BM25's, the (corrected) similarity, or the weighted / RRF fusion of both."""
@@ -145,7 +134,7 @@ def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return fuse(cands, q.text, method, r.params.bm25_weight, script_aware=r.params.script_aware)
 
 
-@declares(Settings(config_fields={"rank_subject_weight": ("subject_weight", float)},
+@declares(Settings(params={"subject_weight": setting("rank_subject_weight", float, 0.1)},
                    reorders=lambda p, mode, use_context, use_graph: p.subject_weight > 0))
 def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """A question about the user passes over memories only about someone else, and the reverse
@@ -153,8 +142,8 @@ def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return cands if q.mode == "bm25" else apply_subject(cands, q.text, q.user_id, r.params.subject_weight)
 
 
-@declares(Settings(config_fields={"graph": ("graph_on", lambda v: v == "on"),
-                                   "rank_graph_weight": ("graph", lambda v: GraphParams(weight=float(v)))},
+@declares(Settings(params={"graph_on": setting("graph", lambda v: v == "on", False),  # a search may ask (`graph=`)
+                           "graph": setting("rank_graph_weight", lambda v: GraphParams(weight=float(v)), GraphParams())},
                    reorders=lambda p, mode, use_context, use_graph: use_graph))
 def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Memories linked to the query through the user's graph join or rise (retrieval/graph.py; with `graph: on`)."""
@@ -183,11 +172,12 @@ def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return apply_graph(cands, linked, joined, p.weight)
 
 
-@declares(Settings(built={"context": ContextParams.from_config},
+@declares(Settings(params={"context": built(ContextParams.from_config, ContextParams(), "rank_neighbour_weight",
+                                            "rank_chat_weight", "rank_who_weight", "rank_neighbour_window_seconds")},
                    reorders=lambda p, mode, use_context, use_graph: use_context))
 def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """The best match's chat, a named who, and (opt-in) chat neighbours (retrieval/context.py)."""
-    return r._in_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
+    return r.with_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
 
 
 @declares(Settings())
@@ -197,7 +187,8 @@ def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return [c for c in cands if (q.include_superseded or current_row(c.row)) and (q.include_expired or live_row(c.row))]
 
 
-@declares(Settings(built={"rank": RankParams.from_config},
+@declares(Settings(params={"rank": built(RankParams.from_config, RankParams(), "rank_recency_weight", "rank_half_life_days",
+                                         "rank_hit_weight", "rank_importance_weight", "rank_mmr_weight")},
                    reorders=lambda p, mode, use_context, use_graph: p.rank.active))
 def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Recency, use and importance bonuses, then MMR diversity (retrieval/ranking.py; off by default)."""

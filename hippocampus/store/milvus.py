@@ -1,7 +1,9 @@
-"""MilvusStore: one collection for every memory, companions for their history and graph (store/graph.py).
+"""MilvusStore: one collection for every memory (opened, written, read and searched here), companions for
+their history (store/history.py), graph (store/graph.py) and cross-language vectors (store/xvector.py).
 What they hold is in store/schema.py; opening and locking in store/connection.py; what the server can do
-(full text, who assigns ids) in store/capabilities.py. The same code runs on milvus-lite (a local path,
-the default) and on a Milvus server or cluster (an http:// URI). Filters come only from `filters.py`."""
+(full text, who assigns ids) in store/capabilities.py; the exact-scan fallback of a search in store/exact.py.
+The same code runs on milvus-lite (a local path, the default) and on a Milvus server or cluster (an http://
+URI). Filters come only from `filters.py`."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from . import filters as F
 from .buckets import bucket_of, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, ensure_collection, release
+from .exact import exact_top_k
 from .graph import GraphCollection, owners_of
+from .history import HistoryCollection
 from .ids import IdAllocator, LeasedWorker
 from .leases import LeaseTable
 from .leases_local import LocalLeases
@@ -32,14 +36,13 @@ from .schema import (
     PROP_VERSION,
     SCHEMA_VERSION,
     check_existing,
-    history_schema,
     memories_schema,
 )
 from .xvector import CrossVectors
 
 log = logging.getLogger(__name__)
 
-MEMORY_FIELDS = list(ROW_FIELDS)  # the columns MemoryRecord.to_row writes (models.py)
+MEMORY_FIELDS = list(ROW_FIELDS)  # the columns MemoryRecord.to_row writes (models/record.py)
 _PAGE = 1000
 
 
@@ -53,7 +56,8 @@ class MilvusStore:
         self.embedding_model = embedding_model
         self.collection = collection
         self.cross = CrossVectors(self, crosslang)  # the cross-language vectors' companion `<collection>_xvec`
-        self.history_collection = f"{collection}_history"
+        self.events = HistoryCollection(self)  # `<collection>_history`, every change to a memory (store/history.py)
+        self.history_collection = self.events.name
         self._lock = threading.RLock()  # milvus-lite's in-process engine is not re-entrant
         self._buckets: set[str] = set()  # user-bucket partitions known to exist (store/buckets.py)
         self.graph = GraphCollection(self)  # `<collection>_graph`, made on first write (store/graph.py)
@@ -66,7 +70,7 @@ class MilvusStore:
             if client_ids is not None:  # a new collection's id assignment chosen by the caller (tests, replicas)
                 self.capabilities = replace(self.capabilities, client_ids=client_ids)
             self._ensure_memories()
-            self._ensure_history()
+            self.events.ensure()
         except MilvusException as exc:
             self.close()
             if "://" in uri:
@@ -154,10 +158,6 @@ class MilvusStore:
         info = self.client.describe_collection(self.collection)
         check_existing(info, self.collection, self.uri, self.dim, self.embedding_model)
         return info
-
-    def _ensure_history(self) -> None:
-        schema, index = history_schema(self.client)
-        self._create_collection(self.history_collection, schema=schema, index_params=index, **self.capabilities.create_kwargs())
 
     def _create_collection(self, name: str, schema: Any = None, index_params: Any = None, **kwargs: Any) -> None:
         """Create a collection if it is missing, else index and load it: idempotent when several processes
@@ -346,34 +346,8 @@ class MilvusStore:
         self, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str] = MEMORY_FIELDS,
         partition: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Exact cosine top-k over every row in the filter, ranked with numpy.
-
-        The safety net behind `search_dense`: an approximate index (HNSW with a selective filter)
-        may return fewer than k rows while more match. Reads the scope's vectors page by page."""
-        import numpy as np
-
-        if limit <= 0:
-            return []
-        q = np.asarray(vector, dtype=np.float32)
-        q = q / (float(np.linalg.norm(q)) or 1.0)
-        best_ids: list[np.ndarray] = []
-        best_sims: list[np.ndarray] = []
-        for page in self.iterate(filter_expr, ["id", "vector"], batch=5000, partition=partition):
-            ids = np.fromiter((int(r["id"]) for r in page), dtype=np.int64, count=len(page))
-            mat = np.asarray([r["vector"] for r in page], dtype=np.float32)
-            norms = np.linalg.norm(mat, axis=1)
-            sims = (mat @ q) / np.where(norms > 0, norms, 1.0)
-            keep = np.argsort(-sims, kind="stable")[:limit]
-            best_ids.append(ids[keep])
-            best_sims.append(sims[keep])
-        if not best_ids:
-            return []
-        ids = np.concatenate(best_ids)
-        sims = np.concatenate(best_sims)
-        order = np.lexsort((ids, -sims))[:limit]
-        top = [(int(ids[i]), float(sims[i])) for i in order]
-        rows = {int(r["id"]): r for r in self.query(F.in_("id", [i for i, _ in top]), fields=fields, limit=len(top), partition=partition)}
-        return [{**rows[i], "_distance": s} for i, s in top if i in rows]
+        """Exact cosine top-k over every row in the filter (store/exact.py): the safety net behind `search_dense`."""
+        return exact_top_k(self, vector, filter_expr, limit, fields, partition)
 
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
         if not ids:
@@ -381,40 +355,21 @@ class MilvusStore:
         rows = self.query(F.in_("id", ids), fields=["id", "vector"], limit=len(ids))
         return {int(r["id"]): list(r["vector"]) for r in rows}
 
-    # ---------------------------------------------------------------- history
+    # ---------------------------------------------------------------- history (store/history.py)
     def add_history(self, events: Sequence[dict[str, Any]]) -> list[int]:
         """Store history events; their new event ids, in order (what a failed delete takes back)."""
-        if not events:
-            return []
-        rows = [{"memory_id": int(e["memory_id"]), "user_id": e["user_id"], "action": e["action"], "at": int(e["at"]),
-                 "event": {k: v for k, v in e.items() if k != "event_id"}, "_v": [0.0, 0.0]} for e in events]  # ids: the store's
-        with self._lock:
-            return [int(i) for i in self._call("insert", self.history_collection, data=rows)["ids"]]
+        return self.events.add(events)
 
     def history(self, filter_expr: str) -> list[dict[str, Any]]:
         """Events matching the filter, oldest first, each with its own `event_id` (the row's primary key)."""
-        with self._lock:
-            it = self._call("query_iterator", self.history_collection, batch_size=_PAGE, filter=filter_expr, output_fields=["id", "event"])
-        out: list[dict[str, Any]] = []
-        try:
-            while True:
-                with self._lock:
-                    page = it.next()
-                if not page:
-                    break
-                out.extend(page)
-        finally:
-            it.close()
-        return [{**r["event"], "event_id": int(r["id"])} for r in sorted(out, key=lambda r: (r["event"].get("at", 0), r["id"]))]
+        return self.events.read(filter_expr)
 
     def history_event(self, event_id: int) -> dict[str, Any] | None:
         """One event by its own id, or None."""
         return next(iter(self.history(F.eq("id", int(event_id)))), None)
 
     def delete_history(self, filter_expr: str) -> int:
-        with self._lock:
-            res = self._call("delete", self.history_collection, filter=filter_expr)
-        return int(res.get("delete_count", 0)) if isinstance(res, dict) else len(res)
+        return self.events.delete(filter_expr)
 
     # ---------------------------------------------------------------- helpers
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:

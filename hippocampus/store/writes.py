@@ -1,6 +1,6 @@
-"""The one write path: rows built one way (MemoryRecord.to_row) for add, add_many, consolidation and
-the lifecycle steps, embedded and inserted with their creation recorded, rewritten in place (same id)
-with the old text kept in history.
+"""The one write path: rows built one way (MemoryRecord.to_row; a new memory's by lifecycle/rows.new_row,
+finished there) for add, add_many, consolidation and the lifecycle steps, embedded and inserted with their
+creation recorded, rewritten in place (same id) with the old text kept in history.
 
 Memory orchestrates and validates; this module only writes what it is handed, under the write lock
 that the facade shares with the consolidation job, so a row and its history event land together:
@@ -12,44 +12,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import tzinfo
 from typing import Any
 
-from ..config import zone as local_zone
 from ..embeddings import Embedder
 from ..errors import NotFound
-from ..lifecycle.categories import new_life, with_declared
-from ..models import LIFE_KEY, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, now_ts, ts_to_iso
-from ..text.dates import named_day
+from ..models import HistoryAction, HistoryEvent, MemoryRecord
 from . import filters as F
 from .milvus import MilvusStore
 from .removal import take_back
 
 log = logging.getLogger(__name__)
-
-
-def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, meta: dict[str, Any],
-            *, said_ts: int | None = None, tz: tzinfo | None = None, hit_count: int = 0) -> dict[str, Any]:
-    """A memory row before embedding; `created_at` / `updated_at` and the lifecycle fields
-    (category and importance guessed where no model gave them: lifecycle/categories.py) are the library's.
-
-    `said_ts` marks a turn written now (every write path passes it; a restore or compression does not):
-    the row then keeps when it was said (`said_at`) and the day it names (`named_date`, in the user's
-    zone `tz`), and its importance and todo expiry follow the one rule of lifecycle/when.py, read from
-    the turn as said (`source_text`) whatever text the memory keeps."""
-    now = now_ts()
-    extra: dict[str, Any] = {}
-    if said_ts is not None:
-        zone = tz or local_zone()
-        said_text = str(meta.get("source_text") or text)
-        day = named_day(text, int(said_ts), zone) or named_day(said_text, int(said_ts), zone)
-        extra = {"said_at": ts_to_iso(int(said_ts))} | ({"named_date": day.isoformat()} if day else {})
-        life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(said_ts), said=said_text, tz=zone).stored()
-    else:
-        life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(ts)).stored()
-    metadata = {**meta, **extra, "created_at": meta.get("created_at", now), "updated_at": now, LIFE_KEY: life}
-    return MemoryRecord(id=0, user_id=user_id, memory_type=mtype, ts=int(ts), chat_id=chat_id, who=who, text=text,
-                        hit_count=hit_count, metadata=metadata).to_row(with_id=False)
 
 
 def revised_row(row: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -60,43 +32,16 @@ def revised_row(row: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return MemoryRecord.from_row(row).model_copy(update=changes).to_row(vector)
 
 
-def plain_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, text: str, extra: dict[str, Any],
-              tz: tzinfo | None = None) -> dict[str, Any]:
-    """A turn stored as it is (infer=False): an episode's context/thing/time/chatid/who, a fact's
-    fact/source_chatid/first_seen, or a procedure's procedure/source_chatid/first_seen, with the
-    caller's metadata on top; said at `ts`, its named day resolved in `tz` (new_row)."""
-    if mtype is MemoryType.EPISODIC:
-        meta = {"context": "", "thing": text, "time": ts_to_iso(ts), "chatid": chat_id, "who": who, **extra}
-    elif mtype is MemoryType.PROCEDURAL:
-        meta = {"procedure": text, "source_chatid": chat_id, "first_seen": ts_to_iso(ts), **extra}
-    else:
-        meta = {"fact": text, "source_chatid": chat_id, "first_seen": ts_to_iso(ts), **extra}
-    return new_row(user_id, mtype, ts, chat_id, who, text, meta, said_ts=ts, tz=tz)
-
-
 class Writer:
     """Embeds, writes and records history: for the facade (insert, rewrite, taking the write lock) and
     for the consolidation job (insert_held, rewrite_held: it holds the lock across its checks)."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock, categories: Sequence[Any] = ()):
+    def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock):
         self.store, self.embedder, self.lock = store, embedder, lock
-        self.categories = tuple(categories)  # the project's own (MemoryConfig.categories): their keywords categorise
-
-    def _declared(self, row: dict[str, Any]) -> None:
-        """A project category whose keywords the text holds replaces the built-in category guessed for it
-        (lifecycle/categories.with_declared: never one a model or a person gave)."""
-        life = Lifecycle.stored_in(row["metadata"])
-        if life is None:
-            return
-        category = with_declared(row["text"], MemoryType(row["memory_type"]), life.category, self.categories)
-        if category is not life.category:
-            row["metadata"] = {**row["metadata"], LIFE_KEY: life.model_copy(update={"category": category}).stored()}
 
     def insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED,
                details: dict[str, Any] | None = None) -> list[int]:
         """Embed (rows without a vector) and insert rows, then record their creation (with `details`); the ids in row order."""
-        for row in rows if self.categories else ():
-            self._declared(row)
         bare = [r for r in rows if "vector" not in r]
         for row, vec in zip(bare, self.embedder.encode([r["text"] for r in bare], role="passage") if bare else []):
             row["vector"] = vec.tolist()

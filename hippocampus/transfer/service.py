@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,10 +19,20 @@ from ..contract.replies import ImportReport
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import new_life
 from ..lifecycle.policy import DecayRule, decay_table, score_of
+from ..lifecycle.rows import plain_row
 from ..lifecycle.when import user_zone
-from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State, now_ts
+from ..models import (
+    LIFE_KEY,
+    Category,
+    CategorySpec,
+    HistoryAction,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    State,
+    now_ts,
+)
 from ..store import filters as F
-from ..store.writes import plain_row
 from . import files, memory_md
 from .dates import dated, said_on
 from .jsonl import HASH_KEY, dump_line, load_line, record_hash, row_hash, text_hash
@@ -95,7 +105,7 @@ class TransferService:
                 elif any(row["metadata"][HASH_KEY] == digest for row in creates):
                     again.append(digest)
                 else:
-                    creates.append(_new_row(user_id, entry, now, digest, user_zone(self.ctx.config, user_id)))
+                    creates.append(_new_row(user_id, entry, now, digest, user_zone(self.ctx.config, user_id), self.ctx.config.categories))
             else:
                 change = _change(known[entry.id], entry, now, shown_at, table)
                 if change is None:
@@ -267,14 +277,14 @@ def _text_problem(text: str) -> str | None:
     return None
 
 
-def _new_row(user_id: str, entry: MdEntry, now: int, digest: str, tz: tzinfo) -> dict[str, Any]:
+def _new_row(user_id: str, entry: MdEntry, now: int, digest: str, tz: tzinfo, declared: Sequence[CategorySpec]) -> dict[str, Any]:
     """A `[new]` entry's row, said on its heading's date (transfer/dates.py): its named day resolved from then."""
     mtype = entry.memory_type or MemoryType.SEMANTIC
     said = said_on(entry.last_activated, now, tz)
     life = new_life(entry.text, mtype, now, said, category=entry.category, importance=entry.score, tz=tz)
     if entry.section == "archived":
         life = life.model_copy(update={"state": State.ARCHIVED})
-    return plain_row(user_id, mtype, said, "default", user_id, entry.text, {LIFE_KEY: life.stored(), HASH_KEY: digest}, tz)
+    return plain_row(user_id, mtype, said, "default", user_id, entry.text, {LIFE_KEY: life.stored(), HASH_KEY: digest}, tz, declared)
 
 
 def _change(old: MemoryRecord, entry: MdEntry, now: int, shown_at: list[int],

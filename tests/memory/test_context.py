@@ -97,7 +97,7 @@ def test_consolidation_runs_its_phases_in_the_listed_order(memory):
 
 
 def test_replacing_the_settings_rebuilds_what_was_made_from_them(shared_db: Path, embedder):
-    """The config setter reaches the retriever's parameters and the writer's categories (they were left stale)."""
+    """The config setter reaches the retriever's parameters, and each write reads the categories anew (they were left stale)."""
     from hippocampus.models import CategorySpec
 
     m = Memory(milvus_uri=str(shared_db), collection_name=f"cx_{uuid.uuid4().hex[:10]}", embedder=embedder, llm=RulesProvider())

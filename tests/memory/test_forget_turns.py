@@ -161,9 +161,9 @@ def test_a_stay_on_a_trip_is_not_a_move(memory: Memory) -> None:
 def test_a_forget_request_left_pending_is_honoured_by_the_pending_phase(memory: Memory) -> None:
     """A turn kept raw before this rule (or by a model that failed) that asks to forget: the pending phase
     forgets what it names and stores nothing of the request (memory/forget.py's Honour, as add(infer=True))."""
+    from hippocampus.lifecycle.rows import new_row
     from hippocampus.models import MemoryType, now_ts, ts_to_iso
     from hippocampus.processors.write_decider import pending_metadata
-    from hippocampus.store.writes import new_row
 
     user = f"raw_{uuid.uuid4().hex[:6]}"
     jazz = memory.add("I like jazz", user_id=user).ids[0]

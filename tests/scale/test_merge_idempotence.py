@@ -1,4 +1,4 @@
-"""Merges idempotent and fenced (consolidation/job.py, merged_row.merge_key, store/leases.py), on a
+"""Merges idempotent and fenced (consolidation/merges.py, merged_row.merge_key, store/leases.py), on a
 real milvus-lite store: the same pair judged twice ends in one merged record and one history; a run
 whose lease is lost deletes nothing and rolls nothing back, and the next run finishes its merge."""
 
@@ -58,11 +58,11 @@ def test_the_same_pair_judged_twice_is_merged_once(mem: Memory):
 
     job.checkpoint = crash  # type: ignore[method-assign]
     with pytest.raises(_Stop):
-        job._merge(a, b, "first telling / second telling", "", "", {})
+        job.merges.write(a, b, "first telling / second telling", "", "", {})
     (pending,) = _merged_records(mem, user)
     assert pending.metadata["merge_key"] == merge_key(ids) and pending.metadata["merge_pending"]
     job.checkpoint = lambda name: None  # type: ignore[method-assign]
-    assert job._merge(a, b, "first telling / second telling", "", "", {}) is False  # judged again: the key is there
+    assert job.merges.write(a, b, "first telling / second telling", "", "", {}) is False  # judged again: the key is there
     mem.consolidate(user_id=user)  # the next run finishes the first merge
     (merged,) = _merged_records(mem, user)
     assert merged.id == pending.id and "merge_pending" not in merged.metadata
@@ -82,7 +82,7 @@ def test_a_run_that_lost_its_lease_deletes_nothing_and_the_next_finishes(mem: Me
 
     job.fence = lost
     with pytest.raises(LeaseLost):
-        job._merge(a, b, "first telling / second telling", "", "", {})
+        job.merges.write(a, b, "first telling / second telling", "", "", {})
     (pending,) = _merged_records(mem, user)
     assert pending.metadata["merge_pending"] and {r.id for r in mem.get_all(user)} == {*ids, pending.id}  # nothing deleted or undone
     mem.consolidate(user_id=user)
