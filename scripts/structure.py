@@ -154,6 +154,19 @@ def arrows_up(imports: list[Import]) -> set[tuple[str, str]]:
     return {(i.source, i.target) for i in imports if not i.parent and layer(i.target) < layer(i.source)}
 
 
+def reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that importing `start` (a package: all of its modules) can run, imports inside functions
+    counted: what a face pulls in, e.g. the Client (`hippocampus.remote`)."""
+    todo = [m for m in graph if m == start or m.startswith(start + ".")]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += graph.get(name, ())
+    return seen
+
+
 def summary() -> list[tuple[str, str]]:
     imports = read_imports()
     statements = {(i.source, i.line, i.in_function) for i in imports}
@@ -169,6 +182,7 @@ def summary() -> list[tuple[str, str]]:
         ("import circles (strongly connected components > 1)", str(len(found))),
         ("their sizes", ", ".join(str(len(c)) for c in found) or "-"),
         ("arrows back up the layers (module -> module)", str(len(up))),
+        ("modules the Client reaches (hippocampus.remote, every import)", str(len(reached(import_graph(imports), "hippocampus.remote")))),
     ]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from scripts.structure import LAYERS, arrows_up, components, import_graph, layer, modules, read_imports
+from scripts.structure import LAYERS, arrows_up, components, import_graph, layer, modules, reached, read_imports
 
 # Arrows that still run up a layer, each with what it waits for. The list may only shrink: a new arrow up
 # fails, and so does a listed one that is gone (take it out of the list). Empty since store/writes.py stopped
@@ -83,3 +83,12 @@ def test_no_mixin_remains_and_memory_has_no_base_class():
                 assert not [b for b in bases if b.endswith(MIXIN_SUFFIXES)], f"{name}.{node.name} inherits verbs from {bases}"
                 if name == "hippocampus.memory.facade" and node.name == "Memory":
                     assert node.bases == [], "Memory composes its services; it inherits from nothing"
+
+
+def test_the_client_reaches_no_service_and_not_the_facade():
+    """remote/ sends requests and reads replies: the reply models are the contract's (contract/replies.py), so
+    the Client pulls in the kernel and the one file helper that writes a remote export, not the library."""
+    above_kernel = {m for m in reached(import_graph(), "hippocampus.remote") if layer(m) < len(LAYERS) - 1}
+    faces = {m for m in above_kernel if m.startswith("hippocampus.remote")} | {"hippocampus"}
+    assert above_kernel - faces == {"hippocampus.transfer", "hippocampus.transfer.files"}
+    assert reached({"a": {"b"}, "a.x": {"c"}, "b": set(), "c": {"d"}, "d": set(), "e": set()}, "a") == {"a", "a.x", "b", "c", "d"}

@@ -220,6 +220,28 @@ def test_client_and_async_client_have_every_declared_verb_with_memorys_arguments
     assert extra == set(), "Client methods that no verb declares"
 
 
+def test_a_client_verb_without_a_request_or_a_request_without_a_verb_fails_as_the_client_loads():
+    """Client and AsyncClient are made from the verb list (remote/client.py `_install`): a verb whose Client face
+    is on needs its request in `_Requests` (or a method written on the class), and every request a verb."""
+    from hippocampus.remote.calls import _Requests
+    from hippocampus.remote.client import _install, _sync
+
+    def fresh(**more: Any) -> type:  # a class with the Client's hand-written verbs, before any is installed
+        return type("Fresh", (), {**{n: vars(Client)[n] for n in ("iter_all", "get_all", "add_many")}, **more})
+
+    forgotten = by_name()["get"].model_copy(update={"name": "forget_all", "client": on("forget_all")})
+    with pytest.raises(TypeError, match=r"'forget_all' declares a Client face 'forget_all' .* _Requests .* has no 'forget_all'"):
+        _install(fresh(), _sync, verbs=[*VERBS, forgotten])
+    with pytest.raises(TypeError, match=r"requests no verb's Client face declares: \['get'\]"):
+        _install(fresh(), _sync, verbs=[v for v in VERBS if v.name != "get"])
+    # a method written by hand needs no request
+    assert "forget_all" in _install(fresh(forget_all=lambda self: None), _sync, verbs=[*VERBS, forgotten], requests=_Requests)
+    made = fresh()
+    _install(made, _sync)
+    assert inspect.signature(made.get) == inspect.signature(Client.get) and made.get.__doc__ == _Requests.get.__doc__
+    assert str(inspect.signature(Client.add).return_annotation) == "AddResult" and Client.add.__qualname__ == "Client.add"
+
+
 def test_rest_serves_every_declared_verb_and_nothing_undeclared(faces):
     schema = faces["openapi"]
     assert [p for v in VERBS if v.rest.name for p in rest_problems(v, schema)] == []

@@ -15,8 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
+from ..contract.replies import GraphStats
 from ..embeddings import Embedder
 from ..errors import LLMError
 from ..models import MemoryRecord, MemoryType, Progress, now_ts
@@ -27,18 +26,6 @@ from ..store import filters as F
 from ..store.graph import NAME_BYTES, PART_BYTES, blank_row, clip, row_key
 
 KINDS_READ = (MemoryType.EPISODIC.value, MemoryType.SEMANTIC.value)  # procedures are steps, not facts about the world
-
-
-class GraphStats(BaseModel):
-    """What one build did."""
-
-    users: int = 0
-    memories_read: int = 0  # memories the extractor read (new, or changed since)
-    entities: int = 0  # entity rows written (new or with a new support)
-    triples: int = 0
-    llm_calls: int = 0
-    errors: int = 0  # batches the model failed on: read again next run
-    seconds: float = 0.0
 
 
 def text_hash(text: str) -> str:

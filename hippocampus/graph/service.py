@@ -5,42 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from .. import validation as V
 from ..context import MemoryContext
-from .build import GraphStats, build
+from ..contract.replies import GraphEntityView, GraphStats, GraphTripleView, GraphView
+from .build import build
 
 ORDER = "mentions"  # entities most supported first: what the user's memories are mostly about
-
-
-class GraphEntityView(BaseModel):
-    name: str
-    type: str
-    memory_ids: list[int] = Field(default_factory=list)  # the memories that name it
-    first_seen: int = 0  # the earliest and latest of those memories' times
-    last_seen: int = 0
-
-
-class GraphTripleView(BaseModel):
-    subject: str
-    predicate: str
-    object: str
-    negated: bool = False
-    frequency: str = ""
-    condition: str = ""
-    memory_ids: list[int] = Field(default_factory=list)  # the memories that state it
-    first_seen: int = 0
-    last_seen: int = 0
-
-
-class GraphView(BaseModel):
-    """One user's graph: entities (most mentioned first) and triples, and how many memories were read."""
-
-    user_id: str
-    memories_read: int = 0
-    entities: list[GraphEntityView] = Field(default_factory=list)
-    triples: list[GraphTripleView] = Field(default_factory=list)
 
 
 class GraphService:

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import tzinfo
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field, computed_field
+from typing import Any
 
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.replies import BatchDeleteResult, BatchItem, BatchUpdateResult
 from ..errors import EmbeddingError, InvalidInput, NotFound, StoreError
 from ..lifecycle import expiry
 from ..lifecycle.policy import PERMANENT
@@ -38,46 +37,6 @@ from .records import RecordService, deletion_event, unchanged
 
 MAX_BATCH = 1000
 ITEM_KEYS = ("memory_id", "text", "metadata", "expires_at")
-Status = Literal["ok", "not_found", "invalid", "unchanged", "failed"]
-
-
-class BatchItem(BaseModel):
-    """What happened to one item of a batch."""
-
-    id: int
-    status: Status
-    error: str | None = None  # why, for every status but ok and unchanged
-
-
-class BatchResult(BaseModel):
-    """A result per item, in the order given (duplicate ids of delete_many once)."""
-
-    results: list[BatchItem] = Field(default_factory=list)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def counts(self) -> dict[str, int]:
-        """How many items ended in each status."""
-        out: dict[str, int] = {}
-        for item in self.results:
-            out[item.status] = out.get(item.status, 0) + 1
-        return out
-
-    def ids(self, status: Status) -> list[int]:
-        """The ids of the items that ended in `status`."""
-        return [item.id for item in self.results if item.status == status]
-
-
-class BatchUpdateResult(BatchResult):
-    """What `update_many` did, item by item."""
-
-
-class BatchDeleteResult(BatchResult):
-    """What `delete_many` did: core and system memories are skipped and listed, never deleted."""
-
-    deleted: list[int] = Field(default_factory=list)
-    skipped_core: list[int] = Field(default_factory=list)
-    not_found: list[int] = Field(default_factory=list)
 
 
 def check_size(items: Any, what: str) -> list[Any]:

@@ -16,11 +16,11 @@ from .. import validation as V
 from ..config import MemoryConfig
 from ..consolidation.service import ConsolidationService
 from ..context import MemoryContext
+from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
 from ..contract.verbs import VERBS, register_facade
 from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
-from ..graph.build import GraphStats
-from ..graph.service import GraphService, GraphView
+from ..graph.service import GraphService
 from ..lifecycle.decay import Progress
 from ..lifecycle.policy import THRESHOLDS
 from ..lifecycle.service import LifecycleService
@@ -39,8 +39,8 @@ from ..models import (
     UndoResult,
 )
 from ..observability.tracing import instrument
-from ..transfer.service import ImportReport, TransferService
-from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
+from ..transfer.service import TransferService
+from .batch import BatchService
 from .browse import BrowseService, Overview, SortKey
 from .forget import Honour
 from .observe import ChatHookService

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
 from .. import validation as V
+from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
 from ..contract.wire import IdsResult
 from ..errors import InvalidInput
 from ..models import (
@@ -30,9 +31,6 @@ from ..models import (
     SearchResult,
     UndoResult,
 )
-
-if TYPE_CHECKING:  # the reply models, imported where a call is built (they live with the facade)
-    from ..memory.batch import BatchDeleteResult, BatchUpdateResult
 
 R = TypeVar("R")
 
@@ -173,8 +171,6 @@ class _Requests:
     def update_many(self, items: Sequence[dict[str, Any]], user_id: str) -> Call[BatchUpdateResult]:
         """Update up to 1,000 memories, a result per item (see Memory.update_many). Raises InvalidInput,
         before anything changes, for more than 1,000 or any malformed item."""
-        from ..memory.batch import BatchUpdateResult
-
         if isinstance(items, (str, bytes, dict)):
             raise InvalidInput(f"items must be a list, got {type(items).__name__}")
         return Call("POST", "/memories/batch/update", BatchUpdateResult, body={"user_id": user_id, "items": list(items)})
@@ -182,8 +178,6 @@ class _Requests:
     def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> Call[BatchDeleteResult]:
         """Delete up to 1,000 memories, a result per id (see Memory.delete_many); a str is ids separated by
         commas or spaces. Raises InvalidInput, before anything is deleted, for a bad id or more than 1,000."""
-        from ..memory.batch import BatchDeleteResult
-
         if isinstance(memory_ids, str):
             memory_ids = [p for p in re.split(r"[\s,;，；]+", memory_ids) if p]
         ids = [_id(i) for i in memory_ids]  # duplicates and the cap: the service's Memory decides, as in-process
@@ -229,10 +223,8 @@ class _Requests:
         may touch. Raises InvalidInput for a bad user_id or now."""
         return Call("POST", "/decay", DecayStats, body={"user_id": user_id, "now": now}, timeout=None)
 
-    def graph(self, user_id: str, limit: int | None = None) -> Call[Any]:
+    def graph(self, user_id: str, limit: int | None = None) -> Call[GraphView]:
         """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
-        from ..graph.service import GraphView
-
         params = {"user_id": _uid(user_id), **({"limit": V.check_limit(limit)} if limit is not None else {})}
         return Call("GET", "/graph", GraphView, params=params)
 
@@ -276,7 +268,7 @@ class _Requests:
     def export_md(self, user_id: str, path: Any = None, now: Any = None) -> Call[str]:
         """This user's memories as a MEMORY.md (see Memory.export_md); with `path` the file is written
         here (the old one kept as .bak). Raises InvalidInput for a bad user_id or now; OSError."""
-        from ..transfer import memory_md
+        from ..transfer import files
 
         params = {"user_id": _uid(user_id), **({"now": now} if now is not None else {})}
         call: Call[Any] = Call("GET", "/export/md", None, params=params)
@@ -284,7 +276,7 @@ class _Requests:
         def read(payload: Any) -> str:
             text = str(payload["text"])
             if path is not None:
-                memory_md.save(path, text)
+                files.save(path, text)
             return text
 
         call.read = read  # type: ignore[method-assign]
@@ -293,22 +285,20 @@ class _Requests:
     def export_jsonl(self, user_id: str, path: Any) -> Call[int]:
         """Back up this user's memories and history as JSONL into `path`, written here (see
         Memory.export_jsonl); how many memories. Raises InvalidInput for a bad user_id; OSError."""
-        from ..transfer import memory_md
+        from ..transfer import files
 
         call: Call[Any] = Call("GET", "/export/jsonl", None, params={"user_id": _uid(user_id)})
 
         def read(payload: Any) -> int:
-            memory_md.write_atomically(path, [str(payload["text"])])
+            files.write_atomically(path, [str(payload["text"])])
             return int(payload["count"])
 
         call.read = read  # type: ignore[method-assign]
         return call
 
-    def import_md(self, user_id: str, text_or_path: Any) -> Call[Any]:
+    def import_md(self, user_id: str, text_or_path: Any) -> Call[ImportReport]:
         """Bring an edited MEMORY.md back (see Memory.import_md): text, or a path read here. Raises
         InvalidInput for a bad user_id or an unreadable file."""
-        from ..transfer.service import ImportReport
-
         text, missing = _local_text(text_or_path, "import_md", lines=True)
         call: Call[Any] = Call("POST", "/import/md", ImportReport, body={"user_id": user_id, "text": text})
         if missing:
@@ -316,21 +306,17 @@ class _Requests:
                 {**payload, "warnings": [missing, *payload.get("warnings", [])]})
         return call
 
-    def import_jsonl(self, user_id: str, path: Any) -> Call[Any]:
+    def import_jsonl(self, user_id: str, path: Any) -> Call[ImportReport]:
         """Restore a JSONL backup, read here, as this user's memories (see Memory.import_jsonl).
         Raises InvalidInput naming a bad line (nothing changes) or for an unreadable file."""
-        from ..transfer.service import ImportReport
-
         text, missing = _local_text(path, "import_jsonl", lines=False)
         if missing:
             raise InvalidInput(f"cannot read {str(path)!r}: no such file")
         return Call("POST", "/import/jsonl", ImportReport, body={"user_id": user_id, "text": text})
 
-    def build_graph(self, user_id: str | None = None, progress: Any = None) -> Call[Any]:
+    def build_graph(self, user_id: str | None = None, progress: Any = None) -> Call[GraphStats]:
         """Read new memories into the graph now (see Memory.build_graph); `progress` is not streamed.
         Raises InvalidInput for a bad user_id."""
-        from ..graph.build import GraphStats
-
         return Call("POST", "/graph/build", GraphStats, body={"user_id": user_id}, timeout=None)
 
 

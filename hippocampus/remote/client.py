@@ -6,14 +6,17 @@ chat hook from in-process to a service is one line::
     memory = Memory()                     # in-process, owns the store
     memory = hippocampus.connect()        # the local service (started in the background if needed)
 
-Each verb is written once, as a request builder in `_Requests` (remote/calls.py); `Client` sends it with httpx's sync
-client and `AsyncClient` with its async one. Arguments go to the service as given, so the service's
+Each verb is written once, as a request builder in `_Requests` (remote/calls.py); the methods are not
+written out: every verb whose Client face is on in the one list (hippocampus/contract/verbs.py) is put
+on `Client` (sent with httpx's sync client) and `AsyncClient` (its async one) as this module loads, with
+the request's signature and docstring; only what is more than one request is written here (iter_all,
+get_all, add_many's split) and `healthy`. Arguments go to the service as given, so the service's
 Memory validates them exactly as in-process and a bad one comes back as the same InvalidInput.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
@@ -22,6 +25,7 @@ import httpx
 
 from ..contract import wire
 from ..contract.defaults import DEFAULT_URL, ENV_SERVER
+from ..contract.verbs import VERBS, Verb
 from ..contract.wire import API_PREFIX
 from ..errors import HippocampusError, ServiceUnavailable, from_wire
 from ..models import MemoryRecord, MemoryType
@@ -30,27 +34,65 @@ from .calls import Call, R, _json, _Requests
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
 DEFAULT_TIMEOUT_S = 120.0  # add with infer=True waits for the LLM
 PAGE = 1000
+
+
 def _sync(build: Callable[..., Call[Any]]) -> Callable[..., Any]:
-    @functools.wraps(build)
+    """The request `build` as a Client method: built, sent, its reply read."""
+
     def verb(self: Client, *args: Any, **kwargs: Any) -> Any:
         return self._send(build(self, *args, **kwargs))
 
-    verb.__annotations__ = {**build.__annotations__, "return": _reply_type(build)}
-    return verb
+    return _like(verb, build)
 
 
 def _async(build: Callable[..., Call[Any]]) -> Callable[..., Any]:
-    @functools.wraps(build)
+    """The request `build` as an AsyncClient coroutine."""
+
     async def verb(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
         return await self._send(build(self, *args, **kwargs))
 
-    verb.__annotations__ = {**build.__annotations__, "return": _reply_type(build)}
+    return _like(verb, build)
+
+
+def _like(verb: Callable[..., Any], build: Callable[..., Any]) -> Callable[..., Any]:
+    """`verb` with the name, docstring and signature of its request, returning the reply (`Call[AddResult]` ->
+    `AddResult`), so that inspect.signature, help() and the API page show Memory's arguments. No `__wrapped__`:
+    the method is this module's, not an alias of the request (which the API page would then show)."""
+    verb.__doc__ = build.__doc__
+    reply = _reply_type(build)
+    verb.__annotations__ = {**build.__annotations__, "return": reply}
+    verb.__signature__ = inspect.signature(build).replace(return_annotation=reply)  # type: ignore[attr-defined]
+    verb.__module__ = __name__  # a method of this module's classes, not an import from calls.py
     return verb
 
 
 def _reply_type(build: Callable[..., Any]) -> str:
     text = str(build.__annotations__.get("return", "Any"))
     return text[len("Call[") : -1] if text.startswith("Call[") else text
+
+
+def _install(cls: type, wrap: Callable[[Callable[..., Call[Any]]], Callable[..., Any]],
+             verbs: Sequence[Verb] = VERBS, requests: type = _Requests) -> tuple[str, ...]:
+    """Give `cls` every verb whose Client face is on (contract/verbs.py): the method written in the class
+    body (iter_all, add_many, get_all), else its request in `_Requests`, sent by `wrap`. A declared verb
+    with neither, or a request no verb declares, is a TypeError as the module loads, naming the gap."""
+    faced = {v.client.name: v.name for v in verbs if v.client.name}
+    unused = sorted(n for n in vars(requests) if not n.startswith("_") and n not in faced.values())
+    if unused:
+        raise TypeError(f"{requests.__name__} in remote/calls.py has requests no verb's Client face declares: {unused} "
+                        "(declare them in hippocampus/contract/verbs.py)")
+    for name, verb in faced.items():
+        if name in vars(cls):
+            continue  # written by hand in the class body
+        build = vars(requests).get(verb)
+        if build is None:
+            raise TypeError(f"the verb {verb!r} declares a Client face {name!r} (hippocampus/contract/verbs.py) but "
+                            f"{requests.__name__} in remote/calls.py has no {verb!r}: write its request there, write "
+                            f"{cls.__name__}.{name} by hand, or mark the face off(...) with the reason")
+        method = wrap(build)
+        method.__name__, method.__qualname__ = name, f"{cls.__name__}.{name}"
+        setattr(cls, name, method)
+    return tuple(faced)
 
 
 class _Base:
@@ -109,31 +151,6 @@ class Client(_Base):
         super().__init__(url, api_key, timeout)
         self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
 
-    add = _sync(_Requests.add)
-    search = _sync(_Requests.search)
-    get = _sync(_Requests.get)
-    page = _sync(_Requests.page)
-    update = _sync(_Requests.update)
-    delete = _sync(_Requests.delete)
-    update_many = _sync(_Requests.update_many)
-    delete_many = _sync(_Requests.delete_many)
-    reset = _sync(_Requests.reset)
-    history = _sync(_Requests.history)
-    mark_used = _sync(_Requests.mark_used)
-    observe = _sync(_Requests.observe)
-    consolidate = _sync(_Requests.consolidate)
-    stats = _sync(_Requests.stats)
-    decay = _sync(_Requests.decay)
-    context = _sync(_Requests.context)
-    graph = _sync(_Requests.graph)
-    curate = _sync(_Requests.curate)
-    restore = _sync(_Requests.restore)
-    undo = _sync(_Requests.undo)
-    export_md = _sync(_Requests.export_md)
-    import_md = _sync(_Requests.import_md)
-    export_jsonl = _sync(_Requests.export_jsonl)
-    import_jsonl = _sync(_Requests.import_jsonl)
-    build_graph = _sync(_Requests.build_graph)
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                  include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
@@ -194,31 +211,6 @@ class AsyncClient(_Base):
         super().__init__(url, api_key, timeout)
         self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport)
 
-    add = _async(_Requests.add)
-    search = _async(_Requests.search)
-    get = _async(_Requests.get)
-    page = _async(_Requests.page)
-    update = _async(_Requests.update)
-    delete = _async(_Requests.delete)
-    update_many = _async(_Requests.update_many)
-    delete_many = _async(_Requests.delete_many)
-    reset = _async(_Requests.reset)
-    history = _async(_Requests.history)
-    mark_used = _async(_Requests.mark_used)
-    observe = _async(_Requests.observe)
-    consolidate = _async(_Requests.consolidate)
-    stats = _async(_Requests.stats)
-    decay = _async(_Requests.decay)
-    context = _async(_Requests.context)
-    graph = _async(_Requests.graph)
-    curate = _async(_Requests.curate)
-    restore = _async(_Requests.restore)
-    undo = _async(_Requests.undo)
-    export_md = _async(_Requests.export_md)
-    import_md = _async(_Requests.import_md)
-    export_jsonl = _async(_Requests.export_jsonl)
-    import_jsonl = _async(_Requests.import_jsonl)
-    build_graph = _async(_Requests.build_graph)
 
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                        include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
@@ -260,3 +252,7 @@ class AsyncClient(_Base):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+VERB_NAMES: tuple[str, ...] = _install(Client, _sync)
+_install(AsyncClient, _async)

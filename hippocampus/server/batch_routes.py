@@ -8,27 +8,22 @@ back `not_found` in its item and is never touched.
 
 from __future__ import annotations
 
-from fastapi import Depends
-
+from ..contract.replies import BatchDeleteResult, BatchUpdateResult
 from ..contract.wire import DeleteManyRequest, UpdateManyRequest
-from ..memory import Memory
-from ..memory.batch import BatchDeleteResult, BatchUpdateResult
-from .deps import TenantDep, memory_of, v1_router
+from .deps import MemoryDep, TenantDep, v1_router
 
 router = v1_router()
 
 
 @router.post("/memories/batch/update", response_model=BatchUpdateResult,
              summary="Update up to 1,000 memories, a result per item (update_many)")
-def update_many(body: UpdateManyRequest, tenant: TenantDep,
-                memory: Memory = Depends(memory_of)) -> BatchUpdateResult:
+def update_many(body: UpdateManyRequest, tenant: TenantDep, memory: MemoryDep) -> BatchUpdateResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.update_many(body.items, user_id=body.user_id)
 
 
 @router.post("/memories/batch/delete", response_model=BatchDeleteResult,
              summary="Delete up to 1,000 memories, a result per id (delete_many)")
-def delete_many(body: DeleteManyRequest, tenant: TenantDep,
-                memory: Memory = Depends(memory_of)) -> BatchDeleteResult:
+def delete_many(body: DeleteManyRequest, tenant: TenantDep, memory: MemoryDep) -> BatchDeleteResult:
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
     return memory.delete_many(body.memory_ids, user_id=body.user_id)

@@ -1,4 +1,5 @@
-"""FastAPI dependencies: the caller's tenant from its key, and the service's one Memory; and what
+"""FastAPI dependencies, each a typed alias a route names as a parameter (`tenant: TenantDep`, `memory: MemoryDep`,
+`jobs: JobsDep`): the caller's tenant from its key, the service's one Memory, its background jobs; and what
 every /v1 router shares: its prefix and its documented errors (`v1_router`)."""
 
 from __future__ import annotations
@@ -52,8 +53,17 @@ TenantDep = Annotated[Tenant, Depends(authenticate)]
 
 
 def memory_of(request: Request) -> Memory:
+    """The service's one Memory (every tenant's: the routes check the tenant before they call it)."""
     return request.app.state.memory
 
 
 def consolidations(request: Request) -> Consolidations:
+    """The service's background jobs: consolidation, decay and graph runs, one at a time."""
     return request.app.state.consolidations
+
+
+MemoryDep = Annotated[Memory, Depends(memory_of)]
+"""A route's `memory: MemoryDep` parameter: the service's Memory."""
+
+JobsDep = Annotated[Consolidations, Depends(consolidations)]
+"""A route's `jobs: JobsDep` parameter: the service's background jobs (server/jobs.py)."""

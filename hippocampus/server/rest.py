@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, Query, Request
+from fastapi import Query, Request
 
 from .. import validation as V
 from ..contract import wire
+from ..contract.replies import GraphView
 from ..contract.wire import (
     AddManyRequest,
     AddRequest,
@@ -31,7 +32,6 @@ from ..contract.wire import (
     json_filters,
 )
 from ..errors import InvalidInput
-from ..graph.service import GraphView
 from ..memory import Memory
 from ..models import (
     AddResult,
@@ -47,7 +47,7 @@ from ..models import (
     damaged_rows,
 )
 from .batch_routes import router as batch_router
-from .deps import TenantDep, consolidations, memory_of, v1_router
+from .deps import JobsDep, MemoryDep, TenantDep, v1_router
 from .transfer_routes import router as transfer_router
 
 router = v1_router()
@@ -61,19 +61,18 @@ def _missing(memory_id: int) -> str:
 
 
 @router.post("/memories", response_model=AddResult, summary="Remember a turn (add)")
-def add(request: Request, body: AddRequest, tenant: TenantDep,
-        memory: Memory = Depends(memory_of)) -> AddResult:
+def add(body: AddRequest, tenant: TenantDep, memory: MemoryDep, jobs: JobsDep) -> AddResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
     result = memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
                         infer=body.infer, ts=body.ts, memory_type=body.memory_type, expires_at=body.expires_at,
                         agent_id=agent, run_id=body.run_id)
     if result.pending_decision:
-        consolidations(request).nudge()  # the background worker decides it (write_decision: deferred)
+        jobs.nudge()  # the background worker decides it (write_decision: deferred)
     return result
 
 
 @router.post("/memories/batch", response_model=IdsResult, summary="Store many turns as-is (add_many)")
-def add_many(body: AddManyRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> IdsResult:
+def add_many(body: AddManyRequest, tenant: TenantDep, memory: MemoryDep) -> IdsResult:
     if len(body.items) > wire.MAX_ADD_MANY:  # one request must not hold the shared embedders for minutes (wire.py)
         raise InvalidInput(f"a batch may hold at most {wire.MAX_ADD_MANY} items, this one holds {len(body.items)}: "
                            "send it in several requests")
@@ -84,7 +83,7 @@ def add_many(body: AddManyRequest, tenant: TenantDep, memory: Memory = Depends(m
 
 
 @router.post("/search", response_model=SearchResult, summary="Recall memories for a query")
-def search(body: SearchRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> SearchResult:
+def search(body: SearchRequest, tenant: TenantDep, memory: MemoryDep) -> SearchResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
     return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
                          filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
@@ -94,7 +93,7 @@ def search(body: SearchRequest, tenant: TenantDep, memory: Memory = Depends(memo
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
 def page(
-    tenant: TenantDep,
+    tenant: TenantDep, memory: MemoryDep,
     user_id: str,
     memory_type: str | None = None,
     offset: int = Query(0, ge=0),
@@ -105,7 +104,6 @@ def page(
     agent_id: str | None = Query(None, description="the agent reading (docs/agents.md)"),
     agent_scope: str = Query("both", description="own, shared or both"),
     run_id: str | None = Query(None, description="only memories of this run"),
-    memory: Memory = Depends(memory_of),
 ) -> MemoryPage:
     agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
     return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=_query_filters(filters),
@@ -126,110 +124,101 @@ def _query_filters(raw: str | None) -> dict[str, Any] | None:
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="One memory")
-def get(memory_id: int, user_id: str, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> MemoryRecord:
+def get(memory_id: int, user_id: str, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
     tenant.check_owned(user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=user_id).metadata)
     return memory.get(memory_id, user_id=user_id)
 
 
 @router.patch("/memories/{memory_id}", response_model=MemoryRecord, summary="Replace a memory's text (the id stays)")
-def update(memory_id: int, body: UpdateRequest, tenant: TenantDep,
-           memory: Memory = Depends(memory_of)) -> MemoryRecord:
+def update(memory_id: int, body: UpdateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
     tenant.check_owned(body.user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=body.user_id).metadata)
     return memory.update(memory_id, body.text, user_id=body.user_id, metadata=body.metadata, expires_at=body.expires_at)
 
 
 @router.delete("/memories/{memory_id}", response_model=Deleted, summary="Delete one memory (its history stays)")
-def delete(memory_id: int, user_id: str, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> Deleted:
+def delete(memory_id: int, user_id: str, tenant: TenantDep, memory: MemoryDep) -> Deleted:
     tenant.check_owned(user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=user_id).metadata)
     memory.delete(memory_id, user_id=user_id)
     return Deleted(deleted=memory_id)
 
 
 @router.get("/memories/{memory_id}/history", response_model=list[HistoryEvent], summary="Every change to a memory")
-def history(memory_id: int, user_id: str, tenant: TenantDep,
-            memory: Memory = Depends(memory_of)) -> list[HistoryEvent]:
+def history(memory_id: int, user_id: str, tenant: TenantDep, memory: MemoryDep) -> list[HistoryEvent]:
     tenant.check_owned(user_id, f"no history for memory {memory_id} for this user",
                        lambda: memory.get(memory_id, user_id=user_id).metadata)  # a bound key: a memory still there
     return memory.history(memory_id, user_id=user_id)
 
 
 @router.post("/memories/used", response_model=list[MemoryRecord], summary="Report which recalled memories an answer used")
-def mark_used(body: MarkUsedRequest, tenant: TenantDep,
-              memory: Memory = Depends(memory_of)) -> list[MemoryRecord]:
+def mark_used(body: MarkUsedRequest, tenant: TenantDep, memory: MemoryDep) -> list[MemoryRecord]:
     tenant.check(body.user_id, f"memories {sorted(set(body.memory_ids))} not found for this user; nothing was changed")
     return memory.mark_used(body.memory_ids, user_id=body.user_id, context=body.context)
 
 
 @router.post("/observe", response_model=ObserveResult, summary="After a turn: one KnowledgeMonitor call (add, update, use, delete)")
-def observe(body: ObserveRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ObserveResult:
+def observe(body: ObserveRequest, tenant: TenantDep, memory: MemoryDep) -> ObserveResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
     return memory.observe(body.messages, user_id=body.user_id, shown=body.shown, chat_id=body.chat_id, who=body.who,
                           metadata=body.metadata, ts=body.ts, agent_id=agent, run_id=body.run_id)
 
 
 @router.delete("/memories", response_model=ResetResult, summary="Erase a user's memories and history")
-def reset(user_id: str, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ResetResult:
+def reset(user_id: str, tenant: TenantDep, memory: MemoryDep) -> ResetResult:
     tenant.check(user_id, f"user {user_id!r} not found")
     return ResetResult(user_id=user_id, deleted=memory.reset(user_id))
 
 
 @router.post("/consolidate", response_model=ConsolidationStats, summary="Run consolidation now (waits for a run in progress)")
-def consolidate(tenant: TenantDep, request: Request, body: ConsolidateRequest | None = None) -> ConsolidationStats:
+def consolidate(tenant: TenantDep, jobs: JobsDep, body: ConsolidateRequest | None = None) -> ConsolidationStats:
     user_id = body.user_id if body else None
     tenant.check(user_id, f"user {user_id!r} not found")
-    return consolidations(request).run(tenant.scope(user_id), trigger="api")
+    return jobs.run(tenant.scope(user_id), trigger="api")
 
 
 @router.post("/decay", response_model=DecayStats, summary="Archive and forget what has decayed (lifecycle)")
-def decay(tenant: TenantDep, request: Request, body: DecayRequest | None = None,
-          memory: Memory = Depends(memory_of)) -> DecayStats:
+def decay(tenant: TenantDep, memory: MemoryDep, jobs: JobsDep, body: DecayRequest | None = None) -> DecayStats:
     body = body or DecayRequest()
     tenant.check(body.user_id, f"user {body.user_id!r} not found")
-    jobs = consolidations(request)
     parts = [p for u in tenant.scope(body.user_id) for p in jobs.each_user("decay", lambda v: memory.decay(v, now=body.now), u)]
     return DecayStats(**{k: sum(getattr(p, k) for p in parts) for k in DecayStats.model_fields})
 
 
 @router.get("/context", response_model=ContextReply, summary="The prompt block of a user's memories")
-def context(tenant: TenantDep, user_id: str, query: str | None = None, max_items: int = Query(20, ge=0, le=1000),
+def context(tenant: TenantDep, memory: MemoryDep, user_id: str, query: str | None = None,
+            max_items: int = Query(20, ge=0, le=1000),
             min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, agent_id: str | None = None,
-            agent_scope: str = "both", run_id: str | None = None,
-            memory: Memory = Depends(memory_of)) -> ContextReply:
+            agent_scope: str = "both", run_id: str | None = None) -> ContextReply:
     agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
     return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates,
                                                agent_id=agent, agent_scope=agent_scope, run_id=run_id))
 
 
 @router.get("/graph", response_model=GraphView, summary="A user's entities and triples (graph memory)")
-def graph(tenant: TenantDep, user_id: str, limit: int | None = Query(None, ge=0, le=1000),
-          memory: Memory = Depends(memory_of)) -> GraphView:
+def graph(tenant: TenantDep, memory: MemoryDep, user_id: str, limit: int | None = Query(None, ge=0, le=1000)) -> GraphView:
     tenant.check(user_id, f"user {user_id!r} not found")
     return memory.graph(user_id, limit=limit)
 
 
 @router.post("/memories/{memory_id}/curate", response_model=MemoryRecord, summary="Set a memory's category or importance")
-def curate(memory_id: int, body: CurateRequest, tenant: TenantDep,
-           memory: Memory = Depends(memory_of)) -> MemoryRecord:
+def curate(memory_id: int, body: CurateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
     tenant.check(body.user_id, _missing(memory_id))
     return memory.curate(memory_id, body.user_id, category=body.category, importance=body.importance)
 
 
 @router.post("/memories/{memory_id}/restore", response_model=MemoryRecord, summary="Bring back a memory that decay forgot")
-def restore(memory_id: int, user_id: str, tenant: TenantDep,
-            memory: Memory = Depends(memory_of)) -> MemoryRecord:
+def restore(memory_id: int, user_id: str, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
     tenant.check(user_id, f"no history for memory {memory_id} for this user")
     return memory.restore(memory_id, user_id)
 
 
 @router.post("/history/{event_id}/undo", response_model=UndoResult, summary="Undo one history event (the state before it comes back)")
-def undo(event_id: int, user_id: str, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> UndoResult:
+def undo(event_id: int, user_id: str, tenant: TenantDep, memory: MemoryDep) -> UndoResult:
     tenant.check(user_id, f"no history event {event_id} for this user")
     return memory.undo(event_id, user_id)
 
 
 @router.get("/stats", summary="Memories by kind; with an operator key also the service's own figures")
-def stats(tenant: TenantDep, request: Request, user_id: str | None = None,
-          memory: Memory = Depends(memory_of)) -> dict[str, Any]:
+def stats(tenant: TenantDep, memory: MemoryDep, request: Request, user_id: str | None = None) -> dict[str, Any]:
     tenant.check(user_id, f"user {user_id!r} not found")
     scope = tenant.scope(user_id)
     if scope == [None] or len(scope) == 1:

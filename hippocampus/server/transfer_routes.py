@@ -11,14 +11,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from fastapi import Depends, Request
-
+from ..contract.replies import GraphStats, ImportReport
 from ..contract.wire import BuildGraphRequest, ExportReply, ImportRequest
 from ..errors import InvalidInput
-from ..graph.build import GraphStats
-from ..memory import Memory
-from ..transfer.service import ImportReport
-from .deps import TenantDep, consolidations, memory_of, v1_router
+from .deps import JobsDep, MemoryDep, TenantDep, v1_router
 
 router = v1_router()
 SENT = "the JSONL sent"
@@ -34,22 +30,21 @@ def md_count(text: str) -> int:
 
 
 @router.get("/export/md", response_model=ExportReply, summary="A user's memories as MEMORY.md (export_md)")
-def export_md(tenant: TenantDep, user_id: str, now: int | None = None,
-              memory: Memory = Depends(memory_of)) -> ExportReply:
+def export_md(tenant: TenantDep, memory: MemoryDep, user_id: str, now: int | None = None) -> ExportReply:
     tenant.check(user_id, _user(user_id))
     text = memory.export_md(user_id, now=now)
     return ExportReply(user_id=user_id, count=md_count(text), text=text)
 
 
 @router.post("/import/md", response_model=ImportReport, summary="Bring an edited MEMORY.md back (import_md)")
-def import_md(body: ImportRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ImportReport:
+def import_md(body: ImportRequest, tenant: TenantDep, memory: MemoryDep) -> ImportReport:
     tenant.check(body.user_id, _user(body.user_id))
     text = body.text if "\n" in body.text else body.text + "\n"  # always text: one line would be read as a server path
     return memory.import_md(body.user_id, text)
 
 
 @router.get("/export/jsonl", response_model=ExportReply, summary="Back up a user's memories and history as JSONL (export_jsonl)")
-def export_jsonl(user_id: str, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ExportReply:
+def export_jsonl(user_id: str, tenant: TenantDep, memory: MemoryDep) -> ExportReply:
     tenant.check(user_id, _user(user_id))
     with tempfile.TemporaryDirectory(prefix="hippocampus-export-") as folder:
         path = Path(folder) / "export.jsonl"
@@ -58,7 +53,7 @@ def export_jsonl(user_id: str, tenant: TenantDep, memory: Memory = Depends(memor
 
 
 @router.post("/import/jsonl", response_model=ImportReport, summary="Restore a JSONL backup as a user's memories (import_jsonl)")
-def import_jsonl(body: ImportRequest, tenant: TenantDep, memory: Memory = Depends(memory_of)) -> ImportReport:
+def import_jsonl(body: ImportRequest, tenant: TenantDep, memory: MemoryDep) -> ImportReport:
     tenant.check(body.user_id, _user(body.user_id))
     with tempfile.TemporaryDirectory(prefix="hippocampus-import-") as folder:
         path = Path(folder) / "import.jsonl"
@@ -73,11 +68,10 @@ def import_jsonl(body: ImportRequest, tenant: TenantDep, memory: Memory = Depend
 
 
 @router.post("/graph/build", response_model=GraphStats, summary="Read new memories into the graph now (build_graph)")
-def build_graph(tenant: TenantDep, request: Request, body: BuildGraphRequest | None = None,
-                memory: Memory = Depends(memory_of)) -> GraphStats:
+def build_graph(tenant: TenantDep, memory: MemoryDep, jobs: JobsDep, body: BuildGraphRequest | None = None) -> GraphStats:
     user_id = body.user_id if body else None
     tenant.check(user_id, _user(user_id))
-    jobs = consolidations(request)  # over every user: user by user when one user's data fails it (jobs.py)
+    # over every user: user by user when one user's data fails it (jobs.py)
     parts = [p for u in tenant.scope(user_id) for p in jobs.each_user("graph", memory.build_graph, u)]
     total = GraphStats()
     for part in parts:

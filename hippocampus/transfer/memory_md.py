@@ -42,17 +42,15 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterable
 from datetime import date, datetime, timezone
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from ..lifecycle.policy import DecayRule, score_of
 from ..models import AnyCategory, Category, CustomCategory, MemoryRecord, MemoryType, State
+from .files import save as save  # the file a MEMORY.md is written to: files.py, which the Client uses too
 
 Section = Literal["active", "archived"]
 TITLE = "# Agent Memory"
@@ -233,30 +231,6 @@ def load(path: str | os.PathLike[str]) -> tuple[list[MdEntry], list[str]]:
             return parse(f.read())
     except FileNotFoundError:
         return [], []
-
-
-def save(path: str | os.PathLike[str], text: str) -> None:
-    """Write the whole file, keeping the previous one as `<name>.bak`, so a failed write loses nothing."""
-    write_atomically(path, [text], backup=True)
-
-
-def write_atomically(path: str | os.PathLike[str], chunks: Iterable[str], backup: bool = False) -> None:
-    """Write to a temporary file beside `path`, then rename it over `path`: a crash leaves the old
-    file or the new one, never half of one. With `backup` the old file is first copied to `.bak`."""
-    target = Path(path)
-    if backup and target.exists():
-        shutil.copy2(target, target.with_name(target.name + ".bak"))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def md_entry(record: MemoryRecord, now: int, table: dict[Category, DecayRule]) -> MdEntry:

@@ -13,10 +13,9 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
-
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.replies import ImportReport
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import new_life
 from ..lifecycle.policy import DecayRule, decay_table, score_of
@@ -34,7 +33,7 @@ from ..models import (
     now_ts,
 )
 from ..store import filters as F
-from . import memory_md
+from . import files, memory_md
 from .dates import dated, said_on
 from .jsonl import HASH_KEY, dump_line, load_line, record_hash, row_hash, text_hash
 from .memory_md import MdEntry
@@ -44,16 +43,6 @@ log = logging.getLogger(__name__)
 
 ACTOR = "import"
 _BATCH = 256
-
-
-class ImportReport(BaseModel):
-    """What an import did: ids updated, created and left as they were; entries skipped, and why."""
-
-    updated: list[int] = Field(default_factory=list)
-    created: list[int] = Field(default_factory=list)
-    unchanged: list[int] = Field(default_factory=list)
-    skipped: int = 0
-    warnings: list[str] = Field(default_factory=list)
 
 
 class Lister(Protocol):
@@ -80,7 +69,7 @@ class TransferService:
         records = sorted(self.lister.iter_all(user_id), key=lambda r: r.id)
         text = memory_md.render([memory_md.md_entry(r, now, table) for r in records], now)
         if path is not None:
-            memory_md.save(path, text)
+            files.save(path, text)
         return text
 
     def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
@@ -167,7 +156,7 @@ class TransferService:
         for raw in self.ctx.store.history(F.eq("user_id", user_id)):
             event = HistoryEvent.model_validate(raw)
             events[event.memory_id].append(event)
-        memory_md.write_atomically(path, (dump_line(_exportable(r), events[r.id]) + "\n" for r in records))
+        files.write_atomically(path, (dump_line(_exportable(r), events[r.id]) + "\n" for r in records))
         return len(records)
 
     def import_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> ImportReport:
