@@ -6,24 +6,20 @@ The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parit
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
 from .. import validation as V
 from ..config import MemoryConfig
-from ..consolidation.service import ConsolidationService
 from ..context import MemoryContext
 from ..contract.verbs import VERBS, register_facade
 from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
-from ..graph.build import GraphStats
-from ..graph.service import GraphService, GraphView
-from ..lifecycle.decay import Progress
 from ..lifecycle.policy import THRESHOLDS
-from ..lifecycle.service import LifecycleService
 from ..llm import ChatModel
 from ..models import (
     AddResult,
@@ -39,14 +35,21 @@ from ..models import (
     UndoResult,
 )
 from ..observability.tracing import instrument
-from ..transfer.service import ImportReport, TransferService
-from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
-from .browse import BrowseService, Overview, SortKey
-from .forget import Honour
-from .observe import ChatHookService
 from .records import RecordService
-from .undo import UndoService
 
+if TYPE_CHECKING:  # the services a verb needs are imported when it is first called (a CLI `list` loads none of them)
+    from ..consolidation.service import ConsolidationService
+    from ..graph.build import GraphStats
+    from ..graph.service import GraphService, GraphView
+    from ..lifecycle.decay import Progress
+    from ..lifecycle.service import LifecycleService
+    from ..transfer.service import ImportReport, TransferService
+    from .batch import BatchDeleteResult, BatchService, BatchUpdateResult
+    from .browse import BrowseService, Overview, SortKey
+    from .observe import ChatHookService
+    from .undo import UndoService
+
+S = TypeVar("S")
 
 def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryConfig:
     """Settings with keyword overrides on top; any invalid value becomes a ConfigError."""
@@ -93,15 +96,67 @@ class Memory:
         self.ctx = ctx = MemoryContext.open(config, embedder or make_embedder(config), llm)
         self.store, self.embedder, self.retriever = ctx.store, ctx.embedder, ctx.retriever
         self._records = RecordService(ctx)
-        self._hook = ChatHookService(ctx)
-        self._lifecycle = LifecycleService(ctx, reader=self._records)
-        self._transfer = TransferService(ctx, lister=self._records)
-        self._browse = BrowseService(ctx)
-        self._batch = BatchService(ctx, self._records)
-        self._undo = UndoService(ctx)
-        self._graph = GraphService(ctx)
-        self._consolidation = ConsolidationService(ctx, decayer=self._lifecycle, graph=self._graph,
-                                                   honour=Honour(ctx, self._records.search, actor="consolidation"))
+        self._services: dict[str, Any] = {}
+        self._making = threading.RLock()  # one instance of each service, however many threads ask first
+
+    # ------------------------------------------------------------------ the services, each made on first use
+    # Their modules (the processors, consolidation, compression, the graph, transfer...) cost about a third of a
+    # CLI command's import time; `list`, `get` and `search` need only RecordService (docs/performance.md).
+    def _service(self, name: str, make: Callable[[], S]) -> S:
+        with self._making:
+            if name not in self._services:
+                self._services[name] = make()
+            return self._services[name]
+
+    @property
+    def _hook(self) -> ChatHookService:
+        from .observe import ChatHookService
+
+        return self._service("hook", lambda: ChatHookService(self.ctx))
+
+    @property
+    def _lifecycle(self) -> LifecycleService:
+        from ..lifecycle.service import LifecycleService
+
+        return self._service("lifecycle", lambda: LifecycleService(self.ctx, reader=self._records))
+
+    @property
+    def _transfer(self) -> TransferService:
+        from ..transfer.service import TransferService
+
+        return self._service("transfer", lambda: TransferService(self.ctx, lister=self._records))
+
+    @property
+    def _browse(self) -> BrowseService:
+        from .browse import BrowseService
+
+        return self._service("browse", lambda: BrowseService(self.ctx))
+
+    @property
+    def _batch(self) -> BatchService:
+        from .batch import BatchService
+
+        return self._service("batch", lambda: BatchService(self.ctx, self._records))
+
+    @property
+    def _undo(self) -> UndoService:
+        from .undo import UndoService
+
+        return self._service("undo", lambda: UndoService(self.ctx))
+
+    @property
+    def _graph(self) -> GraphService:
+        from ..graph.service import GraphService
+
+        return self._service("graph", lambda: GraphService(self.ctx))
+
+    @property
+    def _consolidation(self) -> ConsolidationService:
+        from ..consolidation.service import ConsolidationService
+        from .forget import Honour
+
+        return self._service("consolidation", lambda: ConsolidationService(
+            self.ctx, decayer=self._lifecycle, graph=self._graph, honour=Honour(self.ctx, self._records.search, actor="consolidation")))
 
     # ------------------------------------------------------------------ the shared state, for tests and services
     @property
