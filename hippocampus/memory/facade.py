@@ -1,6 +1,6 @@
 """Memory: the public facade. Every public verb is a one-line delegate to the service of its concern
 (memory/records.py, memory/observe.py, memory/browse.py, memory/undo.py, lifecycle/, transfer/, graph/,
-consolidation/), each built here over one MemoryContext (context.py) and handed what it calls by name.
+consolidation/), each built here on first use over one MemoryContext (context.py) and handed what it calls by name.
 The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parity.py read them)."""
 
 from __future__ import annotations
