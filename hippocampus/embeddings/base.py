@@ -15,8 +15,10 @@ Role = Literal["query", "passage"]
 EMBED_HEAD_CHARS = 1500
 EMBED_TAIL_CHARS = 500
 # An embedder's lock is taken per chunk of at most this many texts, not per call (issue 41): an
-# add_many of 150 texts held another tenant's search for 49 s, one of 3,000 for over 25 minutes.
-LOCK_CHUNK = 64
+# add_many of 150 texts held another tenant's search for 49 s, one of 3,000 for over 25 minutes. A
+# search waits for at most the chunk in progress: 64 texts left it waiting up to 21 s on the loaded
+# 2-core machine, 16 texts 1.5 s, at the same CPU per text (scripts/bench_fairness.py, docs/performance.md).
+LOCK_CHUNK = 16
 
 
 class FairLock:

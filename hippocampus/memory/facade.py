@@ -1,6 +1,6 @@
 """Memory: the public facade. Every public verb is a one-line delegate to the service of its concern
 (memory/records.py, memory/observe.py, memory/browse.py, memory/undo.py, lifecycle/, transfer/, graph/,
-consolidation/), each built here over one MemoryContext (context.py) and handed what it calls by name.
+consolidation/), each built here on first use over one MemoryContext (context.py) and handed what it calls by name.
 The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parity.py read them)."""
 
 from __future__ import annotations
@@ -8,22 +8,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
 from .. import validation as V
 from ..config import MemoryConfig
-from ..consolidation.service import ConsolidationService
 from ..context import MemoryContext
 from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
 from ..contract.verbs import VERBS, register_facade
 from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
-from ..graph.service import GraphService
-from ..lifecycle.decay import Progress
 from ..lifecycle.policy import THRESHOLDS
-from ..lifecycle.service import LifecycleService
 from ..llm import ChatModel
 from ..models import (
     AddResult,
@@ -39,13 +35,13 @@ from ..models import (
     UndoResult,
 )
 from ..observability.tracing import instrument
-from ..transfer.service import TransferService
-from .batch import BatchService
-from .browse import BrowseService, Overview, SortKey
-from .forget import Honour
-from .observe import ChatHookService
+from . import services
 from .records import RecordService
-from .undo import UndoService
+from .services import made_on_first_use
+
+if TYPE_CHECKING:  # the services a verb needs are imported when it is first called (a CLI `list` loads none of them)
+    from ..lifecycle.decay import Progress
+    from .browse import Overview, SortKey
 
 
 def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryConfig:
@@ -93,15 +89,16 @@ class Memory:
         self.ctx = ctx = MemoryContext.open(config, embedder or make_embedder(config), llm)
         self.store, self.embedder, self.retriever = ctx.store, ctx.embedder, ctx.retriever
         self._records = RecordService(ctx)
-        self._hook = ChatHookService(ctx)
-        self._lifecycle = LifecycleService(ctx, reader=self._records)
-        self._transfer = TransferService(ctx, lister=self._records)
-        self._browse = BrowseService(ctx)
-        self._batch = BatchService(ctx, self._records)
-        self._undo = UndoService(ctx)
-        self._graph = GraphService(ctx)
-        self._consolidation = ConsolidationService(ctx, decayer=self._lifecycle, graph=self._graph,
-                                                   honour=Honour(ctx, self._records.search, actor="consolidation"))
+
+    # ------------------------------------------------------------------ the other services, made on first use
+    _hook = made_on_first_use(services.hook)
+    _lifecycle = made_on_first_use(services.lifecycle)
+    _transfer = made_on_first_use(services.transfer)
+    _browse = made_on_first_use(services.browse)
+    _batch = made_on_first_use(services.batch)
+    _undo = made_on_first_use(services.undo)
+    _graph = made_on_first_use(services.graph)
+    _consolidation = made_on_first_use(services.consolidation)
 
     # ------------------------------------------------------------------ the shared state, for tests and services
     @property

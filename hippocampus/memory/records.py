@@ -27,14 +27,11 @@ from ..models import (
     SearchResult,
     now_ts,
 )
-from ..processors.write_decider import EpisodicWriteDecider
 from ..retrieval import check_search_mode
 from ..store import MEMORY_FIELDS
 from ..store import agents as A
 from ..store import filters as F
 from ..store.removal import remove_with_history
-from .forget import forget_named, supersede_corrected
-from .online import add_inferred
 
 
 def deletion_event(old: MemoryRecord, user_id: str, **details: Any) -> dict[str, Any]:
@@ -82,7 +79,11 @@ class RecordService:
         text, turns = V.messages_to_text(messages)
         tz = user_zone(self.ctx.config, user_id)  # the user's own zone, else the setting's (when.py)
         until = expiry.resolve(expires_at, event_ts, tz)  # resolved once, from when it was said
-        if infer and mtype is MemoryType.EPISODIC:
+        if infer and mtype is MemoryType.EPISODIC:  # the LLM path's modules load here: a CLI list or search needs none
+            from ..processors.write_decider import EpisodicWriteDecider
+            from .forget import forget_named, supersede_corrected
+            from .online import add_inferred
+
             ctx = self.ctx
             seen = functools.partial(self.search, agent_id=agent_id)  # forget and correct within the agent's view
 

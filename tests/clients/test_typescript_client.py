@@ -26,7 +26,7 @@ from tests.service_support import ServiceProcess, free_port
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 NODE, NPM = shutil.which("node"), shutil.which("npm")
-TESTS = ("wire.test.js", "errors.test.js", "verbs.test.js")
+TESTS = ("wire.test.js", "split.test.js", "errors.test.js", "verbs.test.js")
 USERS_A, USERS_B = ("ts-alice", "ts-alina"), ("ts-bob",)
 STEP_GUARD_S = 300  # turns a hang into a failure; never asserts speed
 
@@ -51,6 +51,16 @@ def test_every_verb_of_the_python_client_is_a_method() -> None:
     methods = set(re.findall(r"^  async \*?(\w+)\(", source, flags=re.M))
     wanted = {re.sub(r"_(\w)", lambda m: m.group(1).upper(), v.client.name) for v in VERBS if v.client.name}
     assert wanted - methods == set(), "verbs of the Python Client missing from clients/typescript/src/index.ts"
+
+
+def test_the_add_many_cap_is_the_services() -> None:
+    """The TypeScript client splits addMany at the service's own cap (contract/wire.MAX_ADD_MANY): a larger
+    constant there would send requests the service refuses, a smaller one more requests than needed."""
+    from hippocampus.contract import wire
+
+    source = (PACKAGE / "src" / "index.ts").read_text(encoding="utf-8")
+    found = re.findall(r"^export const MAX_ADD_MANY = ([\d_]+);$", source, flags=re.M)
+    assert [int(n) for n in found] == [wire.MAX_ADD_MANY], "clients/typescript/src/index.ts: MAX_ADD_MANY is not wire.MAX_ADD_MANY"
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Fair sharing of an embedder (issue 41): a large batch takes the lock per chunk of at most 64 texts,
+"""Fair sharing of an embedder (issue 41): a large batch takes the lock per chunk of at most LOCK_CHUNK (16) texts,
 and the lock is granted in turn (embeddings/base.py FairLock), so another caller's query embedding
 runs right after the chunk in progress, not after the whole batch. Asserted by order, never by time."""
 

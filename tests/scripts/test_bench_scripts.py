@@ -49,6 +49,22 @@ def test_bench_cli_times_the_command_line_and_long_adds(tmp_path, capsys):
     assert "| search |" in capsys.readouterr().out
 
 
+def test_bench_cli_importtime_sums_each_packages_own_import_time(tmp_path, capsys):
+    from scripts import bench_cli
+
+    totals = bench_cli.main(["--importtime", "--runs", "1", "--json", str(tmp_path / "it.json")])
+    assert set(totals) == {"list", "search"} and all(v > 0 for v in totals.values())
+    table = json.loads((tmp_path / "it.json").read_text())
+    for verb in ("list", "search"):
+        groups = [k for k in table[verb] if k not in ("total", "cpu s") and not k.startswith("n ")]
+        parts = sum(table[verb][k] for k in groups)
+        assert abs(parts - table[verb]["total"]) < 1e-6 * max(1.0, parts)  # every module counted once
+        assert sum(table[verb]["n " + k] for k in groups) == table[verb]["n total"] > 100
+        assert table[verb]["pymilvus"] > 0 and table[verb]["hippocampus.store"] > 0 and table[verb]["cpu s"] > 0
+    out = capsys.readouterr().out
+    assert "| package (own import time) | list ms | list share | list modules | search ms |" in out and "| total |" in out
+
+
 def test_bench_prints_the_default_and_cross_language_off_side_by_side_with_ratios(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench.main(["--sizes", "24", "--users", "2", "--queries", "2", "--embed-max", "12", "--json", str(out)]) == 0

@@ -81,6 +81,9 @@ export interface ClientOptions {
 
 export const DEFAULT_URL = "http://127.0.0.1:8765";
 export const API_PREFIX = "/v1";
+/** The most items one addMany request may hold: the service's contract/wire.MAX_ADD_MANY (it answers InvalidInput
+ * 422 above it); tests/clients/test_typescript_client.py checks that the two agree. */
+export const MAX_ADD_MANY = 1000;
 const DEFAULT_TIMEOUT_S = 120;
 const PAGE = 1000;
 const MAX_ID = 2n ** 63n;
@@ -149,10 +152,18 @@ export class Client {
     return (await this.#send({ method: "POST", path: "/memories", body: { ...options, messages, user_id } })) as AddResult;
   }
 
-  /** Store many turns as-is; the ids in input order. InvalidInput, before anything is written, for any bad item. */
+  /** Store many turns as-is; the ids in input order. A batch over MAX_ADD_MANY items (what one request may embed)
+   * goes as several requests, each checked whole before it is written: InvalidInput for a bad item (the requests
+   * before it stay stored), as the Python Client. */
   async addMany(items: ReadonlyArray<AddItem>, options: Options<S["AddManyRequest"], "items"> = {}): Promise<Id[]> {
-    const reply = (await this.#send({ method: "POST", path: "/memories/batch", body: { ...options, items } })) as { ids?: Id[] };
-    return reply.ids ?? [];
+    if (!Array.isArray(items)) throw new InvalidInput(`items must be a list, got ${typeof items}`);
+    const ids: Id[] = [];
+    for (let start = 0; start === 0 || start < items.length; start += MAX_ADD_MANY) {
+      const part = items.slice(start, start + MAX_ADD_MANY);
+      const reply = (await this.#send({ method: "POST", path: "/memories/batch", body: { ...options, items: part } })) as { ids?: Id[] };
+      for (const id of reply.ids ?? []) ids.push(id);
+    }
+    return ids;
   }
 
   /** Replace a memory's text; the id stays, the old text goes to history. NotFound when missing or another user's. */

@@ -1,0 +1,127 @@
+#!/usr/bin/env python
+"""Tenant B's search while tenant A stores a large batch, through a real service (issue 41: "another
+tenant's search during a 3,000-text batch answers within 1 s of its usual time").
+
+    python scripts/bench_fairness.py                       # 3,000 texts, B's searches alone then during A's batch
+    python scripts/bench_fairness.py --texts 300 --alone 5 --json fair.json
+
+- Service: `python -m hippocampus --uri <tmp>/fair.db serve` (scripts/bench_service.py `Service`: its own
+  process group, temporary HIPPOCAMPUS_HOME and store, offline embedder and LLM, SIGTERM at the end) with two
+  keys: tenant A may touch `alice`, tenant B `bob`. The bundled embedders (e5, and the cross-language model
+  where the settings keep it) are shared by both tenants.
+- B first stores `--seed` memories, then searches `--alone` times with nothing else running (its usual time).
+- A then sends add_many of `--texts` chat-like texts from a thread (the Client sends requests of
+  wire.MAX_ADD_MANY items); B searches one query after another until A's batch is done.
+- Latencies are taken in the client (perf_counter around the call: HTTP and JSON included). The bench
+  process and the service share the machine's cores, as do any other processes: read the load beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.bench_service import Service  # noqa: E402
+
+QUERIES = ["where does bob keep his bicycle?", "what does bob drink in the morning?", "when is bob's dentist appointment?",
+           "鲍勃住在哪里?", "who is bob's manager?", "what instrument is bob learning?"]
+SEED = ["I keep my bicycle in the garage behind the house", "I drink green tea every morning",
+        "My dentist appointment is next Tuesday at 3 pm", "我住在杭州西湖边", "My manager is called Priya",
+        "I am learning the piano on Saturdays"]
+
+
+def _stats(latencies: list[float]) -> dict[str, float]:
+    ms = np.asarray(latencies) * 1000
+    return {"searches": len(ms), "p50_ms": float(np.percentile(ms, 50)), "p90_ms": float(np.percentile(ms, 90)),
+            "max_ms": float(ms.max())}
+
+
+def run(texts: int, alone: int, seed: int) -> dict[str, object]:
+    """B's search latencies alone and during A's batch, and A's batch figures."""
+    from hippocampus import Client
+
+    key_a, key_b = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    with tempfile.TemporaryDirectory(prefix="bench-fair-") as tmp:
+        service = Service(Path(tmp) / "fair.db", Path(tmp) / "home",
+                          {"HIPPOCAMPUS_API_KEYS": f"{key_a}=alice;{key_b}=bob", "HIPPOCAMPUS_API_KEY": "",
+                           "HIPPOCAMPUS_KEYS_FILE": ""})
+        try:
+            with Client(service.url, api_key=key_b, timeout=3600) as b, Client(service.url, api_key=key_a, timeout=3600) as a:
+                b.add_many([{"text": SEED[i % len(SEED)] + ("" if i < len(SEED) else f" (note {i})"), "user_id": "bob"}
+                            for i in range(max(seed, len(SEED)))])
+                b.search(QUERIES[0], "bob")  # warm: the models load once per process
+
+                def timed_search(n: int) -> float:
+                    t0 = time.perf_counter()
+                    b.search(QUERIES[n % len(QUERIES)], "bob")
+                    return time.perf_counter() - t0
+
+                quiet = [timed_search(n) for n in range(alone)]
+                items = [{"text": f"note {i}: I bought apples at the market and talked to Sam about the {i}th order",
+                          "user_id": "alice"} for i in range(texts)]
+                done = threading.Event()
+                batch: dict[str, float] = {}
+
+                def tenant_a() -> None:
+                    t0 = time.perf_counter()
+                    try:
+                        batch["stored"] = len(a.add_many(items))
+                    finally:
+                        batch["wall_s"] = time.perf_counter() - t0
+                        done.set()
+
+                worker = threading.Thread(target=tenant_a)
+                worker.start()
+                busy = [timed_search(0)]  # at least one, however short the batch
+                while not done.is_set():
+                    busy.append(timed_search(len(busy)))
+                worker.join()
+        finally:
+            service.stop()
+    alone_row, busy_row = _stats(quiet), _stats(busy)
+    return {"texts": texts, "batch_wall_s": batch["wall_s"], "stored": batch.get("stored", 0),
+            "texts_per_s": texts / batch["wall_s"], "alone": alone_row, "during": busy_row,
+            "p50_extra_ms": busy_row["p50_ms"] - alone_row["p50_ms"], "max_extra_ms": busy_row["max_ms"] - alone_row["p50_ms"],
+            "load": os.getloadavg()}
+
+
+def table(report: dict) -> str:
+    rows = ["| B's search | searches | p50 ms | p90 ms | max ms |", "|---|---|---|---|---|"]
+    for label, key in (("alone", "alone"), (f"during A's {report['texts']:,}-text add_many", "during")):
+        r = report[key]
+        rows.append(f"| {label} | {r['searches']} | {r['p50_ms']:.0f} | {r['p90_ms']:.0f} | {r['max_ms']:.0f} |")
+    rows.append("")
+    rows.append(f"A's batch: {report['stored']:,} stored in {report['batch_wall_s']:.1f} s ({report['texts_per_s']:.1f} texts/s). "
+                f"During it B's p50 is {report['p50_extra_ms']:+.0f} ms and its slowest {report['max_extra_ms']:+.0f} ms from "
+                f"its usual p50 (goal: within 1,000 ms). Load average at the end: "
+                + " ".join(f"{x:.1f}" for x in report["load"]))
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=3000, help="tenant A's add_many size (default 3000)")
+    parser.add_argument("--alone", type=int, default=20, help="B's searches with nothing else running (default 20)")
+    parser.add_argument("--seed", type=int, default=50, help="B's memories before it searches (default 50)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    report = run(args.texts, args.alone, args.seed)
+    print(table(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
