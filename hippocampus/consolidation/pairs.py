@@ -19,10 +19,10 @@ next run judges again: nothing destructive waits here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import MemoryConfig
 from ..embeddings import Embedder
@@ -38,6 +38,7 @@ from . import rules as R
 from .merges import Merges
 from .rows import event, fits, ids_by_user
 
+J = TypeVar("J")  # a judge's result (MergeResult, SeparationResult)
 log = logging.getLogger(__name__)
 EPISODIC = MemoryType.EPISODIC.value
 BATCH = 256  # separations held before a flush (a chunk's end flushes sooner)
@@ -207,14 +208,9 @@ class PairPass:
         allowed, why = R.merge_allowed(a, b, self.config.merge_time_window_same_chat, self.config.merge_time_window_diff_chat)
         reason = why
         if kind == "merge_candidate" and allowed:
-            self.stats.llm_calls += 1
-            try:
-                result = self.merger.merge(a, b)
-            except LLMError as exc:
-                self.stats.errors += 1
-                log.warning("merge of %s and %s skipped: %s", a.id, b.id, exc)
+            result = self._ask("merge", a, b, self.merger.merge)
+            if result is None:
                 return None
-            self.stats.llm_calls += result.asked_again  # the fact guard asked once more
             if result.same_event and fits(result.text):
                 details = {"similarity": similarity, "reason": result.reason, **result.facts_details()}
                 if not self._merge(a, b, result.text.strip(), result.context, result.thing, details):
@@ -222,15 +218,21 @@ class PairPass:
                 self.stats.merged += 1
                 return "merged"
             reason = f"not the same event: {result.reason}"
+        sep = self._ask("separation", a, b, self.separator.separate)
+        return None if sep is None else self._separate(a, b, sep, similarity, reason)
+
+    def _ask(self, what: str, a: MemoryRecord, b: MemoryRecord, judge: Callable[[MemoryRecord, MemoryRecord], J]) -> J | None:
+        """One judgement of the pair, counted (the fact guard's second ask too); None when the LLM failed:
+        the pair is skipped, judged again next run."""
         self.stats.llm_calls += 1
         try:
-            sep = self.separator.separate(a, b)
+            result = judge(a, b)
         except LLMError as exc:
             self.stats.errors += 1
-            log.warning("separation of %s and %s skipped: %s", a.id, b.id, exc)
+            log.warning("%s of %s and %s skipped: %s", what, a.id, b.id, exc)
             return None
-        self.stats.llm_calls += sep.asked_again
-        return self._separate(a, b, sep, similarity, reason)
+        self.stats.llm_calls += result.asked_again  # type: ignore[attr-defined]
+        return result
 
     def _merge(self, a: MemoryRecord, b: MemoryRecord, text: str, context: str, thing: str, details: dict[str, Any]) -> bool:
         """Separations held for writing go first (the merge's checks read the store), then the merge (merges.py)."""
