@@ -387,23 +387,28 @@ def test_security_headers_on_every_answer(servers) -> None:
     assert "no-store" not in answers["static"].headers.get("cache-control", "")
 
 
+def _slow_get(url: str, **kwargs: Any) -> httpx.Response:
+    """httpx.get with room for a loaded CI machine (its default 5 s timed out there)."""
+    return httpx.get(url, timeout=30.0, **kwargs)
+
+
 def test_docs_need_a_key_and_healthz_says_only_ok(servers, shared_db, embedder) -> None:
     keyed, open_ = servers["keyed"], servers["open"]
     for path in ("/docs", "/redoc", "/openapi.json"):
-        assert httpx.get(keyed.url + path).status_code == 401, path
-        assert httpx.get(keyed.url + path, headers={"Authorization": "Bearer " + secrets.token_urlsafe(32)}).status_code in (401, 429)
-        assert httpx.get(keyed.url + path, headers=keyed.auth()).status_code == 200, path  # any valid key
-        assert httpx.get(open_.url + path).status_code == 200, path
+        assert _slow_get(keyed.url + path).status_code == 401, path
+        assert _slow_get(keyed.url + path, headers={"Authorization": "Bearer " + secrets.token_urlsafe(32)}).status_code in (401, 429)
+        assert _slow_get(keyed.url + path, headers=keyed.auth()).status_code == 200, path  # any valid key
+        assert _slow_get(open_.url + path).status_code == 200, path
     for s in (keyed, open_):
-        health = httpx.get(s.url + "/healthz")
+        health = _slow_get(s.url + "/healthz")
         assert health.status_code == 200 and health.json() == {"status": "ok"}
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"guard_{uuid.uuid4().hex[:10]}", embedder=embedder)
     app = create_app(memory, KeyRing.load(env={"HIPPOCAMPUS_API_KEY": OPERATOR_KEY}), public_docs=True, mcp=False,
                      ui=False, close_memory=False)
     try:
         with served(app) as url:
-            assert httpx.get(url + "/openapi.json").status_code == 200
-            assert httpx.get(url + "/v1/memories", params={"user_id": "alice"}).status_code == 401
+            assert _slow_get(url + "/openapi.json").status_code == 200
+            assert _slow_get(url + "/v1/memories", params={"user_id": "alice"}).status_code == 401
     finally:
         memory.close()
 

@@ -45,7 +45,7 @@ def world(shared_db, embedder):
 
 
 def _login(url: str, key: str = ALICE_KEY, **headers: str) -> httpx.Response:
-    return httpx.post(f"{url}/ui/login", data={"key": key}, headers={"Origin": url, **headers})
+    return httpx.post(f"{url}/ui/login", data={"key": key}, headers={"Origin": url, **headers}, timeout=30.0)
 
 
 def _cookie(response: httpx.Response) -> tuple[str, str, str]:
@@ -56,7 +56,7 @@ def _cookie(response: httpx.Response) -> tuple[str, str, str]:
 
 
 def _get(url: str, path: str, name: str, sid: str) -> httpx.Response:
-    return httpx.get(url + path, headers={"Cookie": f"{name}={sid}"})
+    return httpx.get(url + path, headers={"Cookie": f"{name}={sid}"}, timeout=30.0)
 
 
 def _csrf(page: httpx.Response) -> str:
