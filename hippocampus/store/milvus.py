@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
@@ -171,17 +172,18 @@ class MilvusStore:
         for row in rows:
             vec = row.get("vector")
             if vec is not None and len(vec) != self.dim:
-                raise SchemaMismatchError(
-                    f"a {len(vec)}-d vector cannot go into {self.collection!r}, which holds {self.dim}-d vectors "
-                    f"from {self.embedding_model!r}",
-                    uri=self.uri,
-                )
+                raise SchemaMismatchError(f"a {len(vec)}-d vector cannot go into {self.collection!r}, which holds "
+                                          f"{self.dim}-d vectors from {self.embedding_model!r}", uri=self.uri)
 
-    def insert(self, rows: Sequence[dict[str, Any]]) -> list[int]:
+    def cross_vectors(self, rows: Sequence[dict[str, Any]]) -> np.ndarray | None:
+        """The rows' cross vectors when the store keeps them, else None: a writer embeds them before its lock."""
+        return self.cross.encode(rows)
+
+    def insert(self, rows: Sequence[dict[str, Any]], cross_vectors: np.ndarray | None = None) -> list[int]:
         if not rows:
             return []
         self._check_vectors(rows)
-        xv = self.cross.encode(rows)  # the cross-language vectors, when the store keeps them (store/xvector.py)
+        xv = cross_vectors if cross_vectors is not None else self.cross_vectors(rows)
         rows = self.cross.inline(rows, xv)
         if self.capabilities.client_ids:
             rows = [{**row, "id": pk} for row, pk in zip(rows, self._ids.take(len(rows)))]  # store/ids.py

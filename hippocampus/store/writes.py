@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..embeddings import Embedder
 from ..errors import NotFound
@@ -20,6 +20,9 @@ from ..models import HistoryAction, HistoryEvent, MemoryRecord
 from . import filters as F
 from .milvus import MilvusStore
 from .removal import take_back
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +48,21 @@ class Writer:
         bare = [r for r in rows if "vector" not in r]
         for row, vec in zip(bare, self.embedder.encode([r["text"] for r in bare], role="passage") if bare else []):
             row["vector"] = vec.tolist()
+        cross = self.store.cross_vectors(rows)  # embedded outside the lock: another tenant's write need not wait for it
         with self.lock:
             return self.insert_held(rows, lambda n, i: [HistoryEvent(memory_id=i, user_id=rows[n]["user_id"], action=action,
-                                                                     new_text=rows[n]["text"], actor=actor, details=dict(details or {}))])
+                                                                     new_text=rows[n]["text"], actor=actor, details=dict(details or {}))],
+                                    cross)
 
-    def insert_held(self, rows: Sequence[dict[str, Any]], events: Callable[[int, int], list[HistoryEvent]]) -> list[int]:
+    def insert_held(self, rows: Sequence[dict[str, Any]], events: Callable[[int, int], list[HistoryEvent]],
+                    cross_vectors: np.ndarray | None = None) -> list[int]:
         """Insert rows that carry their vectors, then their events (`events(n, id)`: the n-th row's, given its new
         id); the caller holds the write lock. When the events fail, the rows and any of their events that
         landed are taken back (the old state: the ids are new, so every event naming them is this write's)
-        and the error raised."""
+        and the error raised. `cross_vectors`: the rows' cross-language vectors, when embedded already."""
         if not rows:
             return []
-        ids = self.store.insert(rows)
+        ids = self.store.insert(rows, cross_vectors)
         try:
             self.store.add_history([e.model_dump(mode="json") for n, i in enumerate(ids) for e in events(n, i)])
         except BaseException:

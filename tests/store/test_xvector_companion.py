@@ -103,3 +103,17 @@ def test_the_stage_reads_nothing_for_a_question_in_both_scripts(memory: Memory, 
     assert calls == []
     memory.search(QUESTION, user_id="mei")  # one gathering for both kinds of one search
     assert len(calls) == 1
+
+
+def test_cross_vectors_are_embedded_before_the_write_lock(memory: Memory, monkeypatch) -> None:
+    """The cross-language model runs outside the write lock: another tenant's write waits for none of it."""
+    cross = memory.store.cross
+    memory.add("warm up", user_id="mei", infer=False)  # the companion's embedder chosen, the collection made
+    held: list[bool] = []
+    real = cross.embedder.encode
+    monkeypatch.setattr(cross.embedder, "encode",
+                        lambda texts, role="passage": held.append(memory.ctx.write_lock.locked()) or real(texts, role=role))
+    memory.add(ANSWER, user_id="mei", infer=False)
+    memory.add_many([{"text": t, "user_id": "mei"} for t in OTHERS])
+    assert held == [False, False]
+    assert len(companion_ids(memory)) == 2 + len(OTHERS)
