@@ -75,12 +75,9 @@ logging.getLogger("pymilvus").addFilter(_DropNoise())
 logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(_DropNoise())
 for _h in logging.getLogger("pymilvus").handlers:
     _h.addFilter(_DropNoise())
-try:  # milvus-lite's jieba analyzer announces its dictionary on stderr
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-except ImportError:  # pragma: no cover
-    pass
+# milvus-lite's jieba analyzer announces its dictionary on stderr at DEBUG (jieba sets its logger to DEBUG when
+# imported, so a level set here would not last): a filter on its logger, without importing jieba for it
+logging.getLogger("jieba").addFilter(lambda record: record.levelno >= logging.WARNING)
 
 
 _LITE_KEEPALIVE = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}

@@ -82,3 +82,19 @@ def test_an_existing_store_open_to_others_is_left_as_it_is_with_a_warning(tmp_pa
     warnings = [r.getMessage() for r in caplog.records if r.name == "hippocampus.store.private"]
     assert len(warnings) == 1 and "open to other local users (mode 755)" in warnings[0] and "\n" not in warnings[0]
     assert _mode(path) == 0o755 and {f: _mode(f) for f in files if f.exists()} == {f: m for f, m in files.items() if f.exists()}
+
+
+def test_jieba_announces_nothing_below_a_warning(capfd) -> None:
+    """milvus-lite's analyzer loads jieba, which logs its dictionary's loading to stderr at DEBUG and sets its
+    logger to DEBUG when imported: the store's filter on that logger keeps a CLI's stderr clean, warnings kept."""
+    import logging
+
+    import jieba  # noqa: F401 - imported as milvus-lite imports it: the logger at DEBUG, its stderr handler on
+
+    import hippocampus.store.connection  # noqa: F401 - the filter is set as the store's connection module loads
+
+    capfd.readouterr()
+    logging.getLogger("jieba").debug("Building prefix dict from the default dictionary ...")
+    logging.getLogger("jieba").warning("a real jieba warning")
+    err = capfd.readouterr().err
+    assert "prefix dict" not in err and "a real jieba warning" in err
