@@ -41,6 +41,13 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
 }
 
 
+def models_dir() -> Path:
+    """<HIPPOCAMPUS_HOME or ~/.hippocampus>/models, read now (tests and users set the variable late): the
+    models fetched, and what is derived from a model or dictionary once per machine (caches)."""
+    home = os.environ.get("HIPPOCAMPUS_HOME") or str(Path.home() / ".hippocampus")
+    return Path(home).expanduser() / "models"
+
+
 def zone(name: str | None = None) -> tzinfo:
     """The user's time zone: an IANA name ("Asia/Shanghai"), else the machine's local zone (lifecycle/when.py
     resolves dates in it; the settings check their zone names with it)."""

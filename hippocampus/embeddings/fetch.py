@@ -16,7 +16,6 @@ without a network (`download` is a parameter, pip_download by default).
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import models_dir
 from ..errors import ConfigError, HippocampusError
 
 CHUNK = 1 << 20
@@ -127,12 +127,6 @@ LICENSE_FILE = "TERMS_OF_USE.txt"  # written beside the model: redistribution mu
 
 Download = Callable[[ModelSpec, int, Path], Path]
 Progress = Callable[[str], None]
-
-
-def models_dir() -> Path:
-    """<HIPPOCAMPUS_HOME or ~/.hippocampus>/models, read now (tests and users set the variable late)."""
-    home = os.environ.get("HIPPOCAMPUS_HOME") or str(Path.home() / ".hippocampus")
-    return Path(home).expanduser() / "models"
 
 
 def sha256_file(path: Path) -> str:

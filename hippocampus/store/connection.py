@@ -26,6 +26,7 @@ from pymilvus import MilvusClient  # noqa: E402
 from pymilvus.exceptions import MilvusException  # noqa: E402
 
 from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
+from . import jieba_light
 from .private import forget_socket, lite_address, private_store, tighten_files
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ def connect(uri: str, token: str | None) -> MilvusClient:
         path.parent.mkdir(parents=True, exist_ok=True)
         private_store(path)
         uri = str(path)
+        jieba_light.install()  # milvus-lite's analyzer runs in this process: no dictionary load for text without Chinese
     _START_FAILURE.take()
     try:
         address = uri if "://" in uri else lite_address(uri)

