@@ -78,16 +78,18 @@ def _unit(v: Any) -> np.ndarray:
 
 
 def rescore(cands: list[Candidate], query: str, query_vector: Sequence[float], found: Sequence[dict[str, Any]],
-            uses_of: Callable[[list[Candidate]], dict[int, float]], floor: float | None = None) -> list[Candidate]:
+            uses_of: Callable[[list[Candidate]], dict[int, float]], floor: float | None = None,
+            near: dict[int, float] | None = None) -> list[Candidate]:
     """Join the memories in another script found by their cross vectors (rows with `_distance`, the USE
     cosine, and `vector`) and give every candidate in another script its placed score. `uses_of(cands)`: the
-    USE cosines of the query's own-script candidates. A candidate in another script that the gathering did
-    not return gets `floor`, the lowest cosine it returned: the most it can have, since it returns the
-    nearest first. Dense ranks follow the new scores."""
+    USE cosines of the query's own-script candidates; `near`: the USE cosines the gathering found for
+    candidates already here (their rows were not read again). A candidate in another script that the
+    gathering did not return gets `floor`, the lowest cosine it returned: the most it can have, since it
+    returns the nearest first. Dense ranks follow the new scores."""
     scripts = query_scripts(query)
     qv = _unit(query_vector)
     known = {c.id: c for c in cands}
-    use: dict[int, float] = {}
+    use: dict[int, float] = {i: u for i, u in (near or {}).items() if i in known}
     for row in found:
         row = dict(row)
         use[int(row["id"])] = float(row.pop("_distance"))
@@ -125,28 +127,36 @@ def kinds_scope(q: Query) -> tuple[str, int]:
     return q.scope.replace(F.eq("memory_type", q.kind), F.in_("memory_type", list(q.kinds)), 1), q.depth * len(q.kinds)
 
 
-def _gather(r: Retriever, q: Query, qx: Sequence[float], scripts: Sequence[str]) -> tuple[list[dict[str, Any]], float | None]:
+def _gather(r: Retriever, q: Query, qx: Sequence[float], scripts: Sequence[str],
+            known: set[int]) -> tuple[list[dict[str, Any]], float | None, dict[int, float]]:
     """The memories in `scripts` nearest the query by cross vector (store/xvector.py `nearest`), read in
-    the scope: rows with `_distance` (the USE cosine), and the lowest cosine `nearest` returned (`floor`).
-    Without caller filters the rows are read by id alone, which milvus-lite answers from its primary key
-    (~8 ms for 50 rows at 1k memories, against ~35 ms with the user's condition), and the scope's own
-    conditions (user, kinds, superseded, expired) are checked here; with them, Milvus checks the scope."""
+    the scope: rows with `_distance` (the USE cosine), the lowest cosine `nearest` returned (`floor`), and
+    every cosine it returned. Rows of `known` memories (already candidates, so in the scope) are not read
+    again: e5 often gathers the other language's memories itself, and a read costs per id (issue 41);
+    they keep their place in the `depth` nearest. Without caller filters the rows are read by id alone,
+    which milvus-lite answers from its primary key (~8 ms for 50 rows at 1k memories, against ~35 ms with
+    the user's condition), and the scope's own conditions (user, kinds, superseded, expired) are checked
+    here; with them, Milvus checks the scope."""
     scope, depth = kinds_scope(q)
     kinds = list(q.kinds) if len(q.kinds) > 1 else ([q.kind] if q.kind else None)
     near = dict(r.store.cross.nearest(q.user_id, qx, kinds, scripts, depth + MARGIN))
     if not near:
-        return [], None
+        return [], None, near
     fields = [*MEMORY_FIELDS, "vector"]
-    if q.plain:
-        rows = [row for row in r.store.query(id_filter(list(near)), fields=fields, limit=len(near))
+    unread = [i for i in near if i not in known]
+    if not unread:
+        rows = []
+    elif q.plain:
+        rows = [row for row in r.store.query(id_filter(unread), fields=fields, limit=len(unread))
                 if row.get("user_id") == q.user_id and (kinds is None or row.get("memory_type") in kinds)
                 and (q.include_superseded or current_row(row)) and (q.include_expired or live_row(row))]
     else:
         fast = lite_scope(r.store, scope)  # milvus-lite: superseded rows dropped here, not by the filter
-        rows = r.store.query(F.and_(id_filter(list(near)), fast or scope), fields=fields, limit=len(near), partition=q.part)
+        rows = r.store.query(F.and_(id_filter(unread), fast or scope), fields=fields, limit=len(unread), partition=q.part)
         rows = [row for row in rows if not fast or kept_row(row)]
-    rows = [{**row, "_distance": near[int(row["id"])]} for row in rows]
-    return sorted(rows, key=lambda row: -row["_distance"])[:depth], min(near.values())
+    ranked = sorted([*({"id": i, "_distance": near[i], "_known": True} for i in near if i in known),
+                     *({**row, "_distance": near[int(row["id"])]} for row in rows)], key=lambda row: -row["_distance"])
+    return [row for row in ranked[:depth] if not row.get("_known")], min(near.values()), near
 
 
 def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
@@ -169,13 +179,13 @@ def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
         except EmbeddingError as exc:
             log.warning("no cross-language stage: the query could not be embedded (%s)", exc)
             return cands
-        q.memo[key] = (qx, *_gather(r, q, qx, wanted))
+        q.memo[key] = (qx, *_gather(r, q, qx, wanted, {c.id for c in cands}))
     if q.memo[key] is None:
         return cands
-    qx, rows, floor = q.memo[key]
+    qx, rows, floor, near = q.memo[key]
     mine = [row for row in rows if q.kind is None or row.get("memory_type") == q.kind]
 
     def uses_of(own: list[Candidate]) -> dict[int, float]:
         return cross.cosines(q.user_id, [c.id for c in own], qx)
 
-    return rescore(cands, q.text, q.vector, mine, uses_of, floor)
+    return rescore(cands, q.text, q.vector, mine, uses_of, floor, near)

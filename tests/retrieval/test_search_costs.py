@@ -137,3 +137,46 @@ def test_a_large_write_reaches_the_companion_page_by_page(memory: Memory, monkey
     stored = memory.store.client.query(memory.store.cross.name, filter="id >= 0", output_fields=["id"])
     assert {int(r["id"]) for r in stored} == set(ids)
     assert ANSWER in [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all]
+
+
+def test_the_cross_stage_reads_again_no_row_the_dense_search_found(memory: Memory, monkeypatch) -> None:
+    """A memory in the other language that e5 gathered itself is not read again by the cross-language stage
+    (retrieval/crosslang.py `_gather`), and the hits are exactly those of reading every row."""
+    from hippocampus.retrieval import crosslang
+
+    chinese = ["我对青霉素过敏，小时候起过荨麻疹。", *[t for t in OTHERS if crosslang.script_of(t) == "han"]]
+    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, "I take the 8:15 train to work.", *chinese]])
+    question = "which medicine am I allergic to?"
+    memory.search(question, user_id="mei")  # starts the background read of the cross vectors
+    assert memory.store.cross.wait_loaded(60)
+    calls: list[tuple[set[int], list[int]]] = []  # per gathering: the candidates it was told of, the rows it read
+    real_gather = crosslang._gather
+
+    def gather(r, q, qx, scripts, known):
+        read: list[int] = []
+        calls.append((set(known), read))
+        real_query = r.store.query
+
+        def query(expr, **kwargs):
+            rows = real_query(expr, **kwargs)
+            read.extend(int(row["id"]) for row in rows)
+            return rows
+
+        monkeypatch.setattr(r.store, "query", query)
+        try:
+            return real_gather(r, q, qx, scripts, known)
+        finally:
+            monkeypatch.setattr(r.store, "query", real_query)
+
+    def hits() -> list[tuple[int, float]]:
+        return [(h.id, round(h.score, 6)) for h in memory.search(question, user_id="mei", limit=10, mode="dense").all]
+
+    monkeypatch.setattr(crosslang, "_gather", gather)
+    skipped, (known, read) = hits(), calls[-1]
+    monkeypatch.setattr(crosslang, "_gather", lambda r, q, qx, scripts, known: gather(r, q, qx, scripts, set()))
+    everything, (_, read_all) = hits(), calls[-1]
+    assert skipped == everything
+    found_by_e5 = {i for i in known if crosslang.script_of(memory.get(i, user_id="mei").text) == "han"}
+    assert found_by_e5, "e5 gathers a Chinese memory of this small user itself"
+    assert not found_by_e5 & set(read), "rows the dense search found are not read again"
+    assert found_by_e5 <= set(read_all)  # reading every row: they were read
