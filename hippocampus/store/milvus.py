@@ -194,7 +194,7 @@ class MilvusStore:
                 res = self._call("insert", self.collection, data=[rows[i] for i in idx], partition_name=part)
                 for i, pk in zip(idx, res["ids"]):
                     ids[i] = int(pk)
-            self.cross.written(rows, ids, xv)
+            self.cross.written(rows, ids, xv, fresh=True)  # ids just allocated: none is in the companion yet
         return ids
 
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:

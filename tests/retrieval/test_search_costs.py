@@ -127,7 +127,7 @@ def test_a_large_write_reaches_the_companion_page_by_page(memory: Memory, monkey
     real_call = memory.store._call
 
     def call(method, *args, **kwargs):
-        if method == "upsert" and args and args[0] == memory.store.cross.name:
+        if method in ("insert", "upsert") and args and args[0] == memory.store.cross.name:
             pages.append(len(kwargs["data"]))
         return real_call(method, *args, **kwargs)
 

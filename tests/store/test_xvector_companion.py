@@ -117,3 +117,29 @@ def test_cross_vectors_are_embedded_before_the_write_lock(memory: Memory, monkey
     memory.add_many([{"text": t, "user_id": "mei"} for t in OTHERS])
     assert held == [False, False]
     assert len(companion_ids(memory)) == 2 + len(OTHERS)
+
+
+def test_new_memories_are_inserted_into_the_companion_and_each_has_one_row(memory: Memory, monkeypatch) -> None:
+    """An insert's ids were just allocated, so their companion rows are inserted (milvus-lite's upsert looks
+    each id up first); an update upserts; after adds, an update, a delete and its undo (a new id) every
+    memory has exactly one companion row."""
+    name, real = memory.store.cross.name, memory.store._call
+    seen: list[str] = []
+
+    def call(method, *args, **kwargs):
+        if args and args[0] == name and method in ("insert", "upsert"):
+            seen.append(method)
+        return real(method, *args, **kwargs)
+
+    monkeypatch.setattr(memory.store, "_call", call)
+    ids = memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    ids.append(memory.add("我上周去了杭州。", user_id="mei", infer=False).ids[0])
+    assert seen and set(seen) == {"insert"}
+    seen.clear()
+    memory.update(ids[0], "I'm allergic to aspirin since last year.", user_id="mei")
+    assert seen == ["upsert"]
+    memory.delete(ids[1], user_id="mei")
+    event = next(e for e in memory.history(ids[1], user_id="mei") if e.action == "deleted")
+    back = memory.undo(event.event_id, user_id="mei").memory_ids
+    rows = [int(r["id"]) for r in memory.store.client.query(name, filter="id >= 0", output_fields=["id"])]
+    assert sorted(rows) == sorted({*ids, *back} - {ids[1]})  # one row each, none twice
