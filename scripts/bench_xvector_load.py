@@ -9,7 +9,7 @@ opens it once per strategy in a fresh process, as a service or a CLI finds it, a
 included, its USE query embedding too) for users drawn at random:
 - `off`: no cross-language stage (HIPPOCAMPUS_CROSSLANG_EMBEDDER=none), the floor;
 - `milvus`: Milvus searches the companion collection on every search;
-- `bulk` (the default): the first search starts a background thread that reads every user's vectors,
+- `bulk` (the default): the second search starts a background thread that reads every user's vectors,
   page by page; searches go through Milvus until it is done, then run in memory (store/xvector_copy.py `Loader`);
 - `sync`: the code before issue 41, a user's vectors read inside their first search.
 The stored vectors are random unit vectors (embedding 10,000 texts twice would take minutes here):

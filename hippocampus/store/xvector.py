@@ -18,9 +18,9 @@ Nearest neighbours: on a server (several processes may write) the companion is s
 local milvus-lite path this process is the store's only user (the directory lock), so the vectors are
 also read into memory and kept current by the writes above; the search is then one matrix product
 (~1 ms). That read is not paid by a search (issue 41: 1.7 s for a user's first search at 10k memories,
-once per user per process): the first search starts one paged read of every user's vectors in a
-background thread (store/xvector_copy.py `Loader`), and searches go through Milvus until it is done,
-so a CLI that searches once never waits for it. Measured against reading in the search, against Milvus
+once per user per process): the process's second search starts one paged read of every user's vectors in
+a background thread (store/xvector_copy.py `Loader`), and searches go through Milvus until it is done,
+so a CLI that searches once never pays for it, and a closing store stops it. Measured against reading in the search, against Milvus
 alone and against per-user reads: scripts/bench_xvector_load.py, docs/crosslang.md.
 """
 
@@ -95,6 +95,7 @@ class CrossVectors:
         self._local = "://" not in host.uri
         self._users: dict[str, _UserVectors] = {}
         self.writes = 0  # writes through the store so far (local stores: what a cached count is keyed on)
+        self.searches = 0  # searches that asked for the companion (`holds`): the second starts the background read
         self.load_in_background = self._local  # False: Milvus serves every search (scripts/bench_xvector_load.py)
         self._loader = _Loader(self)
         self.all_loaded = False  # the background read installed every user's vectors (local stores)
@@ -251,6 +252,7 @@ class CrossVectors:
         with self.host._lock:
             if not self._ensure(create=False):
                 return False
+            self.searches += 1  # the stage asks this once per search, first
             loaded = self._loaded(user_id)
             if loaded is not None:
                 return loaded.holds(scripts)
@@ -262,15 +264,21 @@ class CrossVectors:
 
     def _loaded(self, user_id: str) -> _UserVectors | None:
         """This user's vectors in memory (local stores, under the store's lock), or None: then Milvus
-        answers, and the vectors are read in the background for the next search."""
+        answers, and from the process's second search on, every user's vectors are read in the background.
+        Why not from the first: a process that searches once (a CLI command) would pay the read of the whole
+        companion beside its search and stop it at exit (a 10,000-memory store: seconds of its CPU)."""
         if not self._local:
             return None
         vectors = self._users.get(user_id)
         if vectors is None and self.all_loaded:  # every user was read: this one has no row (yet)
             vectors = self._users[user_id] = _UserVectors([], self.embedder.dim)
-        elif vectors is None and self.load_in_background:
+        elif vectors is None and self.load_in_background and self.searches > 1:
             self._loader.want(user_id)
         return vectors
+
+    def close(self) -> None:
+        """Before the store's client closes: stop the background read (store/xvector_copy.py `Loader.stop`)."""
+        self._loader.stop()
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
         """Until the background read is done (tests, benchmarks); False on timeout."""

@@ -95,8 +95,8 @@ def units(vecs: Any) -> np.ndarray:
 
 
 class Loader:
-    """Reads every user's cross vectors into memory in one background thread, started by the first search
-    that needs them; until it is done, searches go through Milvus. Measured against reading a user's
+    """Reads every user's cross vectors into memory in one background thread, started by the process's second
+    search that needs them (store/xvector.py `_loaded`); until it is done, searches go through Milvus. Measured against reading a user's
     vectors in their first search and against reading one user at a time in the background
     (scripts/bench_xvector_load.py, docs/crosslang.md): one paged read of the whole companion was the
     fastest and, converted to float32 page by page, costs no transient copy in Python floats.
@@ -108,12 +108,13 @@ class Loader:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._journal: list[tuple[str, Any]] | None = None  # writes seen while reading (under the store's lock)
+        self._stop = threading.Event()
         self.done = False
 
     def want(self, user_id: str) -> None:
         """A search of `user_id` found no copy (called under the store's lock)."""
         with self._cv:
-            if self._thread is not None or self.done:
+            if self._thread is not None or self.done or self._stop.is_set():
                 return
             self._journal = []
             self._thread = threading.Thread(target=self._run, name="hippocampus-xvec-loader", daemon=True)
@@ -122,6 +123,14 @@ class Loader:
     def journal(self, entry: tuple[str, Any]) -> None:
         if self._journal is not None:
             self._journal.append(entry)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Before the store closes: the read ends after the page in progress (a process that searched once and
+        exits must not leave it reading from a closed store: pymilvus logged its reconnection failures then)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def wait(self, timeout: float | None) -> bool:
         with self._cv:
@@ -132,6 +141,9 @@ class Loader:
         try:
             by_user: dict[str, tuple[list[dict[str, Any]], list[np.ndarray]]] = {}
             for rows, vecs in cross._pages():
+                if self._stop.is_set():
+                    self._journal = None
+                    return  # the store is closing: nothing installed, Milvus answered until now
                 for k, r in enumerate(rows):
                     got = by_user.setdefault(str(r["user_id"]), ([], []))
                     got[0].append(r)

@@ -34,7 +34,7 @@ def test_search_issues_no_count_until_the_next_write(memory: Memory, monkeypatch
     assert new in {h.id for h in hits}
 
 
-def test_a_users_first_search_reads_no_cross_vectors_and_later_ones_use_memory(memory: Memory, monkeypatch) -> None:
+def test_a_first_search_reads_no_cross_vectors_the_second_starts_one_read_and_later_ones_use_memory(memory: Memory, monkeypatch) -> None:
     memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
     memory.add("I'm allergic to penicillin too.", user_id="bob", infer=False)
     cross = memory.store.cross
@@ -59,6 +59,9 @@ def test_a_users_first_search_reads_no_cross_vectors_and_later_ones_use_memory(m
     monkeypatch.setattr(memory.store, "_call", call)
     first = [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all]
     assert ANSWER in first and searched == ["search"]  # Milvus answered
+    assert reads == [] and cross.wait_loaded(timeout=0)  # a process that searches once (a CLI) reads nothing
+    assert [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all] == first  # the second starts the read
+    assert searched == ["search", "search"]  # ... and Milvus answers it too
     go.set()
     assert cross.wait_loaded(timeout=60)
     assert reads and threading.main_thread().name not in reads  # read by the loader, not by the search
@@ -84,6 +87,7 @@ def test_a_write_during_the_background_read_is_not_lost(memory: Memory, monkeypa
 
     monkeypatch.setattr(cross, "_pages", pages_then_writes)
     memory.search(QUESTION, user_id="mei")
+    memory.search(QUESTION, user_id="mei")  # the second search starts the read
     assert cross.wait_loaded(timeout=60) and cross.all_loaded
     assert added and added[0] in cross._users["mei"].pos and ids[1] not in cross._users["mei"].pos
     assert set(cross._users["mei"].ids) == {int(r["id"]) for r in memory.store.query('user_id == "mei"', ["id"])}
@@ -110,6 +114,7 @@ def test_once_the_vectors_are_in_memory_a_one_language_user_costs_no_query_embed
     memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
     cross = memory.store.cross
     memory.search("where do I live?", user_id="ann")
+    memory.search("where do I live?", user_id="ann")  # the second search starts the read
     assert cross.wait_loaded(timeout=60) and cross.all_loaded
     encoded: list[list[str]] = []
     real = cross.embedder.encode
@@ -147,7 +152,8 @@ def test_the_cross_stage_reads_again_no_row_the_dense_search_found(memory: Memor
     chinese = ["我对青霉素过敏，小时候起过荨麻疹。", *[t for t in OTHERS if crosslang.script_of(t) == "han"]]
     memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, "I take the 8:15 train to work.", *chinese]])
     question = "which medicine am I allergic to?"
-    memory.search(question, user_id="mei")  # starts the background read of the cross vectors
+    memory.search(question, user_id="mei")
+    memory.search(question, user_id="mei")  # the second search starts the background read of the cross vectors
     assert memory.store.cross.wait_loaded(60)
     calls: list[tuple[set[int], list[int]]] = []  # per gathering: the candidates it was told of, the rows it read
     real_gather = crosslang._gather
@@ -180,3 +186,30 @@ def test_the_cross_stage_reads_again_no_row_the_dense_search_found(memory: Memor
     assert found_by_e5, "e5 gathers a Chinese memory of this small user itself"
     assert not found_by_e5 & set(read), "rows the dense search found are not read again"
     assert found_by_e5 <= set(read_all)  # reading every row: they were read
+
+
+def test_closing_the_store_stops_the_background_read(fresh_path: str, embedder, caplog) -> None:
+    """A process that searched twice and exits closes its store while the read of every user's vectors may
+    still run: the read stops after its page in progress, before the client goes (pymilvus logged a screen
+    of reconnection failures on stderr when the read outlived the store)."""
+    m = Memory(milvus_uri=fresh_path, embedder=embedder)
+    m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    cross = m.store.cross
+    real_pages, started, release = cross._pages, threading.Event(), threading.Event()
+
+    def pages():  # a page, then a read that outlasts the searches: the store closes meanwhile
+        started.set()
+        assert release.wait(60)
+        yield from real_pages()
+
+    cross._pages = pages
+    m.search(QUESTION, user_id="mei")
+    m.search(QUESTION, user_id="mei")
+    assert started.wait(60)
+    thread = cross._loader._thread
+    assert thread is not None and thread.is_alive()
+    threading.Timer(0.2, release.set).start()  # the page in progress ends a little after close begins
+    with caplog.at_level("WARNING"):
+        m.close()
+    assert not thread.is_alive() and not cross.all_loaded
+    assert not [r for r in caplog.records if r.levelno >= 30], [r.getMessage() for r in caplog.records]
