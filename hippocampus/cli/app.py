@@ -209,7 +209,11 @@ def stats(
 
 
 def main() -> None:
-    """Entry point of the `hippocampus` script."""
+    """Entry point of the `hippocampus` script (and `python -m hippocampus`): pymilvus loads without
+    pandas in this process (lazy_pandas.py), which only the command's own process may decide."""
+    from . import lazy_pandas
+
+    lazy_pandas.install()
     try:
         app()
     except HippocampusError as exc:  # raised outside a command (e.g. while a module registers)

@@ -76,3 +76,25 @@ def test_list_and_search_load_none_of_the_services_they_do_not_call(tmp_path: Pa
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded["list"] == [] and loaded["search"] == [], loaded
     assert {"hippocampus.processors", "hippocampus.memory.online"} <= set(loaded["add"])  # the check sees a loaded module
+
+
+def _imported(args: list[str], env: dict[str, str]) -> set[str]:
+    """The modules `python -X importtime -m hippocampus ARGS` really imported (the interpreter lists each
+    one it loads; a stand-in put in sys.modules is not listed), after checking the command succeeded."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "hippocampus", *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_the_command_opens_the_store_without_importing_pandas(tmp_path: Path, embedder) -> None:
+    """pymilvus and pyarrow import pandas as they load and need it for none of our calls: the command's own
+    process gives them a stand-in (cli/lazy_pandas.py), so `list`, `search` and `add` import no pandas module."""
+    db = str(tmp_path / "m.db")
+    with Memory(milvus_uri=db, embedder=embedder) as m:
+        m.add("I live in Porto.", user_id="ann")
+    env = {**os.environ, "HIPPOCAMPUS_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for args in (["list", "-u", "ann"], ["search", "where do I live?", "-u", "ann"], ["add", "I moved to Lisbon", "-u", "ann"]):
+        loaded = _imported(["--uri", db, *args], env)
+        assert {"pymilvus", "pyarrow"} <= loaded, args  # the check sees what the store loads
+        assert sorted(m for m in loaded if m.split(".")[0] == "pandas") == [], args
