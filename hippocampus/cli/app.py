@@ -209,11 +209,11 @@ def stats(
 
 
 def main() -> None:
-    """Entry point of the `hippocampus` script (and `python -m hippocampus`): pymilvus loads without
-    pandas in this process (lazy_pandas.py), which only the command's own process may decide."""
-    from . import lazy_pandas
+    """Entry point of the `hippocampus` script (and `python -m hippocampus`): first what only the command's
+    own process may decide, the stand-ins that keep pandas and httpx's command line unloaded (startup.py)."""
+    from . import startup
 
-    lazy_pandas.install()
+    startup.prepare()
     try:
         app()
     except HippocampusError as exc:  # raised outside a command (e.g. while a module registers)
