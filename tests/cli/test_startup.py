@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hippocampus.remote.client import Client, _verify
 
 HTTPX_CLI = r"""
 import sys
 from hippocampus.cli import startup
-assert startup.defer_httpx_cli()
+assert startup.defer("httpx._main", ("main",))
 import httpx
 assert "pygments" not in sys.modules and "httpx._main" in sys.modules
 assert httpx.Client and httpx.get  # the library itself is whole
@@ -27,10 +29,49 @@ print("ok")
 """
 
 
-def test_httpx_loads_without_its_command_line_which_loads_when_used() -> None:
+REQUESTS = r"""
+import sys
+from hippocampus.cli import startup
+assert startup.defer("requests")
+import requests
+assert "urllib3" not in sys.modules and type(requests).__name__ == "_Deferred"
+try:
+    raise requests.exceptions.ConnectionError("down")  # an attribute: the real requests, loaded now
+except (requests.exceptions.RequestException, RuntimeError) as exc:
+    assert str(exc) == "down"
+real = sys.modules["requests"]
+assert "urllib3" in sys.modules and type(real).__name__ == "module" and real is not requests
+import requests as again
+assert again is real and requests.get is real.get
+print("ok")
+"""
+
+SUBMODULE_FIRST = r"""
+import sys
+from hippocampus.cli import startup
+assert startup.defer("requests")
+import requests
+import requests.adapters  # a submodule first: the real package, and its own module (never a second copy)
+real = sys.modules["requests"]
+assert type(real).__name__ == "module" and sys.modules["requests.adapters"] is real.adapters
+assert real.adapters.__spec__.name == "requests.adapters" and real.adapters.HTTPAdapter
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("code", [HTTPX_CLI, REQUESTS, SUBMODULE_FIRST], ids=["httpx-cli", "requests", "submodule-first"])
+def test_a_deferred_module_loads_when_used(code: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run([sys.executable, "-c", HTTPX_CLI], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def test_nothing_is_deferred_that_is_imported_already() -> None:
+    import httpx  # noqa: F401 - imported by this test process already
+
+    from hippocampus.cli import startup
+
+    assert startup.defer("httpx._main") is False
 
 
 def test_a_plain_http_client_makes_no_tls_context_and_an_https_one_verifies() -> None:
