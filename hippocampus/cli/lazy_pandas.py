@@ -12,6 +12,10 @@ it keeps pandas' version and classes for isinstance checks). `install()` puts mo
   real pandas is not loaded (no such object can exist then) and asks the real class once it is; calling
   one, or any attribute of it, loads pandas and goes to the real class.
 - `__version__` is the installed distribution's (importlib.metadata), without loading pandas.
+- `NaT` and `NA` are sentinels while pandas is not loaded: pyarrow's C++ side reads them once, as its
+  pandas support starts, to tell pandas' missing values in what it converts. The price: in this process
+  pyarrow does not take a real `pd.NaT`/`pd.NA` for a null even after pandas loads; nothing a command
+  runs hands pyarrow a pandas value (the store converts our own lists, dicts and numpy arrays).
 - every other attribute (`pd.concat`, `pd.options`) loads the real pandas and forwards; `is_list_like`,
   `is_scalar` and the other functions pymilvus imports by name are forwarders that load it when called.
 - importing a submodule (`import pandas.testing`) loads the real pandas and gives its module (a finder
