@@ -7,13 +7,17 @@ person or a cron line waits for: interpreter start, imports, opening the store, 
 embedder): `--help`, an `add`, a `search` and a `list` on a small store (50 memories, offline defaults), and
 the same search through a running service (`--server`, which loads neither the store client nor the embedder),
 and `search` and `list` with `--uri` while that service holds the store (they find it by its record and go through it).
-Then `Memory.add` in-process for texts of 1, 10 and 60 thousand characters (median of 3), which a
+The children run as a pip-installed package does, with bytecode: PYTHONDONTWRITEBYTECODE is dropped from
+their environment and each row starts with one untimed run, which writes the .pyc files (and warms the page
+cache) that an installed package has from its install; a fresh checkout's first run would otherwise count
+compiling every module. Then `Memory.add` in-process for texts of 1, 10 and 60 thousand characters (median of 3), which a
 long text's bounded embedding keeps flat. Prints a table; `--json` also writes the figures.
 
     python scripts/bench_cli.py --importtime [--runs 5] [--code DIR]
 
 Where a command's start-up goes: `python -X importtime -m hippocampus --uri DB list|search ...` on the small
-store, each module's own import time summed by package (median of `--runs`), and its share of the total:
+store (bytecode written, one untimed run first, as above), each module's own import time summed by package
+(median of `--runs`), and its share of the total:
 shares stay comparable on a loaded machine where walls do not. `--code DIR` runs another checkout's package
 (e.g. main's) for a before/after pair.
 """
@@ -36,6 +40,13 @@ ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"--help": 0.3, "search": 1.2, "list": 0.7, "search --server (service up)": 0.35,
          "search, service found by its record": 0.35, "list, service found by its record": 0.35}
 CPU: dict[str, list[float]] = {}  # each row's CPU seconds per run (user + system of the child): steadier than wall on a busy machine
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The children's environment: this one's, without PYTHONDONTWRITEBYTECODE (an installed package has
+    its .pyc; without them each run would compile every module it imports), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **extra}
 
 
 def _cli(*args: str, env: dict[str, str], row: str = "") -> float:
@@ -108,13 +119,15 @@ def importtime(runs: int, code: Path) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "bench.db")
-        env = {**os.environ, "HIPPOCAMPUS_HOME": tmp, "PYTHONPATH": str(code)}
+        env = child_env(HIPPOCAMPUS_HOME=tmp, PYTHONPATH=str(code))
         env.pop("HIPPOCAMPUS_SERVER", None)
         with Memory(milvus_uri=db) as memory:
             memory.add_many([{"text": f"Note {i}: I went to the market on day {i} and bought apples", "user_id": "bench"}
                              for i in range(50)])
         for verb, extra in (("list", []), ("search", ["where do I live?"])):
-            samples = [_import_times(["--uri", db, verb, *extra, "-u", "bench"], env, code) for _ in range(runs)]
+            args = ["--uri", db, verb, *extra, "-u", "bench"]
+            _import_times(args, env, code)  # untimed: writes the .pyc files
+            samples = [_import_times(args, env, code) for _ in range(runs)]
             table[verb] = {g: statistics.median(s.get(g, 0.0) for s in samples) for g in {g for s in samples for g in s}}
     print(f"code: {code}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end\n")
     print("| package (own import time) | " + " | ".join(f"{v} ms | {v} share | {v} modules" for v in table) + " |")
@@ -128,7 +141,10 @@ def importtime(runs: int, code: Path) -> dict[str, dict[str, float]]:
     return table
 
 
-def _median(fn, runs: int) -> float:
+def _median(fn, runs: int, row: str) -> float:
+    """The median of `runs` timed calls of `fn`, after one untimed call (bytecode written, caches warm)."""
+    fn()
+    CPU.pop(row, None)
     return statistics.median(fn() for _ in range(runs))
 
 
@@ -151,22 +167,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "bench.db")
-        env = {**os.environ, "HIPPOCAMPUS_HOME": tmp, "PYTHONPATH": str(ROOT)}
+        env = child_env(HIPPOCAMPUS_HOME=tmp, PYTHONPATH=str(ROOT))
         with Memory(milvus_uri=db) as memory:
             memory.add_many([{"text": f"Note {i}: I went to the market on day {i} and bought apples", "user_id": "bench"}
                              for i in range(50)])
-        out["--help"] = _median(lambda: _cli("--help", env=env, row="--help"), args.runs)
-        out["add"] = _median(lambda: _cli("--uri", db, "add", "I moved to Lisbon in March", "-u", "bench", env=env, row="add"), args.runs)
-        out["search"] = _median(lambda: _cli("--uri", db, "search", "where do I live?", "-u", "bench", env=env, row="search"), args.runs)
-        out["list"] = _median(lambda: _cli("--uri", db, "list", "-u", "bench", env=env, row="list"), args.runs)
+        out["--help"] = _median(lambda: _cli("--help", env=env, row="--help"), args.runs, "--help")
+        out["add"] = _median(lambda: _cli("--uri", db, "add", "I moved to Lisbon in March", "-u", "bench", env=env, row="add"), args.runs, "add")
+        out["search"] = _median(lambda: _cli("--uri", db, "search", "where do I live?", "-u", "bench", env=env, row="search"), args.runs, "search")
+        out["list"] = _median(lambda: _cli("--uri", db, "list", "-u", "bench", env=env, row="list"), args.runs, "list")
         url = _serve(db, env)
         try:
             row = "search --server (service up)"
-            out[row] = _median(lambda: _cli("--server", url, "search", "where do I live?", "-u", "bench", env=env, row=row), args.runs)
+            out[row] = _median(lambda: _cli("--server", url, "search", "where do I live?", "-u", "bench", env=env, row=row), args.runs, row)
             # no --server: the command finds the service that holds the store by its record (cli/service.py)
             for verb, extra in (("search", ["where do I live?"]), ("list", [])):
                 row = f"{verb}, service found by its record"
-                out[row] = _median(lambda: _cli("--uri", db, verb, *extra, "-u", "bench", env=env, row=row), args.runs)  # noqa: B023
+                out[row] = _median(lambda: _cli("--uri", db, verb, *extra, "-u", "bench", env=env, row=row), args.runs, row)  # noqa: B023
         finally:
             _SERVICE[0].terminate()
             _SERVICE[0].wait(timeout=60)
@@ -176,7 +192,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             memory.add("warm up", user_id="bench")
             for chars in (1_000, 10_000, 60_000):
                 text = ("I walked along the river and watched the boats go by. " * (chars // 50 + 1))[:chars]
-                out[f"add {chars // 1000}k chars (in-process)"] = _median(lambda: _timed(memory, text), 3)
+                out[f"add {chars // 1000}k chars (in-process)"] = statistics.median(_timed(memory, text) for _ in range(3))
     return _table(out, args)
 
 

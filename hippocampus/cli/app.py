@@ -209,7 +209,11 @@ def stats(
 
 
 def main() -> None:
-    """Entry point of the `hippocampus` script."""
+    """Entry point of the `hippocampus` script (and `python -m hippocampus`): first what only the command's
+    own process may decide, the stand-ins that keep pandas and httpx's command line unloaded (startup.py)."""
+    from . import startup
+
+    startup.prepare()
     try:
         app()
     except HippocampusError as exc:  # raised outside a command (e.g. while a module registers)

@@ -169,16 +169,13 @@ def open_memory(**overrides: Any) -> Memory | Client:
 def through_recorded_service() -> Client | None:
     """A Client to the service `hippocampus serve` recorded as holding the store the options name
     (cli/service.py), said in one line on stderr; None when there is none."""
-    from .registry import recorded_service, services_dir, store_key
+    from .registry import recorded_service, services_dir
 
     if not services_dir().is_dir():  # the usual case: no service was ever recorded here, no settings read
         return None
-    from ..config import MemoryConfig
-
-    try:
-        store = store_key(MemoryConfig(**{**store_overrides(), "create_store_dir": True}).milvus_uri)
-    except ValueError:
-        return None  # settings that do not validate: opening the store says what is wrong
+    store = _named_store()
+    if store is None:
+        return None
     record = recorded_service(store, _STORE["collection_name"])
     if record is None:
         return None
@@ -186,6 +183,24 @@ def through_recorded_service() -> Client | None:
 
     typer.echo(f"note: through the service at {record.url} (pid {record.pid}), which holds this store", err=True)
     return Client(record.url)
+
+
+def _named_store() -> str | None:
+    """The store_key of the store the options name; None when the settings do not validate (opening the
+    store then says what is wrong). `--uri` wins over every other source of settings and is only stripped
+    by MemoryConfig, so it is taken as given, without loading the settings (config.py, pydantic-settings,
+    YAML: about 60 ms of a command that then goes through the service); a --uri no service could hold
+    (not a store's name) matches no record either way."""
+    from .registry import store_key
+
+    if _STORE["milvus_uri"] is not None and _STORE["milvus_uri"].strip():
+        return store_key(_STORE["milvus_uri"].strip())
+    from ..config import MemoryConfig
+
+    try:
+        return store_key(MemoryConfig(**{**store_overrides(), "create_store_dir": True}).milvus_uri)
+    except ValueError:
+        return None
 
 
 def parse_meta(pairs: list[str] | None, option: str = "--meta") -> dict[str, Any]:

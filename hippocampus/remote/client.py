@@ -134,6 +134,13 @@ def _error(response: httpx.Response) -> HippocampusError:
         return from_wire("", f"HTTP {response.status_code}: {response.text[:200]}", response.status_code)
 
 
+def _verify(url: str) -> bool:
+    """httpx's `verify` for a client of `url`: False (no TLS context made) for plain http, where every request
+    goes to that http base URL and redirects are not followed, so no certificate is ever checked; making the
+    default context reads the CA bundle, 45-75 ms of a CLI command through a service. True for https."""
+    return not url.lower().startswith("http://")
+
+
 class Client(_Base):
     """A Memory served by a Hippocampus service (`hippocampus serve`); a context manager like Memory.
 
@@ -149,7 +156,7 @@ class Client(_Base):
     def __init__(self, url: str | None = None, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                  transport: httpx.BaseTransport | None = None):
         super().__init__(url, api_key, timeout)
-        self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport)
+        self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport, verify=_verify(self.url))
 
 
     def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
@@ -209,7 +216,7 @@ class AsyncClient(_Base):
     def __init__(self, url: str | None = None, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                  transport: httpx.AsyncBaseTransport | None = None):
         super().__init__(url, api_key, timeout)
-        self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport)
+        self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport, verify=_verify(self.url))
 
 
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,62 @@ def test_list_and_search_load_none_of_the_services_they_do_not_call(tmp_path: Pa
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded["list"] == [] and loaded["search"] == [], loaded
     assert {"hippocampus.processors", "hippocampus.memory.online"} <= set(loaded["add"])  # the check sees a loaded module
+
+
+def _imported(args: list[str], env: dict[str, str], shows: str = "") -> set[str]:
+    """The modules `python -X importtime -m hippocampus ARGS` really imported (the interpreter lists each
+    one it loads; a stand-in put in sys.modules is not listed), after checking the command succeeded (and
+    printed `shows`)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "hippocampus", *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and shows in proc.stdout, (proc.stdout[-2000:], proc.stderr[-3000:])
+    return {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_the_command_opens_the_store_without_importing_pandas_or_requests(tmp_path: Path, embedder) -> None:
+    """pymilvus and pyarrow import pandas as they load and need it for none of our calls: the command's own
+    process gives them a stand-in (cli/lazy_pandas.py), so `list`, `search` and `add` import no pandas module;
+    nor the real `requests` (with urllib3), which pymilvus imports for Zilliz Cloud's endpoints, nor numpy's
+    f2py, which scipy reads (cli/startup.py)."""
+    db = str(tmp_path / "m.db")
+    with Memory(milvus_uri=db, embedder=embedder) as m:
+        m.add("I live in Porto.", user_id="ann")
+    env = {**os.environ, "HIPPOCAMPUS_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for args in (["list", "-u", "ann"], ["search", "where do I live?", "-u", "ann"], ["add", "I moved to Lisbon", "-u", "ann"]):
+        loaded = _imported(["--uri", db, *args], env)
+        assert {"pymilvus", "pyarrow"} <= loaded, args  # the check sees what the store loads
+        assert sorted(m for m in loaded if m.split(".")[0] in ("pandas", "urllib3", "charset_normalizer")
+                      or m.startswith("numpy.f2py.")) == [], args
+        assert "requests" in loaded and "requests.exceptions" not in loaded, args  # pymilvus' import of it: a stand-in
+
+
+NOT_THROUGH_A_SERVICE = ("hippocampus.config", "pydantic_settings", "yaml", "hippocampus.memory", "hippocampus.store", "pymilvus",
+                         "pandas", "numpy", "pygments", "click")  # the last two: what httpx._main imports
+
+
+def test_a_command_through_a_service_loads_neither_the_store_nor_the_settings(tmp_path: Path, monkeypatch) -> None:
+    """`--server URL` and a store whose service is found by its record go through a Client: no store client,
+    no numpy, no settings (config.py, pydantic-settings, YAML: the record is found from --uri as given),
+    no pandas, and not httpx's own command line (click, pygments), which `import httpx` loads (cli/startup.py)."""
+    import hippocampus
+    from hippocampus.cli import service
+    from tests.service_support import free_port
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HIPPOCAMPUS_HOME", str(home))
+    monkeypatch.delenv("HIPPOCAMPUS_SERVER", raising=False)
+    db, url = str(tmp_path / "svc.db"), f"http://127.0.0.1:{free_port()}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    try:
+        with hippocampus.connect(url, milvus_uri=db) as client:
+            client.add("I moved to Lisbon in March", user_id="ann")
+        loaded = {"--server": _imported(["--server", url, "search", "where do I live?", "-u", "ann"], env, shows="Lisbon"),
+                  "record": _imported(["--uri", db, "list", "-u", "ann"], env, shows="Lisbon")}
+    finally:
+        for r in service.records():
+            if service.alive(r.pid):
+                os.kill(r.pid, signal.SIGTERM)
+    for path, modules in loaded.items():
+        assert {"httpx", "hippocampus.remote.client"} <= modules, path  # the check sees what the command loads
+        assert sorted(m for m in modules if m.split(".")[0] in {n.split(".")[0] for n in NOT_THROUGH_A_SERVICE}
+                      and any(m == n or m.startswith(n + ".") for n in NOT_THROUGH_A_SERVICE)) == [], path
