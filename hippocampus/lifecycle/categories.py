@@ -14,29 +14,30 @@ from ..config import zone
 from ..errors import InvalidInput
 from ..models import AnyCategory, Category, CustomCategory, Lifecycle, MemoryType
 from ..text.dates import expiry
+from ..text.lazy import lazy_compile
 from . import when
 
 if TYPE_CHECKING:
     from ..config import CategorySpec
 
-_TODO = re.compile(
+_TODO = lazy_compile(
     r"\b(remind me|i need to|i have to|i must|i should|todo|to-do|don'?t forget to|i'?ll need to)\b"
     r"|提醒我|我要记得|待办|需要去|得去|记得要|别忘了",
     re.IGNORECASE,
 )
-_PREFERENCE = re.compile(
+_PREFERENCE = lazy_compile(
     r"\bi (really )?(like|love|prefer|hate|dislike|enjoy|can'?t stand)\b|\bmy favou?rite\b"
     r"|\b(the )?user (really )?(likes|loves|prefers|hates|dislikes|enjoys)\b|\b(the )?user'?s favou?rite\b"  # a distilled fact
     r"|(我|用户)(很|最|特别|不)?(喜欢|爱|讨厌|偏好|更喜欢)|最喜欢",
     re.IGNORECASE,
 )
-_DECISION = re.compile(r"\bi (have )?decided\b|\bwe (have )?decided\b|\bi'?m going with\b|决定", re.IGNORECASE)
-_WORKFLOW = re.compile(r"\b(always|usually) (run|deploy|use|do)\b|\bmy workflow\b|流程|每次都先", re.IGNORECASE)
+_DECISION = lazy_compile(r"\bi (have )?decided\b|\bwe (have )?decided\b|\bi'?m going with\b|决定", re.IGNORECASE)
+_WORKFLOW = lazy_compile(r"\b(always|usually) (run|deploy|use|do)\b|\bmy workflow\b|流程|每次都先", re.IGNORECASE)
 
 
 _PERMANENT_NAMES = ("core", "system")  # set by promotion or the operator, never by a guess or a model
-_CJK_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_NOT_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
+_CJK_WORD = lazy_compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_NOT_WORD = lazy_compile(r"[^\w\u3400-\u9fff]+")
 
 
 def _norm(text: str) -> str:

@@ -13,13 +13,15 @@ import re
 import unicodedata
 from typing import Any
 
+from .lazy import lazy_compile
+
 # CJK ideographs: the unified block, extension A and the compatibility block.
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-HAS_CJK = re.compile(f"[{CJK}]")
-_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+HAS_CJK = lazy_compile(f"[{CJK}]")
+_LATIN = lazy_compile(r"[A-Za-z\u00c0-\u024f]")
 # Sentence ends, except after a title ("Dr. Wang" stays whole).
-_CLAUSE_SPLIT = re.compile(r"(?<=[?？])|[。！!；;，,、\n]+|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
-_ROLE_PREFIX = re.compile(r"^\s*(user|assistant|system|用户|助手)\s*[:：]\s*", re.IGNORECASE)
+_CLAUSE_SPLIT = lazy_compile(r"(?<=[?？])|[。！!；;，,、\n]+|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
+_ROLE_PREFIX = lazy_compile(r"^\s*(user|assistant|system|用户|助手)\s*[:：]\s*", re.IGNORECASE)
 
 _CHITCHAT = {
     # English greetings, thanks and acknowledgements (whole clauses only)
@@ -39,20 +41,20 @@ _CHITCHAT = {
     "你呢", "你怎么样", "早安", "好久不见", "辛苦了", "没事", "没关系", "不客气", "今天怎么样", "你今天怎么样",
 }
 _PARTICLES = "呀啊哦呢啦嘛吧哈~～ "
-_QUESTION_EN = re.compile(
+_QUESTION_EN = lazy_compile(
     r"^(what|who|whom|whose|when|where|why|how|which|is|are|am|can|could|would|should|do|does|did|will|was|were|has|have|may|shall)\b(?!['’]t\b)",
     re.IGNORECASE,
 )
-_QUESTION_ZH = re.compile(r"(吗|呢|么|没有)$|什么|怎么|为什么|为何|如何|哪里|哪儿|哪个|哪些|哪一|多少|几[个点岁天年次]|是不是|有没有|能不能|可不可以|会不会|要不要")
+_QUESTION_ZH = lazy_compile(r"(吗|呢|么|没有)$|什么|怎么|为什么|为何|如何|哪里|哪儿|哪个|哪些|哪一|多少|几[个点岁天年次]|是不是|有没有|能不能|可不可以|会不会|要不要")
 
-_NOT_FACT = re.compile(
+_NOT_FACT = lazy_compile(
     r"我(想|要|得)?(问|请教|知道|了解|查)|我有(个|一个|几个)?(问题|疑问)|我是说|我觉得|我认为|我在想|我不知道|我不确定|我明白|我懂|我看看|我试试|我很好|我还好"
     r"|\bi (want|need|would like|'d like) to (know|ask|understand|learn about)\b|\bi have a question\b|\bi (wonder|think|mean|guess|see|believe|suppose)\b"
     r"|\bi'?m (not sure|wondering|curious|fine|good|ok|okay|just asking)\b|\bi (don'?t|do not) know\b"
     r"|我们?(?:来|再|先)?(?:聊聊|聊一聊|谈谈|讨论一下|说说)|\blet'?s (?:talk|chat|discuss|change the subject)\b",
     re.IGNORECASE,
 )
-_FACT_ZH = re.compile(
+_FACT_ZH = lazy_compile(
     r"我(?:的名字|名字)?(?:是|叫|姓)|我今年|我(?:现在)?(?:住在|住|家在|来自|老家)|我(?:在|于).{1,15}(?:工作|上班|上学|读书|实习|读研|读博|教书)"
     r"|我(?:是|当)[^，,。]{0,8}(?:师|员|生|家|工|医|者|手)|我[^，,。你他她]{0,6}?(?:喜欢|爱吃|爱喝|爱看|爱玩|热爱|讨厌|不喜欢|不爱|受不了|害怕)"
     r"|我(?:在[^，,。]{1,8})?(?:做|当|从事)[^，,。]{0,8}(?:开发|工程师|设计|老师|医生|销售|运营|产品|会计|律师|护士|研究|工作|生意|编辑|记者|程序员)"
@@ -63,14 +65,14 @@ _FACT_ZH = re.compile(
     r"|我和[^，,。你]{1,8}?(?:一起|去|在|打算|计划|准备|看了|买了|搬)"
 )
 # Experiences: worth an episode, never a stable fact ("I went to...", "医生给我开了药", "刚从北京回来").
-_EVENT_EN = re.compile(
+_EVENT_EN = lazy_compile(
     r"\bi (?:just |recently |finally |also |already )?(?:went|visited|met|passed|failed|lost|won|broke|hurt|booked|signed up|returned"
     r"|celebrated|finished|flew|travell?ed|got (?:married|engaged|promoted|hired|fired|back|a new))\b"
     r"|\b(?:gave|told|sent|prescribed|fixed|hired|promoted|invited|diagnosed) me\b|^(?:just )?(?:got )?back from\b",
     re.IGNORECASE,
 )
-_EVENT_ZH = re.compile(r"(?:给|帮|替|陪|带|请|送)我[^，,。？?]{1,12}了|^刚(?:刚|才)?(?:从|到|回|去|看完|做完|考完|忙完)[^，,。？?]{0,12}(?:回来|了|完)")
-_FACT_EN = re.compile(
+_EVENT_ZH = lazy_compile(r"(?:给|帮|替|陪|带|请|送)我[^，,。？?]{1,12}了|^刚(?:刚|才)?(?:从|到|回|去|看完|做完|考完|忙完)[^，,。？?]{0,12}(?:回来|了|完)")
+_FACT_EN = lazy_compile(
     r"\bmy name(?:'s| is)\b|\bcall me\b|\bi'?m called\b|\bi (?:am|'m) (?:a|an|the|\d+|from|married|single|divorced|engaged|pregnant|retired|vegan|vegetarian|allergic|lactose|left-handed|studying|working|learning|moving|planning|going to|getting|trying to|training)\b"
     r"|\bi'm (?:a|an|from|married|single|vegan|vegetarian|allergic|pregnant|retired|studying|working|learning|moving|planning|going to|getting)\b"
     r"|\bi (?:really |also |still |absolutely )?(?:like|love|enjoy|hate|dislike|prefer|adore|can'?t stand)\b|\bi (?:don'?t|do not|never) (?:like|eat|drink|smoke|drive)\b"
@@ -81,7 +83,7 @@ _FACT_EN = re.compile(
     r"|\b(?:we|we're|we are|our) (?:got|moved|live|bought|adopted|have|are|kids?|son|daughter|family|wedding|house)\b",
     re.IGNORECASE,
 )
-TIME_WORD = re.compile(
+TIME_WORD = lazy_compile(
     r"今天|昨天|前天|明天|后天|今晚|昨晚|明晚|今早|刚才|刚刚|上周|下周|这周|本周|上个月|下个月|这个月|去年|今年|明年|周末|上午|下午|早上|晚上|中午|凌晨"
     r"|[0-9一二三四五六七八九十]+\s*(?:月|号|日|点|年)|(?:星期|周|礼拜)[一二三四五六日天]"
     r"|\b(?:today|tonight|yesterday|tomorrow|this (?:morning|afternoon|evening|week|weekend|month|year)|last (?:night|week|weekend|month|year|\w+day)"
@@ -89,7 +91,7 @@ TIME_WORD = re.compile(
     r"|in (?:january|february|march|april|may|june|july|august|september|october|november|december)|\d+ (?:days?|weeks?|months?|years?) ago|ago|recently|just now|earlier today)\b",
     re.IGNORECASE,
 )
-FIRST_PERSON = re.compile(r"我|咱|\b(?:i|i'm|i've|i'll|i'd|me|my|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
+FIRST_PERSON = lazy_compile(r"我|咱|\b(?:i|i'm|i've|i'll|i'd|me|my|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
 
 
 def normalise_fact(text: str) -> str:
@@ -101,9 +103,9 @@ def normalise_fact(text: str) -> str:
     return text.replace(" ", "") if HAS_CJK.search(text) else text
 
 
-_AND_I = re.compile(r"\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|my|we|our)\b)(?!i\s+(?:are|were|have|had|will|both)\b)", re.IGNORECASE)
-_ZH_SUBJECTLESS = re.compile(r"^(?:也|还|都|平时|周末|每天|每周|经常|现在|目前|在|做|是|住|喜欢|爱|讨厌|不喜欢|有|养|对|不吃|不喝|最|特别|很|非常|已经|正在)")
-_ZH_SUBJECT = re.compile(r"^(?:其实|另外|对了|还有|而且|然后)?(?:我|你|他|她|它|咱|我们|你们|他们)")
+_AND_I = lazy_compile(r"\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|my|we|our)\b)(?!i\s+(?:are|were|have|had|will|both)\b)", re.IGNORECASE)
+_ZH_SUBJECTLESS = lazy_compile(r"^(?:也|还|都|平时|周末|每天|每周|经常|现在|目前|在|做|是|住|喜欢|爱|讨厌|不喜欢|有|养|对|不吃|不喝|最|特别|很|非常|已经|正在)")
+_ZH_SUBJECT = lazy_compile(r"^(?:其实|另外|对了|还有|而且|然后)?(?:我|你|他|她|它|咱|我们|你们|他们)")
 
 
 def clauses(text: str) -> list[str]:
@@ -210,7 +212,7 @@ def key_terms(text: str) -> set[str]:
 
 
 # Forget (or do-not-keep) requests, at the start of a clause; "don't forget" and "别忘了" are remember requests.
-FORGET = re.compile(
+FORGET = lazy_compile(
     r"^(?:ok(?:ay)?\s+|and\s+|also\s+)?(?:please\s+)?(?:(?:can|could|would|will) you\s+)?(?:please\s+)?"
     r"(?:forget\s+(?:that|what|about|everything|it|this|my|i|the|all|those|these)\b|(?:don'?t|do not)\s+(?:remember|save|store|record|keep)\s+(?:that|this|it)\b)"
     r"|^(?:请你?|麻烦你?|帮我|你(?:可以|能)?)?(?:忘掉|忘记)(?!告诉|跟你|和你|说|提|带|拿|关|锁|吃|买|做|写|交|给|还|问|了)"
@@ -233,8 +235,8 @@ def _stems(terms: set[str]) -> set[str]:
     return {t[:-1] if t.isascii() and len(t) > 3 and t.endswith("s") else t for t in terms} - {"user", "user'"}
 
 
-_FORGET_FRAME_ZH = re.compile(r"请你?|麻烦你?|帮我|你(?:可以|能)?|把|的事情?|的那件事|忘掉|忘记|忘了|吧|吗|好吗|这个|这件事|不要|别|记住|记下来|记下|记录|记")
-_NUMBER = re.compile(r"\d{3,}")
+_FORGET_FRAME_ZH = lazy_compile(r"请你?|麻烦你?|帮我|你(?:可以|能)?|把|的事情?|的那件事|忘掉|忘记|忘了|吧|吗|好吗|这个|这件事|不要|别|记住|记下来|记下|记录|记")
+_NUMBER = lazy_compile(r"\d{3,}")
 
 
 def _terms(text: str) -> set[str]:
@@ -259,13 +261,13 @@ def names_memory(memory: str, asks: list[str], coverage: float = 0.75) -> bool:
 
 # A correction that takes back an earlier statement: "I don't live in Paris anymore", "I no longer eat meat",
 # "其实我不吃辣了", "我已经不住在北京了".
-_TAKEN_BACK = re.compile(
+_TAKEN_BACK = lazy_compile(
     r"\b(?:don'?t|do not|doesn'?t|am not|'m not|isn'?t|not)\b.*\b(?:anymore|any more|any longer)\b|\bno longer\b"
     r"|(?:已经|现在)?不再|(?:已经|现在)不|^(?:其实|现在|我现在|其实我|我其实)?我?(?:已经)?不[\u4e00-\u9fff]{1,10}了",
     re.IGNORECASE,
 )
 _TAKEN_BACK_WORDS = {"don't", "doesn't", "not", "anymore", "any", "more", "longer", "actually", "really", "now", "isn't"}
-_TAKEN_BACK_ZH = re.compile(r"其实|现在|已经|不再|不|了|再")
+_TAKEN_BACK_ZH = lazy_compile(r"其实|现在|已经|不再|不|了|再")
 
 
 def taken_back(text: str) -> list[str]:

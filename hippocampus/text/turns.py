@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import text as T
+from .lazy import lazy_compile
 
 # --- vocabulary ---------------------------------------------------------------------------------
 
 # An explicit request to remember ("请记住…", "don't forget…", "remember that…"): one pattern for the write
 # rules and the importance rule. "I remember my first car" and "remember when we…" ask for nothing.
-REMEMBER = re.compile(
+REMEMBER = lazy_compile(
     r"(?:请你?|帮我|麻烦你?)?(?:记住|记一下|记下来|记着|别忘了?|别忘记|不要忘了?|不要忘记)"
     r"|(?:^|\bplease\s+|(?<=[.!?,;:，。！？])\s*)remember\b(?!\s+(?:when|how|if|what|where|who|why)\b)(?:\s+that\b)?[:,]?"
     r"|\bremember (?:that|this)\b[:,]?"
@@ -30,7 +31,7 @@ REMEMBER = re.compile(
     re.IGNORECASE,
 )
 # ...unless it asks whether the assistant remembers ("你还记得吗", "do you remember").
-NOT_A_REQUEST = re.compile(r"你还?记得|还记得|记不记得|记得吗|\b(?:do|did|can|could|would|will) you (?:still )?remember\b", re.I)
+NOT_A_REQUEST = lazy_compile(r"你还?记得|还记得|记不记得|记得吗|\b(?:do|did|can|could|would|will) you (?:still )?remember\b", re.I)
 
 
 def asks_to_remember(text: str) -> bool:
@@ -38,7 +39,7 @@ def asks_to_remember(text: str) -> bool:
     return bool(REMEMBER.search(text or "")) and not NOT_A_REQUEST.search(text or "")
 
 
-_LAUGHTER = re.compile(r"^(?:[哈呵嘿嘻嘎h]{2,}|(?:ha|he){2,}h?|l+o+l+[ol]*|lmao+|rofl|xd+|233+|笑死(?:我了)?)+$", re.IGNORECASE)
+_LAUGHTER = lazy_compile(r"^(?:[哈呵嘿嘻嘎h]{2,}|(?:ha|he){2,}h?|l+o+l+[ol]*|lmao+|rofl|xd+|233+|笑死(?:我了)?)+$", re.IGNORECASE)
 _EXTRA_CHITCHAT = {
     # thanks, praise and reactions
     "太有帮助了", "很有帮助", "非常有帮助", "帮大忙了", "帮了大忙", "太棒了", "太好了", "太好笑了", "好好笑", "太搞笑了", "有意思",
@@ -56,8 +57,8 @@ _EXTRA_CHITCHAT = {
 }
 _FILLER_EN = {"and", "then", "so", "but", "or", "um", "umm", "uh", "uhh", "er", "erm", "well", "like", "anyway", "hmm", "hm", "mm", "mhm",
               "also", "and then", "so what", "ok", "okay", "wait", "what", "huh", "oh", "yeah", "right"}
-_FILLER_ZH = re.compile(r"^(?:那个|这个|就是|然后|所以|但是|还有|而且|嗯|呃|额|啊|哦|那|这|…|\.)+$")
-_ARITHMETIC = re.compile(
+_FILLER_ZH = lazy_compile(r"^(?:那个|这个|就是|然后|所以|但是|还有|而且|嗯|呃|额|啊|哦|那|这|…|\.)+$")
+_ARITHMETIC = lazy_compile(
     r"^(?:what(?:'s| is)|calculate|compute|计算|算一下|请问)?\s*[\d.\s()]+(?:[-+*/×÷^%xX]\s*[\d.\s()]+)+"
     r"\s*(?:=|等于|是)?\s*(?:几|多少|什么)?\s*[?？=]?$",
     re.IGNORECASE,
@@ -65,35 +66,35 @@ _ARITHMETIC = re.compile(
 # Things people say about themselves without "I": a question or request naming them is not impersonal.
 # Chinese drops the possessive ("妈妈住院了"); English says "my" (a first person already) or writes a
 # parent as a name ("Mom's surgery went fine"), so a lower-case "cats" or "dad joke" is no hint.
-_PERSONAL_HINT = re.compile(
+_PERSONAL_HINT = lazy_compile(
     r"妈|爸|母亲|父亲|老婆|老公|妻子|丈夫|女朋友|男朋友|对象|儿子|女儿|孩子|宝宝|家人|爷爷|奶奶|外婆|外公|姐|妹|哥哥|弟弟|猫|狗|宠物"
     r"|医生|生病|过敏|怀孕|手术|老板|同事|工资|生日|搬家|出差|面试"
     r"|\b(?i:sick|allergic|allergy|pregnant|surgery|boss|colleague|birthday|salary|interview)s?\b"
     r"|\b(?:Mom|Mum|Mommy|Dad|Daddy|Grandma|Grandpa|Granny|Nana)\b",
 )
 # Asking when is not telling when: "哪一年", "what year" hold no event time of the speaker's.
-_WHEN_QUESTION = re.compile(r"哪一?年|哪一?天|几月|几号|几点|什么时候|多少年|\b(?:when|what year|what time|which year|how long ago)\b",
+_WHEN_QUESTION = lazy_compile(r"哪一?年|哪一?天|几月|几号|几点|什么时候|多少年|\b(?:when|what year|what time|which year|how long ago)\b",
                             re.IGNORECASE)
-_NOT_PERSONAL_WORDS = re.compile(r"\bUS\b|自我介绍|(?<![\d零一二两三四五六七八九十午晨晚上下])一点儿?(?![钟半多前后左右\d零一二三四五六七八九十])")
+_NOT_PERSONAL_WORDS = lazy_compile(r"\bUS\b|自我介绍|(?<![\d零一二两三四五六七八九十午晨晚上下])一点儿?(?![钟半多前后左右\d零一二三四五六七八九十])")
 # Weather remarks: small talk about the sky, unless the speaker is in it ("it rained on our wedding").
-_WEATHER = re.compile(
+_WEATHER = lazy_compile(
     r"天气|下雨|下雪|下冰雹|刮风|台风|雾霾|晴天|阴天|好热|真热|太热|好冷|真冷|太冷|降温|升温|出太阳|气温|落雨|黄梅天|梅雨|火炉|闷热|好闷|热死|冷死|[0-9]+\s*度"
     r"|\b(?:weather|rain|raining|rainy|snow|snowing|snowy|sunny|sun|sunshine|windy|wind chill|cloudy|foggy|humid|muggy|drizzl\w*"
     r"|thunderstorms?|heatwave|storms?|hail|four seasons)\b"
     r"|\b(?:hot|cold|chilly|freezing|warm)\s+(?:out|outside|today|tonight|out there|in here)\b",
     re.IGNORECASE,
 )
-_PLAN_OR_NEED = re.compile(r"得|要|该|需要|带伞|取消|推迟|航班|\b(?:flight|cancel\w*|delay\w*|should|need|have to|must)\b", re.IGNORECASE)
-_LETS_TALK = re.compile(r"^(?:我们)?(?:来)?(?:聊聊|聊一聊|说说|谈谈)|^let'?s\s+(?:talk|chat)\s+about\b", re.IGNORECASE)
+_PLAN_OR_NEED = lazy_compile(r"得|要|该|需要|带伞|取消|推迟|航班|\b(?:flight|cancel\w*|delay\w*|should|need|have to|must)\b", re.IGNORECASE)
+_LETS_TALK = lazy_compile(r"^(?:我们)?(?:来)?(?:聊聊|聊一聊|说说|谈谈)|^let'?s\s+(?:talk|chat)\s+about\b", re.IGNORECASE)
 # "I wonder how tall Everest is", "我想知道光速是多少": a question put as a statement of curiosity.
-_WONDER = re.compile(r"^(?:i\s+wonder|i'?m\s+curious|i\s+was\s+wondering|do\s+you\s+know|我想知道|我很好奇|我好奇|你知道)\s*", re.IGNORECASE)
+_WONDER = lazy_compile(r"^(?:i\s+wonder|i'?m\s+curious|i\s+was\s+wondering|do\s+you\s+know|我想知道|我很好奇|我好奇|你知道)\s*", re.IGNORECASE)
 # Forget (or do-not-keep) requests, at the start of a clause; "don't forget" and "别忘了" are remember requests.
 # Requests for content (a poem, a translation, a joke), with the words that say who it is for.
-_REQUEST_PREFIX = re.compile(
+_REQUEST_PREFIX = lazy_compile(
     r"^(?:(?:can|could|would|will) you\s+)?(?:please\s+)?(?:help me\s+(?:to\s+)?)?(?:请你?|麻烦你?|能不能|可以)?(?:帮我|给我|为我|替我)?",
     re.IGNORECASE,
 )
-_REQUEST_VERB = re.compile(
+_REQUEST_VERB = lazy_compile(
     r"^(?:write|translate|tell|explain|summari[sz]e|list|generate|compose|define|describe|calculate|compute|convert"
     r"|rewrite|rephrase|paraphrase|proofread|correct|solve|give|suggest|recommend|name|brainstorm|draft|create|make|come up with)\b"
     r"(?!\s*[:：])"  # "Name: Li Wei, age 32" is a form the user fills in, not a request
@@ -102,14 +103,14 @@ _REQUEST_VERB = re.compile(
     r"|^把.{1,40}(?:翻译|改写|润色|总结|转换|换成|改成|改得|改一下|修改|精简|缩短|扩写)",
     re.IGNORECASE,
 )
-_FOR_ME = re.compile(r"帮我|给我|为我|替我|\b(?:tell|give|show|write|help|for|explain to)\s+me\b|\bme\s+(?:a|an|the|some)\b", re.IGNORECASE)
+_FOR_ME = lazy_compile(r"帮我|给我|为我|替我|\b(?:tell|give|show|write|help|for|explain to)\s+me\b|\bme\s+(?:a|an|the|some)\b", re.IGNORECASE)
 # Text operations work on the material after a colon or in quotes, which says nothing about the speaker.
-_TEXT_OP = re.compile(
+_TEXT_OP = lazy_compile(
     r"\b(?:translate|rewrite|rephrase|paraphrase|proofread|correct|convert)\b|\bmake (?:this|it|that)\b.{0,40}\bsound\b"
     r"|翻译|改写|润色|转换|换成|改成|改得|改一下|修改|精简|缩短|扩写",
     re.IGNORECASE,
 )
-_QUOTED = re.compile(r"[:：].*$|(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"|“[^”]*”|‘[^’]*’|「[^」]*」|《[^》]*》", re.DOTALL)
+_QUOTED = lazy_compile(r"[:：].*$|(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"|“[^”]*”|‘[^’]*’|「[^」]*」|《[^》]*》", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def _is_laughter(clause: str) -> bool:
 
 
 # Words around a greeting that change nothing: "oh", "well", "haha" before; "man", "dear", "again", "for now" after.
-_AROUND = re.compile(r"^(?:(?:oh|ah|aw+|well|ok|okay|haha+|hah|lol|hey|so)\s+)+|(?:\s+(?:man|dear|mate|buddy|bro|dude|pal|friend|again"
+_AROUND = lazy_compile(r"^(?:(?:oh|ah|aw+|well|ok|okay|haha+|hah|lol|hey|so)\s+)+|(?:\s+(?:man|dear|mate|buddy|bro|dude|pal|friend|again"
                      r"|then|for now|haha+|lol|too|guys|everyone|all))+$|^(?:小助手|助手|亲|老师)|(?:呀|啊|哦|呢|啦|嘛|吧|~|～)+$")
 
 
@@ -231,7 +232,7 @@ def read_turn(turns: Sequence[dict[str, Any]], now_iso: str = "") -> Turn:
 
 # Remarks about the conversation or the assistant: "you already said that", "that's not what I asked", "你刚才说错了",
 # "let's change the topic". Certain only without anything about the speaker's life in them.
-_ABOUT_TALK = re.compile(
+_ABOUT_TALK = lazy_compile(
     r"\b(?:you(?:'ve| have)? (?:already |just )?(?:said|told me|mentioned|asked|repeated|misunderstood|answered|got it wrong)"
     r"|you(?:'re| are) (?:wrong|repeating|not listening|not making sense)|that'?s (?:not what i (?:asked|meant|said)|wrong|incorrect)"
     r"|(?:your|that|this) (?:answer|reply|response|explanation) (?:is|was)|not what i (?:asked|meant)|i didn'?t ask"
@@ -246,10 +247,10 @@ _ABOUT_TALK = re.compile(
     r"|重新说|说清楚点|矛盾了|换个话题|不说这个了|说点别的|回到(?:刚才|正题)|再说一遍|重新(?:回答|说)|简短一点|说简单点|答非所问|算了吧?$",
     re.IGNORECASE,
 )
-_LAUGHING = re.compile(r"^(?:[哈呵嘿嘻]{2,}|(?:ha|he){2,}h?|lol|lmao)[\s,，!！~]*", re.IGNORECASE)
+_LAUGHING = lazy_compile(r"^(?:[哈呵嘿嘻]{2,}|(?:ha|he){2,}h?|lol|lmao)[\s,，!！~]*", re.IGNORECASE)
 # Reactions to what the other said ("That's amazing!", "Sounds fun", "Congrats!", "太厉害了"): praise or
 # surprise with no first person and nothing more.
-_REACTION = re.compile(
+_REACTION = lazy_compile(
     r"^(?:wow|oh|aw+|omg|yay|ooh|whoa|ha|haha|great|awesome|amazing|cool|nice|lovely|congrats|congratulations"
     r"|that'?s|that is|it'?s|this is|sounds|looks|what a|how|so|such|good for you|well done|you'?re|you are|glad|happy for you)\b"
     r"|^(?:太|真|好|哇|厉害|恭喜|羡慕|不错|挺好|你真|你太)",
@@ -279,7 +280,7 @@ def conversation_remark(t: Turn) -> bool:
 # Imperatives addressed to the assistant ("plan dinner for tonight", "find me a recipe", "帮我查一下明天的航班"):
 # what it is asked to do, not what the user's life is. A time word is allowed here (it says when the
 # assistant's work is for), a first person or a personal word is not.
-_ASK_VERB = re.compile(
+_ASK_VERB = lazy_compile(
     r"^(?:(?:can|could|would|will) you\s+)?(?:please\s+)?(?:plan|find|search|look up|check|show|help|pick|choose|organi[sz]e|order|sort"
     r"|fix|debug|compare|rank|schedule)\b|^(?:请你?|麻烦你?)?(?:帮我|给我)?(?:查一下|查查|找一下|找找|规划|安排一下|看看|比较一下|挑一个|选一个)",
     re.IGNORECASE,
