@@ -1,0 +1,116 @@
+#!/usr/bin/env python
+"""What milvus-lite's unflushed rows cost a search and a flush, with store/lite_memtable.py and without.
+
+    python scripts/profile_memtable.py                       # 512-d (the companion) and 384-d rows
+    python scripts/profile_memtable.py --rows 3000 --dims 512 --searches 30
+
+milvus-lite keeps the rows written since its last flush in memory and, as it ships, turns each of them
+into Python objects cell by cell on every search and on every flush. Each configuration runs in a fresh
+process (`HIPPOCAMPUS_LITE_MEMTABLE=off` for milvus-lite as it ships): a local collection with 2,000
+flushed rows, then `--rows` more left in the memtable (under the store's 8 MB budget, store/connection.py); the table
+gives the search p50 with those rows unflushed (a user filter, no partition: as the cross-language
+companion is searched; and within one of 8 partitions: as the memories are), the time of their flush
+(client.flush), and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def run_one(rows: int, dim: int, searches: int) -> dict:
+    from hippocampus.store import connection, lite_memtable  # noqa: F401  (sets the memtable budget as the store does)
+
+    installed = lite_memtable.install()
+    from pymilvus import DataType, MilvusClient
+
+    with tempfile.TemporaryDirectory(prefix="memtable-") as tmp:
+        c = MilvusClient(str(Path(tmp) / "m.db"))
+        s = c.create_schema(auto_id=False)
+        s.add_field("id", DataType.INT64, is_primary=True)
+        s.add_field("user_id", DataType.VARCHAR, max_length=64)
+        s.add_field("text", DataType.VARCHAR, max_length=1000)
+        s.add_field("v", DataType.FLOAT_VECTOR, dim=dim)
+        index = c.prepare_index_params()
+        index.add_index("v", index_type="AUTOINDEX", metric_type="COSINE")
+        c.create_collection("t", schema=s, index_params=index)
+        parts = [f"p{i}" for i in range(8)]
+        for p in parts:
+            c.create_partition("t", p)
+        rng = np.random.default_rng(0)
+
+        def insert(start: int, n: int) -> None:
+            for a in range(start, start + n, 500):
+                k = min(500, start + n - a)
+                vecs = rng.normal(size=(k, dim)).astype(np.float32)
+                for p in parts:
+                    sel = [i for i in range(k) if (a + i) % 8 == int(p[1:])]
+                    c.insert("t", [{"id": a + i, "user_id": f"u{(a + i) % 40}", "text": f"memory number {a + i} " * 4,
+                                    "v": vecs[i].tolist()} for i in sel], partition_name=p)
+
+        insert(0, 2000)
+        c.flush("t")
+        insert(2000, rows)
+        time.sleep(1.0)  # background index builds of the flushed rows done
+        out = {"rows": rows, "dim": dim, "column_path": installed}
+        for name, kw in (("search_p50_ms", {}), ("partition_search_p50_ms", {"partition_names": ["p3"]})):
+            lat = []
+            for q in range(searches):
+                v = rng.normal(size=dim).astype(np.float32).tolist()
+                t0 = time.perf_counter()
+                c.search("t", data=[v], anns_field="v", limit=10, filter=f'user_id == "u{q % 40}"', **kw)
+                lat.append(time.perf_counter() - t0)
+            out[name] = float(np.median(lat[2:]) * 1000)
+        t0 = time.perf_counter()
+        c.flush("t")
+        out["flush_s"] = time.perf_counter() - t0
+        c.close()
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=3000, help="rows left unflushed")
+    ap.add_argument("--dims", default="512,384")
+    ap.add_argument("--searches", type=int, default=30)
+    ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.one[0], args.one[1], args.searches)))
+        return 0
+    results = []
+    for dim in (int(d) for d in args.dims.split(",")):
+        for variant in ("as shipped", "column path"):
+            env = {**os.environ, "HIPPOCAMPUS_LITE_MEMTABLE": "off" if variant == "as shipped" else "on"}
+            proc = subprocess.run([sys.executable, __file__, "--one", str(args.rows), str(dim), "--searches", str(args.searches)],
+                                  capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                print(proc.stderr, file=sys.stderr)
+                return proc.returncode
+            results.append({"variant": variant, **json.loads(proc.stdout.strip().splitlines()[-1])})
+    cols = [("variant", "variant", "{}"), ("dim", "dim", "{}"), ("unflushed", "rows", "{}"),
+            ("search p50 ms", "search_p50_ms", "{:.1f}"), ("in a partition ms", "partition_search_p50_ms", "{:.1f}"),
+            ("flush s", "flush_s", "{:.2f}"),
+            ("peak RSS MB", "peak_rss_mb", "{:.0f}")]
+    print(" | ".join(h for h, _, _ in cols))
+    print(" | ".join("---" for _ in cols))
+    for r in results:
+        if r["variant"] == "column path" and not r["column_path"]:
+            r["variant"] = "column path (not installed)"
+        print(" | ".join(f.format(r[k]) for _, k, f in cols))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
