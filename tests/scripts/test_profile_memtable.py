@@ -1,0 +1,15 @@
+"""scripts/profile_memtable.py at a tiny size: milvus-lite as shipped beside the column path, each in its
+own process (the table's shape and which path ran, never the timings)."""
+
+from __future__ import annotations
+
+from scripts import profile_memtable
+
+
+def test_both_paths_run_in_their_own_process(capsys) -> None:
+    assert profile_memtable.main(["--rows", "40", "--dims", "8", "--searches", "3"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("variant | dim | unflushed | search p50 ms")
+    rows = [line.split(" | ") for line in lines[2:]]
+    assert [r[0] for r in rows] == ["as shipped", "column path"]  # installed: the project's milvus-lite is 3.x
+    assert all(r[1] == "8" and r[2] == "40" and float(r[3]) > 0 and float(r[5]) > 0 for r in rows)
