@@ -3,6 +3,7 @@
 
     python scripts/profile_memtable.py                       # 512-d (the companion) and 384-d rows
     python scripts/profile_memtable.py --rows 3000 --dims 512 --searches 30
+    python scripts/profile_memtable.py --memories 2000   # through Memory: add_many, then searches in that process
 
 milvus-lite keeps the rows written since its last flush in memory and, as it ships, turns each of them
 into Python objects cell by cell on every search and on every flush. Each configuration runs in a fresh
@@ -10,7 +11,10 @@ process (`HIPPOCAMPUS_LITE_MEMTABLE=off` for milvus-lite as it ships): a local c
 flushed rows, then `--rows` more left in the memtable (under the store's 8 MB budget, store/connection.py); the table
 gives the search p50 with those rows unflushed (a user filter, no partition: as the cross-language
 companion is searched; and within one of 8 partitions: as the memories are), the time of their flush
-(client.flush), and the process's peak RSS.
+(client.flush), and the process's peak RSS. `--memories N` measures the path a service takes instead:
+a Memory (the defaults: bundled e5, cross-language vectors) takes N memories of 20 users through add_many,
+then answers dense searches in the same process, while the rows written last are still unflushed; then
+the same searches after the store was closed and opened again (everything flushed).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ def run_one(rows: int, dim: int, searches: int) -> dict:
     installed = lite_memtable.install()
     from pymilvus import DataType, MilvusClient
 
-    with tempfile.TemporaryDirectory(prefix="memtable-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="memtable-", ignore_cleanup_errors=True) as tmp:  # milvus-lite may still write
         c = MilvusClient(str(Path(tmp) / "m.db"))
         s = c.create_schema(auto_id=False)
         s.add_field("id", DataType.INT64, is_primary=True)
@@ -79,30 +83,82 @@ def run_one(rows: int, dim: int, searches: int) -> dict:
     return out
 
 
+def run_memory(n: int, searches: int) -> dict:
+    from hippocampus import Memory
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench import texts
+
+    with tempfile.TemporaryDirectory(prefix="memtable-", ignore_cleanup_errors=True) as tmp:  # milvus-lite may still write
+        path = str(Path(tmp) / "m.db")
+        mem = Memory(milvus_uri=path)
+        t0 = time.perf_counter()
+        mem.add_many([{"text": t, "user_id": f"user-{i % 20}", "ts": 1_700_000_000 + i} for i, t in enumerate(texts(n, seed=2))])
+        out = {"memories": n, "add_many_s": time.perf_counter() - t0, "column_path": bool(lite_installed())}
+        questions = texts(searches, seed=4)
+        vectors = [mem.embedder.encode([q], role="query")[0] for q in questions]
+
+        def p50() -> float:
+            lat = []
+            for i, (q, v) in enumerate(zip(questions, vectors)):
+                t = time.perf_counter()
+                mem.retriever.search(q, f"user-{i % 20}", 10, query_vector=v, mode="dense")
+                lat.append(time.perf_counter() - t)
+            return float(np.median(lat[3:]) * 1000)
+
+        out["live_search_p50_ms"] = p50()
+        mem.close()
+        mem = Memory(milvus_uri=path)
+        out["reopened_search_p50_ms"] = p50()
+        mem.close()
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return out
+
+
+def lite_installed() -> bool:
+    from hippocampus.store import lite_memtable
+
+    return bool(lite_memtable.ORIGINAL)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=3000, help="rows left unflushed")
     ap.add_argument("--dims", default="512,384")
     ap.add_argument("--searches", type=int, default=30)
+    ap.add_argument("--memories", type=int, help="through Memory: this many memories, then searches")
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--one-memory", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(args.one[0], args.one[1], args.searches)))
         return 0
+    if args.one_memory:
+        print(json.dumps(run_memory(args.one_memory, args.searches)))
+        return 0
     results = []
-    for dim in (int(d) for d in args.dims.split(",")):
+    runs = [["--one-memory", str(args.memories)]] if args.memories else [["--one", str(args.rows), d] for d in args.dims.split(",")]
+    for run in runs:
         for variant in ("as shipped", "column path"):
             env = {**os.environ, "HIPPOCAMPUS_LITE_MEMTABLE": "off" if variant == "as shipped" else "on"}
-            proc = subprocess.run([sys.executable, __file__, "--one", str(args.rows), str(dim), "--searches", str(args.searches)],
-                                  capture_output=True, text=True, env=env)
+            proc = subprocess.run([sys.executable, __file__, *run, "--searches", str(args.searches)], capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 print(proc.stderr, file=sys.stderr)
                 return proc.returncode
             results.append({"variant": variant, **json.loads(proc.stdout.strip().splitlines()[-1])})
+    if args.memories:
+        cols = [("variant", "variant", "{}"), ("memories", "memories", "{}"), ("add_many s", "add_many_s", "{:.1f}"),
+                ("dense p50 ms, rows unflushed", "live_search_p50_ms", "{:.1f}"),
+                ("dense p50 ms, reopened", "reopened_search_p50_ms", "{:.1f}"), ("peak RSS MB", "peak_rss_mb", "{:.0f}")]
+        return table(results, cols)
     cols = [("variant", "variant", "{}"), ("dim", "dim", "{}"), ("unflushed", "rows", "{}"),
             ("search p50 ms", "search_p50_ms", "{:.1f}"), ("in a partition ms", "partition_search_p50_ms", "{:.1f}"),
             ("flush s", "flush_s", "{:.2f}"),
             ("peak RSS MB", "peak_rss_mb", "{:.0f}")]
+    return table(results, cols)
+
+
+def table(results: list[dict], cols: list[tuple[str, str, str]]) -> int:
     print(" | ".join(h for h, _, _ in cols))
     print(" | ".join("---" for _ in cols))
     for r in results:

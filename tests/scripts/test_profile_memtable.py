@@ -13,3 +13,11 @@ def test_both_paths_run_in_their_own_process(capsys) -> None:
     rows = [line.split(" | ") for line in lines[2:]]
     assert [r[0] for r in rows] == ["as shipped", "column path"]  # installed: the project's milvus-lite is 3.x
     assert all(r[1] == "8" and r[2] == "40" and float(r[3]) > 0 and float(r[5]) > 0 for r in rows)
+
+
+def test_through_memory_both_paths_search_before_and_after_reopening(capsys) -> None:
+    assert profile_memtable.main(["--memories", "30", "--searches", "5"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("variant | memories | add_many s | dense p50 ms, rows unflushed | dense p50 ms, reopened")
+    rows = [line.split(" | ") for line in lines[2:]]
+    assert [r[0] for r in rows] == ["as shipped", "column path"] and all(r[1] == "30" and float(r[3]) > 0 for r in rows)
