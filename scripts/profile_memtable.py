@@ -4,6 +4,7 @@
     python scripts/profile_memtable.py                       # 512-d (the companion) and 384-d rows
     python scripts/profile_memtable.py --rows 3000 --dims 512 --searches 30
     python scripts/profile_memtable.py --memories 2000   # through Memory: add_many, then searches in that process
+    python scripts/profile_memtable.py --memories 1500 --one-at-a-time   # Memory.add per memory, as a chat hook
 
 milvus-lite keeps the rows written since its last flush in memory and, as it ships, turns each of them
 into Python objects cell by cell on every search and on every flush. Each configuration runs in a fresh
@@ -14,7 +15,9 @@ companion is searched; and within one of 8 partitions: as the memories are), the
 (client.flush), and the process's peak RSS. `--memories N` measures the path a service takes instead:
 a Memory (the defaults: bundled e5, cross-language vectors) takes N memories of 20 users through add_many,
 then answers dense searches in the same process, while the rows written last are still unflushed; then
-the same searches after the store was closed and opened again (everything flushed).
+the same searches after the store was closed and opened again (everything flushed). With
+`--one-at-a-time` the memories go in through Memory.add, one call each (infer=False), as a chat hook's
+turns do: each is then its own batch in milvus-lite's memtable.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def run_one(rows: int, dim: int, searches: int) -> dict:
     return out
 
 
-def run_memory(n: int, searches: int) -> dict:
+def run_memory(n: int, searches: int, single: bool = False) -> dict:
     from hippocampus import Memory
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -93,8 +96,12 @@ def run_memory(n: int, searches: int) -> dict:
         path = str(Path(tmp) / "m.db")
         mem = Memory(milvus_uri=path)
         t0 = time.perf_counter()
-        mem.add_many([{"text": t, "user_id": f"user-{i % 20}", "ts": 1_700_000_000 + i} for i, t in enumerate(texts(n, seed=2))])
-        out = {"memories": n, "add_many_s": time.perf_counter() - t0, "column_path": bool(lite_installed())}
+        if single:
+            for i, t in enumerate(texts(n, seed=2)):
+                mem.add(t, user_id=f"user-{i % 20}", infer=False)
+        else:
+            mem.add_many([{"text": t, "user_id": f"user-{i % 20}", "ts": 1_700_000_000 + i} for i, t in enumerate(texts(n, seed=2))])
+        out = {"memories": n, "how": "add" if single else "add_many", "writes_s": time.perf_counter() - t0, "column_path": bool(lite_installed())}
         questions = texts(searches, seed=4)
         vectors = [mem.embedder.encode([q], role="query")[0] for q in questions]
 
@@ -127,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dims", default="512,384")
     ap.add_argument("--searches", type=int, default=30)
     ap.add_argument("--memories", type=int, help="through Memory: this many memories, then searches")
+    ap.add_argument("--one-at-a-time", action="store_true", help="--memories through Memory.add, one call each")
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     ap.add_argument("--one-memory", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -134,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_one(args.one[0], args.one[1], args.searches)))
         return 0
     if args.one_memory:
-        print(json.dumps(run_memory(args.one_memory, args.searches)))
+        print(json.dumps(run_memory(args.one_memory, args.searches, args.one_at_a_time)))
         return 0
     results = []
-    runs = [["--one-memory", str(args.memories)]] if args.memories else [["--one", str(args.rows), d] for d in args.dims.split(",")]
+    runs = [["--one-memory", str(args.memories), *(["--one-at-a-time"] if args.one_at_a_time else [])]] if args.memories else [["--one", str(args.rows), d] for d in args.dims.split(",")]
     for run in runs:
         for variant in ("as shipped", "column path"):
             env = {**os.environ, "HIPPOCAMPUS_LITE_MEMTABLE": "off" if variant == "as shipped" else "on"}
@@ -147,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 return proc.returncode
             results.append({"variant": variant, **json.loads(proc.stdout.strip().splitlines()[-1])})
     if args.memories:
-        cols = [("variant", "variant", "{}"), ("memories", "memories", "{}"), ("add_many s", "add_many_s", "{:.1f}"),
+        cols = [("variant", "variant", "{}"), ("memories", "memories", "{}"), ("written by", "how", "{}"), ("writes s", "writes_s", "{:.1f}"),
                 ("dense p50 ms, rows unflushed", "live_search_p50_ms", "{:.1f}"),
                 ("dense p50 ms, reopened", "reopened_search_p50_ms", "{:.1f}"), ("peak RSS MB", "peak_rss_mb", "{:.0f}")]
         return table(results, cols)

@@ -5,13 +5,15 @@ store/connection.py) as Arrow record batches, and two of its paths turn them int
 cell at a time: every search calls `MemTable.to_search_snapshot`, which converts the vector of every
 unflushed row in scope with `.as_py()` (512 Python floats a row for the cross-language companion, whose
 searches name no partition), and every flush builds its table through `_build_data_table`, which does
-the same for every cell of every row and then builds the table again from those objects. Measured here
-(`python scripts/profile_memtable.py`): a flush of 8 MB peaks at ~90 MB of Python objects, and a search
-of a collection with a few thousand unflushed rows spends most of its time in those conversions.
+the same for every cell of every row and then builds the table again from those objects (a flush of 8 MB
+held ~90 MB of Python objects at its peak, memray). A search of a collection with a few thousand unflushed
+rows spent most of its time in those conversions (`python scripts/profile_memtable.py`, docs/performance.md).
 
 What this does: the two methods are replaced by versions that select the same rows, in the same order,
 with Arrow's `take` (the way milvus-lite's own `to_arrow_table` already reads them) and hand the
-vectors to numpy as one block. The results are equal to the originals' (tests/store/test_lite_memtable.py
+vectors to numpy as one block; a search that names partitions picks whole batches by their partition (each
+insert call is one batch of one partition), so the one-row batches of a chat hook's single adds are not
+walked row by row. The results are equal to the originals' (tests/store/test_lite_memtable.py
 compares them on random tables: upserts, deletes, partitions, nullable and JSON fields); anything the
 column path does not cover (a nullable vector holding nulls, a vector field that is not a float list,
 batches of different schemas) goes to the original method. Installed once, for local stores only, and
@@ -96,17 +98,32 @@ def to_search_snapshot(self: Any, vector_field: str | None, partition_names: lis
         items = tuple(self._pk_index.items())
     if not batches or not items:
         return ORIGINAL["to_search_snapshot"](self, vector_field, partition_names, include_table)
+    refs = [(pos[0], pos[1]) for _, pos in items]
+    keep = None
+    used = batches
+    if partition_names is not None:
+        wanted = set(partition_names)
+        parts = _batch_partitions(self, batches)
+        if None not in parts:  # every batch holds one partition (each is one insert call's): pick batches, not rows
+            good = np.fromiter((p in wanted for p in parts), dtype=bool, count=len(parts))
+            keep = good[np.fromiter((r[0] for r in refs), dtype=np.int64, count=len(refs))]
+            renumber = np.cumsum(good) - 1  # a kept batch's place among the kept ones
+            used = tuple(b for b, g in zip(batches, good) if g)
+            refs_used = [(int(renumber[r[0]]), r[1]) for r, k in zip(refs, keep) if k]
     try:
-        full = pa.Table.from_batches(batches)
+        full = pa.Table.from_batches(used, schema=batches[0].schema) if used else None
     except pa.ArrowInvalid:  # batches of different schemas (a field added since): as milvus-lite reads them
         return ORIGINAL["to_search_snapshot"](self, vector_field, partition_names, include_table)
-    refs = [(pos[0], pos[1]) for _, pos in items]
-    idx = _flat_indices(batches, refs)
-    keep = None
-    if partition_names is not None:
-        keep = pc.is_in(full.column("_partition").take(idx), value_set=pa.array(list(set(partition_names)), type=pa.string()))
-        keep = keep.combine_chunks().to_numpy(zero_copy_only=False)
-        idx = pa.array(idx.to_numpy()[keep], type=pa.int64())
+    if full is not None and full.num_rows and full.column(0).num_chunks > 32:
+        full = full.combine_chunks()  # one copy; a take over thousands of one-row chunks (single adds) costs more
+    if keep is not None:
+        idx = _flat_indices(used, refs_used)
+    else:
+        idx = _flat_indices(batches, refs)
+        if partition_names is not None:  # a batch of several partitions: row by row, as milvus-lite does
+            keep = pc.is_in(full.column("_partition").take(idx), value_set=pa.array(list(wanted), type=pa.string()))
+            keep = keep.combine_chunks().to_numpy(zero_copy_only=False)
+            idx = pa.array(idx.to_numpy()[keep], type=pa.int64())
     chosen = range(len(items)) if keep is None else np.flatnonzero(keep)
     pks = [items[i][0] for i in chosen]
     seqs = np.fromiter((items[i][1][2] for i in chosen), dtype=np.uint64, count=len(pks))
@@ -123,6 +140,21 @@ def to_search_snapshot(self: Any, vector_field: str | None, partition_names: lis
         if "_partition" in table.column_names:
             table = table.drop(["_partition"])
     return pks, seqs, vectors, row_refs, table
+
+
+def _batch_partitions(self: Any, batches: tuple[Any, ...]) -> list[str | None]:
+    """The one partition of each batch (None for a batch whose rows are in several), kept on the MemTable
+    and extended as batches come: a MemTable's batches are only ever appended (a flush replaces the
+    whole MemTable), and milvus-lite writes each insert call as one batch of one partition."""
+    known: list[str | None] = getattr(self, "_hippocampus_partitions", None) or []
+    if len(known) > len(batches):
+        known = []
+    out = list(known)
+    for batch in batches[len(out):]:
+        values = batch.column("_partition").unique()
+        out.append(values[0].as_py() if len(values) == 1 else None)
+    self._hippocampus_partitions = out
+    return out
 
 
 def build_data_table(self: Any, rows: list[tuple[int, int]]) -> Any:

@@ -18,6 +18,12 @@ def test_both_paths_run_in_their_own_process(capsys) -> None:
 def test_through_memory_both_paths_search_before_and_after_reopening(capsys) -> None:
     assert profile_memtable.main(["--memories", "30", "--searches", "5"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].startswith("variant | memories | add_many s | dense p50 ms, rows unflushed | dense p50 ms, reopened")
+    assert lines[0].startswith("variant | memories | written by | writes s | dense p50 ms, rows unflushed | dense p50 ms, reopened")
     rows = [line.split(" | ") for line in lines[2:]]
-    assert [r[0] for r in rows] == ["as shipped", "column path"] and all(r[1] == "30" and float(r[3]) > 0 for r in rows)
+    assert [r[0] for r in rows] == ["as shipped", "column path"] and all(r[1] == "30" and r[2] == "add_many" and float(r[4]) > 0 for r in rows)
+
+
+def test_one_at_a_time_goes_through_add(capsys) -> None:
+    assert profile_memtable.main(["--memories", "12", "--one-at-a-time", "--searches", "4"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.strip().splitlines()[2:]]
+    assert [r[2] for r in rows] == ["add", "add"]
