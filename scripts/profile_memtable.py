@@ -5,6 +5,7 @@
     python scripts/profile_memtable.py --rows 3000 --dims 512 --searches 30
     python scripts/profile_memtable.py --memories 2000   # through Memory: add_many, then searches in that process
     python scripts/profile_memtable.py --memories 1500 --one-at-a-time   # Memory.add per memory, as a chat hook
+    python scripts/profile_memtable.py --insert-rss 10000   # what milvus-lite's insert path leaves resident
 
 milvus-lite keeps the rows written since its last flush in memory and, as it ships, turns each of them
 into Python objects cell by cell on every search and on every flush. Each configuration runs in a fresh
@@ -17,7 +18,10 @@ a Memory (the defaults: bundled e5, cross-language vectors) takes N memories of 
 then answers dense searches in the same process, while the rows written last are still unflushed; then
 the same searches after the store was closed and opened again (everything flushed). With
 `--one-at-a-time` the memories go in through Memory.add, one call each (infer=False), as a chat hook's
-turns do: each is then its own batch in milvus-lite's memtable.
+turns do: each is then its own batch in milvus-lite's memtable. `--insert-rss N` inserts N 512-d rows
+(the cross-language companion's width) into a bare collection 500 at a time and prints how much the
+process grew (current and peak RSS), and how much remains after pyarrow's pool and glibc's malloc gave
+back what they hold unused: what milvus-lite's gRPC insert path leaves resident beside the rows' 2 KB each.
 """
 
 from __future__ import annotations
@@ -122,6 +126,47 @@ def run_memory(n: int, searches: int, single: bool = False) -> dict:
     return out
 
 
+def insert_rss(n: int) -> dict:
+    """Resident growth from inserting `n` 512-d rows into a bare local collection, 500 a call."""
+    import ctypes
+
+    from hippocampus.store import connection, lite_memtable  # noqa: F401  (the store's memtable budget)
+
+    lite_memtable.install()
+    import pyarrow as pa
+    from pymilvus import DataType, MilvusClient
+
+    def rss() -> float:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    with tempfile.TemporaryDirectory(prefix="memtable-", ignore_cleanup_errors=True) as tmp:
+        c = MilvusClient(str(Path(tmp) / "m.db"))
+        s = c.create_schema(auto_id=False)
+        s.add_field("id", DataType.INT64, is_primary=True)
+        s.add_field("user_id", DataType.VARCHAR, max_length=64)
+        s.add_field("v", DataType.FLOAT_VECTOR, dim=512)
+        index = c.prepare_index_params()
+        index.add_index("v", index_type="AUTOINDEX", metric_type="COSINE")
+        c.create_collection("t", schema=s, index_params=index)
+        rng = np.random.default_rng(0)
+        before, peak_before = rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        for start in range(0, n, 500):
+            vecs = rng.normal(size=(min(500, n - start), 512)).astype(np.float32)
+            c.insert("t", [{"id": start + i, "user_id": f"u{i % 100}", "v": v.tolist()} for i, v in enumerate(vecs)])
+        grown = rss() - before
+        pa.default_memory_pool().release_unused()
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except OSError:  # not glibc
+            pass
+        out = {"rows": n, "vectors_mb": n * 512 * 4 / 2**20, "grown_mb": grown, "after_release_mb": rss() - before,
+               "peak_grown_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - peak_before,
+               "arrow_live_mb": pa.total_allocated_bytes() / 2**20}
+        c.close()
+    return out
+
+
 def lite_installed() -> bool:
     from hippocampus.store import lite_memtable
 
@@ -135,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--searches", type=int, default=30)
     ap.add_argument("--memories", type=int, help="through Memory: this many memories, then searches")
     ap.add_argument("--one-at-a-time", action="store_true", help="--memories through Memory.add, one call each")
+    ap.add_argument("--insert-rss", type=int, help="rows of 512 floats inserted into a bare collection: the resident growth")
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     ap.add_argument("--one-memory", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -144,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.one_memory:
         print(json.dumps(run_memory(args.one_memory, args.searches, args.one_at_a_time)))
         return 0
+    if args.insert_rss:
+        r = insert_rss(args.insert_rss)
+        return table([{"variant": "column path" if lite_installed() else "as shipped", "column_path": True, **r}],
+                     [("memtable", "variant", "{}"), ("rows", "rows", "{}"), ("their vectors MB", "vectors_mb", "{:.0f}"),
+                      ("RSS grown MB", "grown_mb", "{:.0f}"), ("after release MB", "after_release_mb", "{:.0f}"),
+                      ("peak grown MB", "peak_grown_mb", "{:.0f}"), ("Arrow live MB", "arrow_live_mb", "{:.0f}")])
     results = []
     runs = [["--one-memory", str(args.memories), *(["--one-at-a-time"] if args.one_at_a_time else [])]] if args.memories else [["--one", str(args.rows), d] for d in args.dims.split(",")]
     for run in runs:

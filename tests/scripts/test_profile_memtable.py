@@ -27,3 +27,11 @@ def test_one_at_a_time_goes_through_add(capsys) -> None:
     assert profile_memtable.main(["--memories", "12", "--one-at-a-time", "--searches", "4"]) == 0
     rows = [line.split(" | ") for line in capsys.readouterr().out.strip().splitlines()[2:]]
     assert [r[2] for r in rows] == ["add", "add"]
+
+
+def test_insert_rss_reports_growth_beside_the_vectors_own_size(capsys) -> None:
+    assert profile_memtable.main(["--insert-rss", "600"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("memtable | rows | their vectors MB | RSS grown MB | after release MB")
+    row = lines[2].split(" | ")
+    assert row[0] == "column path" and row[1] == "600" and float(row[6]) >= 0
