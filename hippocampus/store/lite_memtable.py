@@ -153,7 +153,10 @@ def _batch_partitions(self: Any, batches: tuple[Any, ...]) -> list[str | None]:
     for batch in batches[len(out):]:
         values = batch.column("_partition").unique()
         out.append(values[0].as_py() if len(values) == 1 else None)
-    self._hippocampus_partitions = out
+    try:
+        self._hippocampus_partitions = out
+    except AttributeError:  # a MemTable with __slots__ (a later release): worked out again next time
+        pass
     return out
 
 
