@@ -51,7 +51,7 @@ def run(texts: int, alone: int, seed: int) -> dict[str, object]:
     """B's search latencies alone and during A's batch, and A's batch figures."""
     from hippocampus import Client
 
-    key_a, key_b = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    key_a, key_b = secrets.token_urlsafe(32), secrets.token_urlsafe(32)  # 16 bytes can draw a letters-only key the start-up check rates at 125 bits
     with tempfile.TemporaryDirectory(prefix="bench-fair-") as tmp:
         service = Service(Path(tmp) / "fair.db", Path(tmp) / "home",
                           {"HIPPOCAMPUS_API_KEYS": f"{key_a}=alice;{key_b}=bob", "HIPPOCAMPUS_API_KEY": "",

@@ -70,7 +70,7 @@ def service(shared_db):
     embedder = OfflineEmbedder()
     memory = Memory(milvus_uri=str(shared_db), collection_name=f"fair_{uuid.uuid4().hex[:10]}", embedder=embedder)
     memory.add("I keep my bicycle in the garage behind the house", user_id="bob")
-    key_a, key_b = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    key_a, key_b = secrets.token_urlsafe(32), secrets.token_urlsafe(32)  # 16 bytes can draw a letters-only key the start-up check rates at 125 bits
     keys = KeyRing.load(env={"HIPPOCAMPUS_API_KEYS": f"{key_a}=alice;{key_b}=bob"})
     recorder = _Recorder(embedder._load(), embedder._lock)
     embedder._model = recorder
