@@ -52,6 +52,16 @@ class Capabilities:
         """The search mode that serves a request for `mode`: without full text, hybrid and bm25 run dense."""
         return mode if self.full_text or mode == "dense" else "dense"
 
+    @property
+    def companion_index(self) -> str:
+        """The cross-language companion's vector index. milvus-lite: brute force (FLAT), which searches the
+        segment's own vector matrix (exact, and only the rows the user filter keeps), where AUTOINDEX
+        builds a faiss HNSW beside it at every flush and compaction: a second copy of every 512-d vector
+        (~25 MB more at 10,000 memories, scripts/profile_memtable.py --insert-rss) that a local store's
+        in-memory copy (store/xvector_copy.py) leaves nearly unused. A Milvus server: AUTOINDEX, which
+        serves every companion search there."""
+        return "FLAT" if self.engine == "milvus-lite" else "AUTOINDEX"
+
     def create_kwargs(self) -> dict[str, Any]:
         """Extra create_collection arguments (none on milvus-lite, which keeps its defaults)."""
         return {"consistency_level": self.consistency} if self.consistency else {}

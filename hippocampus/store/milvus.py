@@ -127,7 +127,7 @@ class MilvusStore:
         info = found.get("info")
         if info is not None:
             self.capabilities = for_collection(server, info)
-        self.cross.opened(info, self.capabilities.create_kwargs())
+        self.cross.opened(info, self.capabilities)
         self._buckets = set(c.list_partitions(self.collection))
         for line in warnings(server, self.capabilities, self.uri, self.collection, info):
             log.warning("%s", line)

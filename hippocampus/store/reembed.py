@@ -163,7 +163,7 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
             progress(f"finished an interrupted switch: {name + GRAPH!r} now follows {new_model!r}")
             return report
         if crosslang is not None:
-            report.embedded, report.resumed = fill_companion(c, name, crosslang, batch_size, progress, detect(c, uri).create_kwargs())
+            report.embedded, report.resumed = fill_companion(c, name, crosslang, batch_size, progress, detect(c, uri))
             report.total, report.crosslang = report.embedded + report.resumed, crosslang.model_name
             progress(f"{name!r} now has cross-language vectors from {crosslang.model_name!r} ({report.embedded} added)")
             return report
@@ -202,7 +202,7 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
         report.kept_as = None
     report.graph_rows = graph_rows
     if cross is not None:  # ids are kept, so the companion stays valid: only what it lacks is added
-        fill_companion(c, name, cross, batch_size, progress, caps.create_kwargs())
+        fill_companion(c, name, cross, batch_size, progress, caps)
         report.crosslang = cross.model_name
     progress(f"{name!r} now holds {new_dim}-d vectors from {new_model!r}"
              + (f" and cross-language vectors from {report.crosslang!r}" if report.crosslang else "")

@@ -37,6 +37,7 @@ from pymilvus import DataType, MilvusClient
 from ..errors import SchemaMismatchError
 from ..text import script_of
 from . import filters as F
+from .capabilities import Capabilities
 from .connection import create_indexed
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
 from .xvector_copy import Loader as _Loader
@@ -62,7 +63,8 @@ class CrossHost(Protocol):
     def _create_collection(self, name: str, schema: Any = None, index_params: Any = None, **kwargs: Any) -> None: ...
 
 
-def xvec_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
+def xvec_schema(c: MilvusClient, dim: int, index_type: str = "AUTOINDEX") -> tuple[Any, Any]:
+    """The companion's schema and index (`index_type`: Capabilities.companion_index)."""
     schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", DataType.INT64, is_primary=True)  # the memory's id
     schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
@@ -70,7 +72,7 @@ def xvec_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
     schema.add_field("script", DataType.VARCHAR, max_length=8)  # text.script_of: the stage wants the other scripts
     schema.add_field(XVECTOR, DataType.FLOAT_VECTOR, dim=dim)
     index = c.prepare_index_params()
-    index.add_index(XVECTOR, index_type="AUTOINDEX", metric_type="COSINE")
+    index.add_index(XVECTOR, index_type=index_type, metric_type="COSINE")
     return schema, index
 
 
@@ -101,6 +103,7 @@ class CrossVectors:
         self.all_loaded = False  # the background read installed every user's vectors (local stores)
         self._made = False
         self._create_kwargs: dict[str, Any] = {}
+        self._index_type = "AUTOINDEX"
 
     @property
     def new_props(self) -> dict[str, str]:
@@ -112,7 +115,7 @@ class CrossVectors:
         """Search may use the companion: it is complete and the setting asks for it."""
         return self.present and self.wanted is not None
 
-    def opened(self, info: dict[str, Any] | None, create_kwargs: dict[str, Any]) -> None:
+    def opened(self, info: dict[str, Any] | None, caps: Capabilities) -> None:
         """After the memories collection was opened (`info`) or made (None): find or make the companion.
 
         The memories collection names the companion's model (PROP_CROSS) when the companion holds every
@@ -135,7 +138,8 @@ class CrossVectors:
         if self.legacy:
             log.warning("collection %r keeps its cross-language vectors inside (schema version 4), where they are "
                         "not searched: run `hippocampus reembed --crosslang` to move them", self.host.collection)
-        self.filled, self.present, self._create_kwargs = True, complete, create_kwargs
+        self.filled, self.present = True, complete
+        self._create_kwargs, self._index_type = caps.create_kwargs(), caps.companion_index
         if exists:
             self._ensure(create=False)  # loads it
 
@@ -143,7 +147,7 @@ class CrossVectors:
         """The companion exists (made on first write, like the graph's: a store never written pays nothing);
         another replica may have made it since we looked."""
         if not self._made and (create or self.host.client.has_collection(self.name)):
-            schema, index = xvec_schema(self.host.client, self.embedder.dim)
+            schema, index = xvec_schema(self.host.client, self.embedder.dim, self._index_type)
             self.host._create_collection(self.name, schema=schema, index_params=index,
                                          properties={PROP_CROSS: self.embedder.model_name}, **self._create_kwargs)
             self._made = True
@@ -302,7 +306,7 @@ class CrossVectors:
 
 
 def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,
-                   create_kwargs: dict[str, Any] | None = None) -> tuple[int, int]:
+                   caps: Capabilities) -> tuple[int, int]:
     """`hippocampus reembed --crosslang`: every memory of `name` not yet in its companion gets its cross
     vector, page by page (an interrupted run resumes: what is there is kept), then the memories collection
     names the model, which makes the companion searchable. Writers must be stopped meanwhile. Returns
@@ -313,8 +317,8 @@ def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, p
         if model != embedder.model_name:
             raise SchemaMismatchError(f"{cname!r} holds cross-language vectors from {model!r}, not {embedder.model_name!r}")
     else:
-        schema, index = xvec_schema(c, embedder.dim)
-        create_indexed(c, cname, schema, index, properties={PROP_CROSS: embedder.model_name}, **(create_kwargs or {}))
+        schema, index = xvec_schema(c, embedder.dim, caps.companion_index)
+        create_indexed(c, cname, schema, index, properties={PROP_CROSS: embedder.model_name}, **caps.create_kwargs())
     c.load_collection(cname)
     c.load_collection(name)
     have: set[int] = set()

@@ -375,6 +375,8 @@ def test_the_cross_language_companion_works_on_each_server(server: str, request,
     with Memory(milvus_uri=uri, collection_name=name, embedder=embedder) as m:
         assert m.store.cross.active and not m.store.cross._local
         ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+        index = m.store.client.describe_index(m.store.cross.name, m.store.client.list_indexes(m.store.cross.name)[0])
+        assert index["index_type"] == ("FLAT" if server == "lite_server" else "AUTOINDEX")  # Capabilities.companion_index
         m.add("I'm allergic to penicillin too.", user_id="bob", infer=False)
         top = [h.text for h in m.search(QUESTION, user_id="mei", limit=3).all[:3]]
         assert ANSWER in top and all("too" not in t for t in top)

@@ -64,6 +64,34 @@ def test_every_write_and_delete_keeps_the_companion_current(memory: Memory, monk
     assert set(companion_ids(memory)) == {other} and top3(memory) == []
 
 
+def test_a_local_companion_is_searched_by_brute_force_and_an_older_one_keeps_its_index(tmp_path: Path) -> None:
+    """milvus-lite's FLAT index searches the segment's own vectors (exact; no faiss HNSW copy of every
+    512-d vector built at each flush): a new local companion gets it, through Milvus and reopened alike;
+    a companion made with AUTOINDEX by an earlier version opens, keeps it and is still searched."""
+    def index_type(m: Memory) -> str:
+        c, name = m.store.client, m.store.cross.name
+        return c.describe_index(name, c.list_indexes(name)[0])["index_type"]
+
+    path = str(tmp_path / "m.db")
+    with Memory(milvus_uri=path) as m:
+        m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+        m.store.client.flush(m.store.cross.name)  # a segment on disk, searched through its index
+        m.store.cross.load_in_background = False  # every search through Milvus, as before the copy is read
+        assert index_type(m) == "FLAT" and top3(m)[0] == ANSWER
+    with Memory(milvus_uri=path) as m:
+        m.store.cross.load_in_background = False
+        assert index_type(m) == "FLAT" and top3(m)[0] == ANSWER
+        c, name = m.store.client, m.store.cross.name
+        c.release_collection(name)
+        c.drop_index(name, c.list_indexes(name)[0])
+        index = c.prepare_index_params()
+        index.add_index(XVECTOR, index_type="AUTOINDEX", metric_type="COSINE")
+        c.create_index(name, index)
+    with Memory(milvus_uri=path) as m:
+        m.store.cross.load_in_background = False
+        assert index_type(m) == "AUTOINDEX" and top3(m)[0] == ANSWER
+
+
 def test_a_store_that_is_never_written_makes_no_companion(tmp_path: Path) -> None:
     with Memory(milvus_uri=str(tmp_path / "m.db")) as m:
         assert m.store.cross.active and m.search(QUESTION, user_id="mei").all == []
