@@ -83,14 +83,32 @@ def make_embedder(kind: str = "offline", model_path: str | None = None) -> Any:
     return LocalEmbedder(Path(model_path).expanduser())
 
 
+PHASES = ("e5 loaded", "100 adds", "add_many", "bulk load", "reopened", "searches")  # where RSS is read (--one)
+
+
+def rss_now_and_peak() -> tuple[float, float]:
+    """This process's resident MB now (Linux /proc; nan elsewhere) and its peak so far."""
+    try:
+        with open("/proc/self/statm") as fh:
+            now = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        now = float("nan")
+    return now, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "offline", model_path: str | None = None) -> dict[str, Any]:
     from hippocampus import Memory
     from hippocampus.retrieval import Retriever
 
-    out: dict[str, Any] = {"n": n, "users": users}
+    out: dict[str, Any] = {"n": n, "users": users, "rss_phases": {}}
+
+    def phase(name: str) -> None:
+        out["rss_phases"][name] = rss_now_and_peak()
+
     emb = make_embedder(embedder, model_path)
     out["embedder"] = emb.model_name
     emb.encode(["warm up"], role="query")
+    phase("e5 loaded")
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         path = str(Path(tmp) / "m.db")
         mem = Memory(milvus_uri=path, embedder=emb)
@@ -100,6 +118,7 @@ def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "o
         for t in sample:
             mem.add(t, user_id="bench-add", infer=False)
         out["add_per_s"] = len(sample) / (time.perf_counter() - t0)
+        phase("100 adds")
         mem.reset("bench-add")
         # embedded bulk load through add_many
         n_real = min(n, embed_max)
@@ -110,6 +129,7 @@ def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "o
         mem.add_many([{"text": t, "user_id": f"user-{owner[i]}", "ts": 1_700_000_000 + i} for i, t in enumerate(base)])
         out["add_many_per_s"] = n_real / (time.perf_counter() - t0)
         out["embedded_rows"] = n_real
+        phase("add_many")
         t0 = time.perf_counter()
         passages = emb.encode(base[: min(500, n_real)], role="passage")
         out["embed_passages_per_s"] = len(passages) / (time.perf_counter() - t0)
@@ -117,11 +137,13 @@ def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "o
         matrix = add_synthetic(mem, n, base, owner, rng)
         if n > n_real:
             out["store_insert_rows_per_s"] = (n - n_real) / (time.perf_counter() - t0)
+        phase("bulk load")
         mem.close()
         t0 = time.perf_counter()
         mem = Memory(milvus_uri=path, embedder=emb)
         out["open_s"] = time.perf_counter() - t0
         out["rows"] = mem.store.count("")
+        phase("reopened")
         # queries: real query embeddings
         qtexts = texts(queries, seed=4)
         t0 = time.perf_counter()
@@ -148,6 +170,7 @@ def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "o
         # The floor runs in its own loop: numpy's BLAS threads keep spinning after a large matmul,
         # and interleaved with the searches they took the cores from the embedder's OpenMP threads
         # (measured: +emb p50 31 ms interleaved, 22 ms with OPENBLAS_NUM_THREADS=1, 10k rows).
+        phase("searches")
         lat["floor"] = floor_latencies(matrix, owner, qvecs, quser)
         for key, values in lat.items():
             out[f"{key}_p50_ms"] = pct(values, 50)
@@ -269,6 +292,16 @@ def print_table(results: list[dict[str, Any]]) -> None:
     print("latencies in ms, user-filtered top 10, default configuration ('off': HIPPOCAMPUS_CROSSLANG_EMBEDDER=none; "
           "'default / off': each figure's ratio); '+neighbours' = dense with the opt-in "
           "neighbour bonus (rank_neighbour_weight=0.3); 'floor' = numpy full scan with the same user mask")
+    measured = [r for r in results if r.get("rss_phases")]
+    if measured:
+        print()
+        print("| cross-language | rows | " + " | ".join(PHASES) + " |")
+        print("|" + "---|" * (len(PHASES) + 2))
+        for r in measured:
+            cells = [f"{r['rss_phases'][p][0]:.0f} / {r['rss_phases'][p][1]:.0f}" if p in r["rss_phases"] else "" for p in PHASES]
+            print(f"| {r['crosslang']} | {r.get('rows', r['n']):.0f} | " + " | ".join(cells) + " |")
+        print("resident MB after each phase of that process, now / peak so far ('searches': after the timed searches, "
+              "while the background read of the cross vectors may still run)")
 
 
 if __name__ == "__main__":

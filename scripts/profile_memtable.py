@@ -6,6 +6,7 @@
     python scripts/profile_memtable.py --memories 2000   # through Memory: add_many, then searches in that process
     python scripts/profile_memtable.py --memories 1500 --one-at-a-time   # Memory.add per memory, as a chat hook
     python scripts/profile_memtable.py --insert-rss 10000   # what milvus-lite's insert path leaves resident
+    python scripts/profile_memtable.py --insert-rss 10000 --index AUTOINDEX,FLAT   # the companion's index either way
 
 milvus-lite keeps the rows written since its last flush in memory and, as it ships, turns each of them
 into Python objects cell by cell on every search and on every flush. Each configuration runs in a fresh
@@ -21,7 +22,9 @@ the same searches after the store was closed and opened again (everything flushe
 turns do: each is then its own batch in milvus-lite's memtable. `--insert-rss N` inserts N 512-d rows
 (the cross-language companion's width) into a bare collection 500 at a time and prints how much the
 process grew (current and peak RSS), and how much remains after pyarrow's pool and glibc's malloc gave
-back what they hold unused: what milvus-lite's gRPC insert path leaves resident beside the rows' 2 KB each.
+back what they hold unused: what milvus-lite's gRPC insert path leaves resident beside the rows' 2 KB each;
+with the time of the inserts, of the flush and of 20 searches filtered by user, for each index of `--index`
+(AUTOINDEX: milvus-lite's faiss HNSW; FLAT: numpy over the segment's matrix), each in its own process.
 """
 
 from __future__ import annotations
@@ -126,8 +129,9 @@ def run_memory(n: int, searches: int, single: bool = False) -> dict:
     return out
 
 
-def insert_rss(n: int) -> dict:
-    """Resident growth from inserting `n` 512-d rows into a bare local collection, 500 a call."""
+def insert_rss(n: int, index_type: str = "AUTOINDEX") -> dict:
+    """Resident growth from inserting `n` 512-d rows into a bare local collection indexed `index_type`,
+    500 a call; then the time of a flush and of searches filtered by user (through the index)."""
     import ctypes
 
     from hippocampus.store import connection, lite_memtable  # noqa: F401  (the store's memtable budget)
@@ -147,20 +151,31 @@ def insert_rss(n: int) -> dict:
         s.add_field("user_id", DataType.VARCHAR, max_length=64)
         s.add_field("v", DataType.FLOAT_VECTOR, dim=512)
         index = c.prepare_index_params()
-        index.add_index("v", index_type="AUTOINDEX", metric_type="COSINE")
+        index.add_index("v", index_type=index_type, metric_type="COSINE")
         c.create_collection("t", schema=s, index_params=index)
         rng = np.random.default_rng(0)
         before, peak_before = rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        started = time.perf_counter()
         for start in range(0, n, 500):
             vecs = rng.normal(size=(min(500, n - start), 512)).astype(np.float32)
             c.insert("t", [{"id": start + i, "user_id": f"u{i % 100}", "v": v.tolist()} for i, v in enumerate(vecs)])
+        insert_s = time.perf_counter() - started
+        started = time.perf_counter()
+        c.flush("t")  # the segment and its index
+        flush_s = time.perf_counter() - started
+        lat = []
+        for u in range(20):
+            started = time.perf_counter()
+            c.search("t", data=[rng.normal(size=512).astype(np.float32).tolist()], anns_field="v", limit=5, filter=f'user_id == "u{u}"')
+            lat.append(time.perf_counter() - started)
         grown = rss() - before
         pa.default_memory_pool().release_unused()
         try:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         except OSError:  # not glibc
             pass
-        out = {"rows": n, "vectors_mb": n * 512 * 4 / 2**20, "grown_mb": grown, "after_release_mb": rss() - before,
+        out = {"rows": n, "index": index_type, "insert_s": insert_s, "flush_s": flush_s, "search_p50_ms": float(np.median(lat)) * 1000,
+               "vectors_mb": n * 512 * 4 / 2**20, "grown_mb": grown, "after_release_mb": rss() - before,
                "peak_grown_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - peak_before,
                "arrow_live_mb": pa.total_allocated_bytes() / 2**20}
         c.close()
@@ -181,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memories", type=int, help="through Memory: this many memories, then searches")
     ap.add_argument("--one-at-a-time", action="store_true", help="--memories through Memory.add, one call each")
     ap.add_argument("--insert-rss", type=int, help="rows of 512 floats inserted into a bare collection: the resident growth")
+    ap.add_argument("--index", default="AUTOINDEX,FLAT", help="--insert-rss: the vector indexes compared, each in its own process")
+    ap.add_argument("--one-insert", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     ap.add_argument("--one-memory", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -190,10 +207,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.one_memory:
         print(json.dumps(run_memory(args.one_memory, args.searches, args.one_at_a_time)))
         return 0
+    if args.one_insert:
+        r = insert_rss(int(args.one_insert[0]), args.one_insert[1])  # installs the column path first
+        print(json.dumps({"variant": "column path" if lite_installed() else "as shipped", "column_path": True, **r}))
+        return 0
     if args.insert_rss:
-        r = insert_rss(args.insert_rss)
-        return table([{"variant": "column path" if lite_installed() else "as shipped", "column_path": True, **r}],
-                     [("memtable", "variant", "{}"), ("rows", "rows", "{}"), ("their vectors MB", "vectors_mb", "{:.0f}"),
+        rows = []
+        for index_type in args.index.split(","):
+            proc = subprocess.run([sys.executable, __file__, "--one-insert", str(args.insert_rss), index_type], capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(proc.stderr, file=sys.stderr)
+                return proc.returncode
+            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        return table(rows,
+                     [("memtable", "variant", "{}"), ("index", "index", "{}"), ("rows", "rows", "{}"),
+                      ("insert s", "insert_s", "{:.2f}"), ("flush s", "flush_s", "{:.2f}"), ("search p50 ms", "search_p50_ms", "{:.1f}"),
+                      ("their vectors MB", "vectors_mb", "{:.0f}"),
                       ("RSS grown MB", "grown_mb", "{:.0f}"), ("after release MB", "after_release_mb", "{:.0f}"),
                       ("peak grown MB", "peak_grown_mb", "{:.0f}"), ("Arrow live MB", "arrow_live_mb", "{:.0f}")])
     results = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from .. import validation as V
 from ..errors import InvalidInput
@@ -20,6 +20,7 @@ from ..lifecycle.prompt_block import render
 from ..llm import ChatModel
 from ..llm.rules.monitor import used
 from ..models import MemoryRecord, now_ts, ts_to_iso
+from ..models.base import Model
 from ..processors.recall_planner import RecallPlanner
 from ._common import describe, log, prompts_dir, resolve_model
 
@@ -30,7 +31,7 @@ OFFLINE_MODE = "offline: one recall with the user's own words"
 SECTION = "Recalled for this conversation"
 
 
-class RecallRound(BaseModel):
+class RecallRound(Model):
     """One round: what the model said it needs, the query searched, the new memories it found."""
 
     need: str = ""  # "" when the model could answer, or offline (no model is asked)
@@ -39,7 +40,7 @@ class RecallRound(BaseModel):
     note: str = ""  # why the loop stopped here, when it did
 
 
-class RecallResult(BaseModel):
+class RecallResult(Model):
     """What `recall_loop` found: `context` for the agent's prompt ("" when nothing was recalled)."""
 
     context: str = ""

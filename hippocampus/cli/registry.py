@@ -12,12 +12,11 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from ..errors import HippocampusError, StoreLockedError
+from ..models.base import Model
 
 
-class ServiceRecord(BaseModel):
+class ServiceRecord(Model):
     """One running `hippocampus serve`, as it recorded itself."""
 
     url: str

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import Field, computed_field
+
+from ..models.base import Model
 
 Status = Literal["ok", "not_found", "invalid", "unchanged", "failed"]
 
 
 # ---------------------------------------------------------------------- the batch verbs (memory/batch.py)
-class BatchItem(BaseModel):
+class BatchItem(Model):
     """What happened to one item of a batch."""
 
     id: int
@@ -21,7 +23,7 @@ class BatchItem(BaseModel):
     error: str | None = None  # why, for every status but ok and unchanged
 
 
-class BatchResult(BaseModel):
+class BatchResult(Model):
     """A result per item, in the order given (duplicate ids of delete_many once)."""
 
     results: list[BatchItem] = Field(default_factory=list)
@@ -53,7 +55,7 @@ class BatchDeleteResult(BatchResult):
 
 
 # ---------------------------------------------------------------------- the graph (graph/build.py, graph/service.py)
-class GraphStats(BaseModel):
+class GraphStats(Model):
     """What one build did."""
 
     users: int = 0
@@ -65,7 +67,7 @@ class GraphStats(BaseModel):
     seconds: float = 0.0
 
 
-class GraphEntityView(BaseModel):
+class GraphEntityView(Model):
     name: str
     type: str
     memory_ids: list[int] = Field(default_factory=list)  # the memories that name it
@@ -73,7 +75,7 @@ class GraphEntityView(BaseModel):
     last_seen: int = 0
 
 
-class GraphTripleView(BaseModel):
+class GraphTripleView(Model):
     subject: str
     predicate: str
     object: str
@@ -85,7 +87,7 @@ class GraphTripleView(BaseModel):
     last_seen: int = 0
 
 
-class GraphView(BaseModel):
+class GraphView(Model):
     """One user's graph: entities (most mentioned first) and triples, and how many memories were read."""
 
     user_id: str
@@ -95,7 +97,7 @@ class GraphView(BaseModel):
 
 
 # ---------------------------------------------------------------------- imports (transfer/service.py)
-class ImportReport(BaseModel):
+class ImportReport(Model):
     """What an import did: ids updated, created and left as they were; entries skipped, and why."""
 
     updated: list[int] = Field(default_factory=list)

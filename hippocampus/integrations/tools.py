@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import HippocampusError, InvalidInput
 from ..lifecycle.prompt_block import HEADER
+from ..models.base import Model
 from ..processors.base import DATA_RULE, data_block
 
 __all__ = ["TOOL_NAMES", "definitions", "openai_tools", "anthropic_tools", "dispatch", "recall", "remember", "forget"]
@@ -33,7 +34,7 @@ __all__ = ["TOOL_NAMES", "definitions", "openai_tools", "anthropic_tools", "disp
 RECALL_LIMIT = 10  # memories a recall shows at most
 
 
-class _Args(BaseModel):
+class _Args(Model):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 

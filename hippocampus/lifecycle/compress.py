@@ -29,11 +29,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..embeddings import Embedder, normalize
 from ..errors import LLMError
 from ..models import LIFE_KEY, HistoryAction, HistoryEvent, Lifecycle, MemoryRecord, MemoryType, State
+from ..models.base import Model
 from ..processors.compressor import FactCompressor
 from ..processors.fact_extract import IS_CJK
 from ..store import MEMORY_FIELDS, MilvusStore
@@ -54,7 +55,7 @@ def compress_key(source_ids: Sequence[int], kind: str) -> str:
     return hashlib.sha256(f"{kind}|{','.join(str(int(i)) for i in sorted(source_ids))}".encode()).hexdigest()[:32]
 
 
-class CompressPolicy(BaseModel):
+class CompressPolicy(Model):
     """The compression's numbers in one table. `similarity` is the cosine every member of a group has with
     every other one (policy_for: calibrated per embedder); `keep_if_used` uses (activation_count)
     keep a fact out of every group."""
@@ -83,7 +84,7 @@ def policy_for(embedding_model: str, base: CompressPolicy = COMPRESS) -> Compres
     return base if found is None else base.model_copy(update={"similarity": found[0], "similarity_cjk": found[1]})
 
 
-class CompressStats(BaseModel):
+class CompressStats(Model):
     groups: int = 0  # groups compressed
     compressed: int = 0  # sources archived into a compression
     created: int = 0  # facts and patterns written

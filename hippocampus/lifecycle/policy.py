@@ -13,9 +13,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..models import Category, CustomCategory, DecayRule, Lifecycle, State
+from ..models.base import Model
 
 DAY = 86_400
 
@@ -49,7 +50,7 @@ PRESETS: dict[str, dict[Category, DecayRule]] = {
 }
 
 
-class Thresholds(BaseModel):
+class Thresholds(Model):
     """The lifecycle's thresholds and steps, all on the one [0, 1] scale."""
 
     model_config = ConfigDict(frozen=True)

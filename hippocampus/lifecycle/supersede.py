@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from ..errors import LLMError
 from ..models import LIFE_KEY, Category, HistoryAction, HistoryEvent, MemoryRecord, MemoryType, State
+from ..models.base import Model
 from ..processors.contradiction import MAX_OLDER, ContradictionJudge
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 CHECKED = "contradictions_checked"
 
 
-class SupersedeStats(BaseModel):
+class SupersedeStats(Model):
     checked: int = 0
     superseded: int = 0
     llm_calls: int = 0

@@ -6,10 +6,12 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from ..models.base import Model
+
 T = TypeVar("T", bound=BaseModel)
 
 
-class Prompt(BaseModel):
+class Prompt(Model):
     """A rendered prompt: what an LLM reads (`system`, `user`) and the structured
     `inputs` it was rendered from, which the offline rules provider reads instead."""
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .. import validation as V
 from ..context import MemoryContext
@@ -19,6 +19,7 @@ from ..errors import InvalidInput
 from ..lifecycle.categories import category_names
 from ..lifecycle.policy import decay_table, score_of
 from ..models import Category, HistoryEvent, MemoryPage, MemoryRecord, now_ts
+from ..models.base import Model
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from ..transfer import memory_md
@@ -30,7 +31,7 @@ HISTOGRAM_BINS = 10
 _IDS = re.compile(r"[\s,;，；]+")
 
 
-class Overview(BaseModel):
+class Overview(Model):
     """One user's memories counted the ways a dashboard draws them."""
 
     total: int = 0

@@ -1,6 +1,7 @@
 """Records at the edges of the library: what callers get back and what the store holds, one module per
 concern; every public name is importable from here (`from hippocampus.models import MemoryRecord`).
 
+- base.py: Model, the records' base (pydantic's BaseModel, built on first use: a CLI start pays for what it uses)
 - kinds.py: MemoryType, State, HistoryAction (the enums memories and events are sorted by)
 - categories.py: Category, a project's own (CustomCategory, CategorySpec) and DecayRule, a row of the decay table
 - clock.py: now_ts, simulated_clock, ts_to_iso (the library's clock)

@@ -8,7 +8,9 @@ import re
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+
+from .base import Model
 
 
 class Category(str, Enum):
@@ -53,7 +55,7 @@ class CustomCategory(str):
 AnyCategory = Category | CustomCategory  # a built-in category first; any other valid name is a project's own
 
 
-class DecayRule(BaseModel):
+class DecayRule(Model):
     """A row of the decay table (lifecycle/policy.py), declared beside CategorySpec, which validates a project's
     own: score = importance * factor ** (days past grace / period); `stepped` counts whole periods
     only ("x 0.85 per 5 days"); past `forget_after_days` without use the score is 0."""
@@ -70,7 +72,7 @@ class DecayRule(BaseModel):
 _DECAY_BORROW = (*(c.value for c in Category), "never")  # a custom category's decay: a built-in's row, or a rule
 
 
-class CategorySpec(BaseModel):
+class CategorySpec(Model):
     """A project's own category, declared in MemoryConfig.categories (docs/categories.md): name and description for the models, its decay row,
     keywords and examples that assign it offline, and whether the rules refuse what matches it."""
 

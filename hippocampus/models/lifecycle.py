@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .base import Model
 from .categories import AnyCategory, Category
 from .clock import now_ts
 from .kinds import MemoryType, State
@@ -15,7 +16,7 @@ LIFE_KEY = "life"  # where a memory's lifecycle fields live inside its metadata 
 DEFAULT_IMPORTANCE = 0.6  # the "medium" importance level
 
 
-class Lifecycle(BaseModel):
+class Lifecycle(Model):
     """How a memory ages (lifecycle/policy.py): `importance` is its score at `last_activated`, the
     score now is a pure function of both and the category. Explicit times, Graphiti's way:
     `valid_to` and `superseded_by` when a newer fact replaced it, `expires_at` for a dated todo.

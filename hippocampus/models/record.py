@@ -7,8 +7,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from .base import Model
 from .clock import now_ts, ts_to_iso
 from .kinds import HistoryAction, MemoryType
 from .lifecycle import Lifecycle
@@ -35,7 +36,7 @@ def damaged_rows(user_id: str | None = None) -> int:
     return len(_DAMAGED.get(user_id, ())) if user_id is not None else sum(map(len, _DAMAGED.values()))
 
 
-class MemoryRecord(BaseModel):
+class MemoryRecord(Model):
     """One memory, episodic or semantic, as stored in the single collection.
 
     `ts` is when the remembered event happened (seconds since the epoch, UTC);
@@ -106,7 +107,7 @@ class MemoryRecord(BaseModel):
         return Lifecycle.of(self.metadata, self.memory_type)
 
 
-class HistoryEvent(BaseModel):
+class HistoryEvent(Model):
     """One change to one memory; kept after the memory itself is gone. `event_id` is the event's own
     id in the store (what `Memory.undo` takes); None on an event not yet stored."""
 

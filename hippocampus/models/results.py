@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
+from .base import Model
 from .kinds import HistoryAction
 from .record import MemoryRecord
 
@@ -14,7 +15,7 @@ from .record import MemoryRecord
 Progress = Callable[[str, int, int], None]
 
 
-class SearchHit(BaseModel):
+class SearchHit(Model):
     """A recalled memory and why it ranked where it did."""
 
     memory: MemoryRecord
@@ -32,7 +33,7 @@ class SearchHit(BaseModel):
         return self.memory.text
 
 
-class SearchResult(BaseModel):
+class SearchResult(Model):
     """Episodic, semantic and (when asked for) procedural hits, each list ranked best first."""
 
     episodic: list[SearchHit] = Field(default_factory=list)
@@ -63,7 +64,7 @@ class SearchResult(BaseModel):
         return len(self.episodic) + len(self.semantic) + len(self.procedural)
 
 
-class UndoResult(BaseModel):
+class UndoResult(Model):
     """What `Memory.undo` did: the memories that now hold the state from before the event (the same
     ids, or new ids where a deleted row came back) and those it removed (a merged record, a creation)."""
 
@@ -74,7 +75,7 @@ class UndoResult(BaseModel):
     message: str = ""
 
 
-class AddResult(BaseModel):
+class AddResult(Model):
     """What `Memory.add` did with a turn."""
 
     ids: list[int] = Field(default_factory=list)
@@ -84,7 +85,7 @@ class AddResult(BaseModel):
     refused: list[str] = Field(default_factory=list)  # what the project's instructions forbade storing, and why
 
 
-class ObserveResult(BaseModel):
+class ObserveResult(Model):
     """What `Memory.observe` (the KnowledgeMonitor) did after a turn: memory ids per action."""
 
     added: list[int] = Field(default_factory=list)
@@ -98,7 +99,7 @@ class ObserveResult(BaseModel):
     reason: str = ""
 
 
-class MemoryPage(BaseModel):
+class MemoryPage(Model):
     """One page of a user's memories, oldest event first; `next_offset` is None on the last page."""
 
     items: list[MemoryRecord] = Field(default_factory=list)
@@ -107,7 +108,7 @@ class MemoryPage(BaseModel):
     next_offset: int | None = None
 
 
-class ConsolidationStats(BaseModel):
+class ConsolidationStats(Model):
     examined: int = 0
     merged: int = 0
     separated: int = 0  # memories a separation rewrote, each once per run (never more than the memories)
@@ -133,7 +134,7 @@ class ConsolidationStats(BaseModel):
         self.separated = len(self._separated_ids)
 
 
-class DecayStats(BaseModel):
+class DecayStats(Model):
     """What one decay pass did (lifecycle/decay.py)."""
 
     examined: int = 0

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from ..errors import ConfigError, LLMError
 from ..llm import ChatModel, Prompt
 from ..models import MemoryRecord
+from ..models.base import Model
 from ..observability.tracing import chat_json  # model.chat_json, in a span when a traced verb runs
 from .project import PROJECT_RULE, Project
 
@@ -57,12 +58,12 @@ def record_view(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-class PromptExample(BaseModel):
+class PromptExample(Model):
     input: dict[str, Any]
     output: dict[str, Any]
 
 
-class PromptTemplate(BaseModel):
+class PromptTemplate(Model):
     name: str
     system: str
     user: str

@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator
+
+from ..models.base import Model
 
 
 def _iso_or_empty(value: object) -> str:
@@ -27,7 +29,7 @@ def _iso_or_empty(value: object) -> str:
     return text
 
 
-class WriteDecision(BaseModel):
+class WriteDecision(Model):
     """EpisodicWriteDecider: is this turn worth remembering as an episode, and what is it about."""
 
     write_episodic: bool = Field(description="true only for personal information or events worth remembering")
@@ -40,7 +42,7 @@ class WriteDecision(BaseModel):
     _time = field_validator("time", mode="before")(lambda cls, v: _iso_or_empty(v))
 
 
-class GuardedResult(BaseModel):
+class GuardedResult(Model):
     """A result whose text the fact guard checked (processors/facts.py). `facts_path` says how
     the text came about: "model" (the first answer kept every fact), "model_retry" (the
     second answer did), "union" (the deterministic fallback; "dropped" for the SemanticWriter,
@@ -98,7 +100,7 @@ class ReconsolidationResult(GuardedResult):
     update_desc: str = Field(default="", description="what changed, one short sentence")
 
 
-class SemanticFact(BaseModel):
+class SemanticFact(Model):
     fact: str = Field(description="one stable fact about the person, a short sentence")
 
 
@@ -128,7 +130,7 @@ class SeparationResult(GuardedResult):
     reason: str = Field(default="", description="one short sentence")
 
 
-class SupersedeResult(BaseModel):
+class SupersedeResult(Model):
     """ContradictionJudge: which older facts the new one replaces (newest wins). A change over time
     ("was nervous", "now relaxed") is no contradiction: both stay, each with its time."""
 
@@ -136,7 +138,7 @@ class SupersedeResult(BaseModel):
     reason: str = Field(default="", description="one short sentence")
 
 
-class ReviewResult(BaseModel):
+class ReviewResult(Model):
     """MemoryReviewer: a memory at a review threshold is promoted to core, kept, or
     deleted; "search" asks for up to 3 searches first (their results come back in a second call)."""
 
@@ -151,7 +153,7 @@ def _lower(value: object) -> object:
     return value.strip().lower() if isinstance(value, str) else value
 
 
-class MonitorAdd(BaseModel):
+class MonitorAdd(Model):
     """A new memory the KnowledgeMonitor found in the turn."""
 
     text: str = Field(description="the new memory, one short self-contained sentence")
@@ -162,7 +164,7 @@ class MonitorAdd(BaseModel):
     _importance = field_validator("importance", mode="before")(lambda cls, v: _lower(v) or "medium")
 
 
-class MonitorVerdict(BaseModel):
+class MonitorVerdict(Model):
     """What the KnowledgeMonitor says of one shown memory (by its short id)."""
 
     id: str = Field(description="the short id of a shown memory, e.g. m1")
@@ -175,7 +177,7 @@ class MonitorVerdict(BaseModel):
     _action = field_validator("action", mode="before")(lambda cls, v: _lower(v) or "skip")
 
 
-class MonitorResult(BaseModel):
+class MonitorResult(Model):
     """KnowledgeMonitor: after a turn, in one call, what to add and what to do
     with each memory shown for it (ADD / UPDATE / BOOST / DELETE / SKIP) and which were used."""
 
@@ -184,7 +186,7 @@ class MonitorResult(BaseModel):
     reason: str = Field(default="", description="one short sentence")
 
 
-class CompressionResult(BaseModel):
+class CompressionResult(Model):
     """FactCompressor: related old facts of one user as fewer facts, or as one pattern; every number,
     date and name of the sources kept (the newest value where they disagree)."""
 
@@ -192,7 +194,7 @@ class CompressionResult(BaseModel):
     reason: str = Field(default="", description="one short sentence")
 
 
-class RecallPlan(BaseModel):
+class RecallPlan(Model):
     """RecallPlanner: can the agent answer from the conversation and what was recalled so far, and
     if not, what it still needs to recall (one short search query)."""
 
@@ -201,7 +203,7 @@ class RecallPlan(BaseModel):
     reason: str = Field(default="", description="one short sentence")
 
 
-class SessionUpdate(BaseModel):
+class SessionUpdate(Model):
     """A shown memory (by its short id) that the session corrected or completed."""
 
     id: str = Field(description="the short id of a shown memory, e.g. m1")
@@ -211,7 +213,7 @@ class SessionUpdate(BaseModel):
     _id = field_validator("id", mode="before")(lambda cls, v: str(v).strip().strip("[]").lower() if v is not None else "")
 
 
-class SessionExtraction(BaseModel):
+class SessionExtraction(Model):
     """SessionExtractor: at the end of a session (or when its buffer fills), in one call, the new
     memories it holds and the corrections to the memories shown (by short id); nothing else."""
 
@@ -220,7 +222,7 @@ class SessionExtraction(BaseModel):
     reason: str = Field(default="", description="one short sentence")
 
 
-class ToolContext(BaseModel):
+class ToolContext(Model):
     """ToolContextCondenser: what of a tool's result the next turn needs, in a few sentences."""
 
     useful: bool = Field(default=True, description="false when nothing in the result helps the next turn")
@@ -253,7 +255,7 @@ def _short_id(value: object) -> str:
     return f"m{text}" if text.isdigit() else text
 
 
-class GraphEntity(BaseModel):
+class GraphEntity(Model):
     """A named person, place, organisation, thing, event, concept or time in a memory (graph memory)."""
 
     name: str = Field(description="the name as the memory says it, e.g. Caroline, 杭州, LGBTQ support group")
@@ -263,7 +265,7 @@ class GraphEntity(BaseModel):
     _type = field_validator("type", mode="before")(lambda cls, v: _entity_type(v))
 
 
-class GraphTriple(BaseModel):
+class GraphTriple(Model):
     """subject / predicate / object with its negation, frequency (a degree or
     frequency adverb: 很, often, always) and condition (when it holds; "" when always)."""
 
@@ -279,7 +281,7 @@ class GraphTriple(BaseModel):
     _optional = field_validator("frequency", "condition", mode="before")(lambda cls, v: _text_or_empty(v))
 
 
-class TripleItem(BaseModel):
+class TripleItem(Model):
     """The entities and triples of one shown memory, by its short id."""
 
     id: str = Field(description="the short id of a shown memory, e.g. m1")
@@ -289,7 +291,7 @@ class TripleItem(BaseModel):
     _id = field_validator("id", mode="before")(lambda cls, v: _short_id(v))
 
 
-class TripleExtraction(BaseModel):
+class TripleExtraction(Model):
     """TripleExtractor: for each shown memory (by short id), its entities and subject / predicate /
     object triples; triples are by-products of memories, each supported by the memory it came from."""
 

@@ -28,10 +28,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..errors import InvalidInput
 from ..models import MemoryRecord, ts_to_iso
+from ..models.base import Model
 from .base import Processor
 from .results import GraphEntity, GraphTriple, TripleExtraction, TripleItem
 
@@ -50,7 +51,7 @@ _NOT_A_SPEAKER = {"user", "assistant", "system", "note", "update", "todo", "remi
 __all__ = ["BATCH", "ExtractedGraph", "TripleExtractor", "speaker_of"]
 
 
-class ExtractedGraph(BaseModel):
+class ExtractedGraph(Model):
     """The checked entities and triples of one memory (the store's id, not the short id)."""
 
     memory_id: int

@@ -27,7 +27,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import __version__
 from ..contract.wire import error_body
 from ..errors import AuthError, HippocampusError, http_status
+from ..models.base import Model
 from .auth import KeyRing, Tenant
 from .deps import presented_key
 from .guard import DEFAULT_MAX_BODY_BYTES, HostList
@@ -59,7 +60,7 @@ INSTRUCTIONS = (
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
-class BatchUpdate(BaseModel):
+class BatchUpdate(Model):
     """One item of update_memories."""
 
     memory_id: int = Field(description="the memory to correct")

@@ -46,10 +46,11 @@ from collections.abc import Iterable
 from datetime import date, datetime, timezone
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from ..lifecycle.policy import DecayRule, score_of
 from ..models import AnyCategory, Category, CustomCategory, MemoryRecord, MemoryType, State
+from ..models.base import Model
 from .files import save as save  # the file a MEMORY.md is written to: files.py, which the Client uses too
 
 Section = Literal["active", "archived"]
@@ -66,7 +67,7 @@ _INT64_MAX = 2**63 - 1
 SKIPPED = "entry skipped"  # the end of every warning about an entry that was not loaded
 
 
-class MdEntry(BaseModel):
+class MdEntry(Model):
     """One `###` entry as the file shows it; `line` is where `parse` found its heading (0 otherwise)."""
 
     id: int | None = Field(None, ge=0, le=_INT64_MAX)

@@ -7,6 +7,7 @@ measured figure is there, and that a filtered top-k never came back short.
 from __future__ import annotations
 
 import json
+import re
 
 from scripts import bench, bench_engine
 
@@ -38,6 +39,9 @@ def test_bench_run_one_reports_every_figure():
     for key in ("add_per_s", "add_many_per_s", "embed_queries_per_s", "open_s", "dense_excl_p50_ms",
                 "dense_incl_p50_ms", "hybrid_excl_p50_ms", "dense_neighbours_excl_p50_ms", "floor_p50_ms", "ratio_dense_to_floor", "peak_rss_mb"):
         assert result[key] > 0, key
+    phases = result["rss_phases"]
+    assert list(phases) == list(bench.PHASES) and all(now > 0 and peak > 0 for now, peak in phases.values())
+    assert [peak for _, peak in phases.values()] == sorted(peak for _, peak in phases.values())  # a peak only grows
 
 
 def test_bench_cli_times_the_command_line_and_long_adds(tmp_path, capsys):
@@ -70,9 +74,13 @@ def test_bench_cli_importtime_sums_each_packages_own_import_time(tmp_path, capsy
 def test_bench_prints_the_default_and_cross_language_off_side_by_side_with_ratios(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench.main(["--sizes", "12", "--users", "2", "--queries", "2", "--embed-max", "6", "--json", str(out)]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    header, body = rows[0].split(" | "), rows[1:]
-    assert header[0] == "| cross-language" and len(body) == 3
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.startswith("| ")]
+    header, body, phases = rows[0].split(" | "), rows[1:4], rows[4:]
+    assert header[0] == "| cross-language" and len(rows) == 7  # the figures with their ratios, then RSS by phase
+    assert phases[0] == "| cross-language | rows | " + " | ".join(bench.PHASES) + " |"
+    assert [r.split(" | ")[0] for r in phases[1:]] == ["| default", "| off"]
+    assert all(re.fullmatch(r"\d+ / \d+", c) for r in phases[1:] for c in r.strip("| ").split(" | ")[2:])
     assert [r.split(" | ")[0] for r in body] == ["| default", "| off", "| default / off"]
     assert all(len(r.split(" | ")) == len(header) for r in body)
     assert all(cell.endswith("x") for cell in body[2].rstrip(" |").split(" | ")[2:])  # every figure a ratio
