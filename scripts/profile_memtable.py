@@ -7,6 +7,7 @@
     python scripts/profile_memtable.py --memories 1500 --one-at-a-time   # Memory.add per memory, as a chat hook
     python scripts/profile_memtable.py --insert-rss 10000   # what milvus-lite's insert path leaves resident
     python scripts/profile_memtable.py --insert-rss 10000 --index AUTOINDEX,FLAT   # the companion's index either way
+    python scripts/profile_memtable.py --insert-rss 10000 --per-call 1   # one row a call, as a chat hook writes
 
 milvus-lite keeps the rows written since its last flush in memory and, as it ships, turns each of them
 into Python objects cell by cell on every search and on every flush. Each configuration runs in a fresh
@@ -20,7 +21,7 @@ then answers dense searches in the same process, while the rows written last are
 the same searches after the store was closed and opened again (everything flushed). With
 `--one-at-a-time` the memories go in through Memory.add, one call each (infer=False), as a chat hook's
 turns do: each is then its own batch in milvus-lite's memtable. `--insert-rss N` inserts N 512-d rows
-(the cross-language companion's width) into a bare collection 500 at a time and prints how much the
+(the cross-language companion's width) into a bare collection 500 at a time (`--per-call`) and prints how much the
 process grew (current and peak RSS), and how much remains after pyarrow's pool and glibc's malloc gave
 back what they hold unused: what milvus-lite's gRPC insert path leaves resident beside the rows' 2 KB each;
 with the time of the inserts, of the flush and of 20 searches filtered by user, for each index of `--index`
@@ -129,9 +130,9 @@ def run_memory(n: int, searches: int, single: bool = False) -> dict:
     return out
 
 
-def insert_rss(n: int, index_type: str = "AUTOINDEX") -> dict:
+def insert_rss(n: int, index_type: str = "AUTOINDEX", per_call: int = 500) -> dict:
     """Resident growth from inserting `n` 512-d rows into a bare local collection indexed `index_type`,
-    500 a call; then the time of a flush and of searches filtered by user (through the index)."""
+    `per_call` a call; then the time of a flush and of searches filtered by user (through the index)."""
     import ctypes
 
     from hippocampus.store import connection, lite_memtable  # noqa: F401  (the store's memtable budget)
@@ -156,8 +157,8 @@ def insert_rss(n: int, index_type: str = "AUTOINDEX") -> dict:
         rng = np.random.default_rng(0)
         before, peak_before = rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         started = time.perf_counter()
-        for start in range(0, n, 500):
-            vecs = rng.normal(size=(min(500, n - start), 512)).astype(np.float32)
+        for start in range(0, n, per_call):
+            vecs = rng.normal(size=(min(per_call, n - start), 512)).astype(np.float32)
             c.insert("t", [{"id": start + i, "user_id": f"u{i % 100}", "v": v.tolist()} for i, v in enumerate(vecs)])
         insert_s = time.perf_counter() - started
         started = time.perf_counter()
@@ -174,7 +175,7 @@ def insert_rss(n: int, index_type: str = "AUTOINDEX") -> dict:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         except OSError:  # not glibc
             pass
-        out = {"rows": n, "index": index_type, "insert_s": insert_s, "flush_s": flush_s, "search_p50_ms": float(np.median(lat)) * 1000,
+        out = {"rows": n, "index": index_type, "per_call": per_call, "insert_s": insert_s, "flush_s": flush_s, "search_p50_ms": float(np.median(lat)) * 1000,
                "vectors_mb": n * 512 * 4 / 2**20, "grown_mb": grown, "after_release_mb": rss() - before,
                "peak_grown_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - peak_before,
                "arrow_live_mb": pa.total_allocated_bytes() / 2**20}
@@ -197,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--one-at-a-time", action="store_true", help="--memories through Memory.add, one call each")
     ap.add_argument("--insert-rss", type=int, help="rows of 512 floats inserted into a bare collection: the resident growth")
     ap.add_argument("--index", default="AUTOINDEX,FLAT", help="--insert-rss: the vector indexes compared, each in its own process")
-    ap.add_argument("--one-insert", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--per-call", type=int, default=500, help="--insert-rss: rows per insert call (1: a chat hook's writes)")
+    ap.add_argument("--one-insert", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     ap.add_argument("--one-memory", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -208,19 +210,20 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_memory(args.one_memory, args.searches, args.one_at_a_time)))
         return 0
     if args.one_insert:
-        r = insert_rss(int(args.one_insert[0]), args.one_insert[1])  # installs the column path first
+        r = insert_rss(int(args.one_insert[0]), args.one_insert[1], int(args.one_insert[2]))  # installs the column path first
         print(json.dumps({"variant": "column path" if lite_installed() else "as shipped", "column_path": True, **r}))
         return 0
     if args.insert_rss:
         rows = []
         for index_type in args.index.split(","):
-            proc = subprocess.run([sys.executable, __file__, "--one-insert", str(args.insert_rss), index_type], capture_output=True, text=True)
+            proc = subprocess.run([sys.executable, __file__, "--one-insert", str(args.insert_rss), index_type, str(args.per_call)],
+                                  capture_output=True, text=True)
             if proc.returncode != 0:
                 print(proc.stderr, file=sys.stderr)
                 return proc.returncode
             rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         return table(rows,
-                     [("memtable", "variant", "{}"), ("index", "index", "{}"), ("rows", "rows", "{}"),
+                     [("memtable", "variant", "{}"), ("index", "index", "{}"), ("rows", "rows", "{}"), ("per call", "per_call", "{}"),
                       ("insert s", "insert_s", "{:.2f}"), ("flush s", "flush_s", "{:.2f}"), ("search p50 ms", "search_p50_ms", "{:.1f}"),
                       ("their vectors MB", "vectors_mb", "{:.0f}"),
                       ("RSS grown MB", "grown_mb", "{:.0f}"), ("after release MB", "after_release_mb", "{:.0f}"),

@@ -292,9 +292,12 @@ class CrossVectors:
         """Until the background read is done (tests, benchmarks); False on timeout."""
         return self._loader.wait(timeout)
 
-    def _pages(self, size: int = 500) -> Any:
+    def _pages(self, size: int = 200) -> Any:
         """Every row of the companion, a page at a time (the store's lock taken per page, so searches and
-        writes go on between two pages): (rows without their vectors, their unit vectors as float32)."""
+        writes go on between two pages): (rows without their vectors, their unit vectors as float32). Pages
+        of 200: a page's 512 floats a row are Python objects on both sides of milvus-lite's gRPC call, and
+        with pages of 500 that read set a 10,000-memory bench process's peak (753 MB, against 720 before the
+        read; with 200, 725 and 725: scripts/bench.py's RSS by phase, stop 51)."""
         with self.host._lock:
             it = self.host._call("query_iterator", self.name, batch_size=size, filter="", output_fields=[*XVEC_FIELDS, XVECTOR])
         try:

@@ -30,9 +30,9 @@ def test_one_at_a_time_goes_through_add(capsys) -> None:
 
 
 def test_insert_rss_reports_growth_beside_the_vectors_own_size_for_each_index(capsys) -> None:
-    assert profile_memtable.main(["--insert-rss", "600"]) == 0
+    assert profile_memtable.main(["--insert-rss", "600", "--per-call", "250"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].startswith("memtable | index | rows | insert s | flush s | search p50 ms | their vectors MB | RSS grown MB")
+    assert lines[0].startswith("memtable | index | rows | per call | insert s | flush s | search p50 ms | their vectors MB | RSS grown MB")
     rows = [line.split(" | ") for line in lines[2:]]
     assert [r[1] for r in rows] == ["AUTOINDEX", "FLAT"]  # each in its own process
-    assert all(r[0] == "column path" and r[2] == "600" and float(r[5]) > 0 and float(r[-1]) >= 0 for r in rows)
+    assert all(r[0] == "column path" and r[2:4] == ["600", "250"] and float(r[6]) > 0 and float(r[-1]) >= 0 for r in rows)
