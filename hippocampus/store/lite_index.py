@@ -18,12 +18,12 @@ tests/store/test_lite_index.py checks the searches are the same and the matrix i
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from typing import Any
 
-log = logging.getLogger(__name__)
+from .lite_memtable import patchable
+
 _LOCK = threading.Lock()
 ORIGINAL: dict[str, Any] = {}  # "build_or_load_index" -> milvus-lite's own method, once installed
 SHARED_TYPES = ("FLAT", "BRUTE_FORCE")
@@ -35,18 +35,9 @@ def install() -> bool:
     with _LOCK:
         if ORIGINAL:
             return True
-        if os.environ.get("HIPPOCAMPUS_LITE_MEMTABLE", "").lower() in ("off", "0", "no", "false"):
-            return False
-        try:
-            import milvus_lite
-            from milvus_lite.index.brute_force import BruteForceIndex  # noqa: F401
-            from milvus_lite.storage.segment import Segment
-        except ImportError:  # pragma: no cover - a server URI without milvus-lite installed
-            return False
-        version = str(getattr(milvus_lite, "__version__", ""))
-        needed = ("build_or_load_index", "vector_data", "index_file_path", "attach_index")
-        if not version.startswith("3.") or not all(hasattr(Segment, m) for m in needed):
-            log.debug("milvus-lite %s: its segment indexes load as shipped", version)
+        Segment = patchable("milvus_lite.storage.segment", "Segment",
+                            ("build_or_load_index", "vector_data", "index_file_path", "attach_index"))
+        if Segment is None:
             return False
         ORIGINAL["build_or_load_index"] = Segment.build_or_load_index
         Segment.build_or_load_index = build_or_load_index

@@ -36,22 +36,35 @@ _LOCK = threading.Lock()
 ORIGINAL: dict[str, Any] = {}  # method name -> milvus-lite's own function, once installed
 
 
+def patchable(module: str, name: str, methods: tuple[str, ...]) -> Any:
+    """milvus-lite's class `name` (in `module`) when this package may replace its methods: the switch is not
+    off (HIPPOCAMPUS_LITE_MEMTABLE), milvus-lite is installed, of the 3.x release line these replacements were
+    written against, and the class has `methods`; else None, and milvus-lite runs as it ships."""
+    if os.environ.get("HIPPOCAMPUS_LITE_MEMTABLE", "").lower() in ("off", "0", "no", "false"):
+        return None
+    try:
+        import importlib
+
+        import milvus_lite
+
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):  # pragma: no cover - a server URI without milvus-lite installed
+        return None
+    version = str(getattr(milvus_lite, "__version__", ""))
+    if not version.startswith("3.") or not all(hasattr(cls, m) for m in methods):
+        log.debug("milvus-lite %s: its %s runs as shipped", version, name)
+        return None
+    return cls
+
+
 def install() -> bool:
     """Replace the two MemTable methods (once per process); False where this milvus-lite is not the
     release line they were written against, which then runs unchanged."""
     with _LOCK:
         if ORIGINAL:
             return True
-        if os.environ.get("HIPPOCAMPUS_LITE_MEMTABLE", "").lower() in ("off", "0", "no", "false"):
-            return False
-        try:
-            import milvus_lite
-            from milvus_lite.storage.memtable import MemTable
-        except ImportError:  # pragma: no cover - a server URI without milvus-lite installed
-            return False
-        version = str(getattr(milvus_lite, "__version__", ""))
-        if not version.startswith("3.") or not all(hasattr(MemTable, m) for m in ("to_search_snapshot", "_build_data_table")):
-            log.debug("milvus-lite %s: its memtable is read as it ships", version)
+        MemTable = patchable("milvus_lite.storage.memtable", "MemTable", ("to_search_snapshot", "_build_data_table"))
+        if MemTable is None:
             return False
         ORIGINAL["to_search_snapshot"] = MemTable.to_search_snapshot
         ORIGINAL["_build_data_table"] = MemTable._build_data_table
