@@ -21,7 +21,7 @@ from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreEr
 from ..models import ROW_FIELDS
 from ..observability.tracing import store_call
 from . import filters as F
-from .buckets import bucket_of, group_by_bucket
+from .buckets import bucket_of, ensure_bucket, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, ensure_collection, release
 from .exact import exact_top_k
@@ -133,23 +133,11 @@ class MilvusStore:
             log.warning("%s", line)
 
     def _bucket_ready(self, name: str, create: bool) -> bool:
-        """Bucket partitions are made on first write (making all 64 up front costs ~2 s per collection).
-        Another process may have made one since we looked, so a miss asks Milvus before answering."""
+        """The user bucket exists (buckets.py `ensure_bucket`: made on first write, another process's seen)."""
         if name in self._buckets:
             return True
         with self._lock:
-            if self._call("has_partition", self.collection, name):
-                self._buckets.add(name)
-                return True
-            if not create:
-                return False
-            try:
-                self._call("create_partition", self.collection, name)
-            except StoreError:
-                if not self._call("has_partition", self.collection, name):  # not a lost race: a real failure
-                    raise
-            self._buckets.add(name)
-            return True
+            return ensure_bucket(self._call, self.collection, self._buckets, name, create)
 
     def partition_for(self, user_id: str) -> str | None:
         """The partition holding this user's memories, to scan only it; None when that bucket does not

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -37,6 +38,7 @@ from pymilvus import DataType, MilvusClient
 from ..errors import SchemaMismatchError
 from ..text import script_of
 from . import filters as F
+from .buckets import NUM_BUCKETS, PROP_BUCKETS, bucket_of, ensure_bucket
 from .capabilities import Capabilities
 from .connection import create_indexed
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
@@ -53,6 +55,7 @@ XVEC_FIELDS = ["id", "user_id", "memory_type", "script"]
 # cost of ~1 ms a call. (A 10,000-memory bench process peaked at 777, 745, 713, 725 and 764 MB with pages of
 # 500, 100, 50, 20 and 64: one run each, within that process's run-to-run spread of ~30 MB.)
 WRITE_PAGE = 64
+YIELD_S = 0.002  # the background read's pause between two of its store calls (`_pages`)
 
 
 class CrossHost(Protocol):
@@ -106,6 +109,8 @@ class CrossVectors:
         self._loader = _Loader(self)
         self.all_loaded = False  # the background read installed every user's vectors (local stores)
         self._made = False
+        self.bucketed = False  # made with the user buckets (PROP_BUCKETS): a user's reads scan their bucket only
+        self._buckets: set[str] = set()  # its bucket partitions known to exist
         self._create_kwargs: dict[str, Any] = {}
         self._index_type = "AUTOINDEX"
 
@@ -149,13 +154,27 @@ class CrossVectors:
 
     def _ensure(self, create: bool) -> bool:
         """The companion exists (made on first write, like the graph's: a store never written pays nothing);
-        another replica may have made it since we looked."""
+        another replica may have made it since we looked. A new one is split into the memories' user
+        buckets (store/buckets.py): milvus-lite evaluates a filter row by row, so a user's search, cosine read
+        and existence check scanned every memory of the store (~15, 9 and 16 ms at 10,000 memories, against
+        2-5 ms in the user's bucket: docs/crosslang.md); an older companion keeps its single partition."""
         if not self._made and (create or self.host.client.has_collection(self.name)):
             schema, index = xvec_schema(self.host.client, self.embedder.dim, self._index_type)
-            self.host._create_collection(self.name, schema=schema, index_params=index,
-                                         properties={PROP_CROSS: self.embedder.model_name}, **self._create_kwargs)
+            self.host._create_collection(self.name, schema=schema, index_params=index, **self._create_kwargs,
+                                         properties={PROP_CROSS: self.embedder.model_name, PROP_BUCKETS: str(NUM_BUCKETS)})
+            props = self.host.client.describe_collection(self.name).get("properties") or {}
+            self.bucketed = props.get(PROP_BUCKETS) == str(NUM_BUCKETS)  # made here, or as it was found
+            self._buckets = set(self.host.client.list_partitions(self.name))
             self._made = True
         return self._made
+
+    def _scan(self, user_id: str) -> list[str] | None:
+        """The partitions a read of this user's rows names (under the store's lock): their bucket, [] when
+        that bucket does not exist yet (the user has no row), None in an older companion (all of it)."""
+        if not self.bucketed:
+            return None
+        name = bucket_of(user_id)
+        return [name] if ensure_bucket(self.host._call, self.name, self._buckets, name, create=False) else []
 
     def _companion_model(self, exists: bool) -> str | None:
         if not exists:
@@ -199,11 +218,14 @@ class CrossVectors:
         for start in range(0, len(rows), WRITE_PAGE):  # 512 Python floats a row: a page at a time, not the whole batch
             end = start + WRITE_PAGE
             data = [xvec_row(r, i, v) for r, i, v in zip(rows[start:end], ids[start:end], vecs[start:end])]
-            self.host._call("insert" if fresh else "upsert", self.name, data=data)
+            self._write("insert" if fresh else "upsert", data)
             for user in {d["user_id"] for d in data}:
                 if user in self._users or self.all_loaded:  # every user is in memory: a new one too
                     self._users.setdefault(user, _UserVectors([], self.embedder.dim)).put([d for d in data if d["user_id"] == user])
             self._loader.journal(("put", data))
+
+    def _write(self, method: str, data: list[dict[str, Any]]) -> None:
+        write_rows(self.host._call, self.name, self._buckets if self.bucketed else None, method, data)
 
     def removed(self, ids: Sequence[int]) -> None:
         """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""
@@ -234,8 +256,11 @@ class CrossVectors:
                 return loaded.nearest(q, kinds, scripts, k)
         flt = F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts)), F.in_("memory_type", list(kinds)) if kinds else None)
         with self.host._lock:
+            parts = self._scan(user_id)
+            if parts == []:
+                return []
             res = self.host._call("search", self.name, data=[q.tolist()], anns_field=XVECTOR, filter=flt, limit=k,
-                                  output_fields=["id"], search_params={"metric_type": "COSINE"})
+                                  output_fields=["id"], search_params={"metric_type": "COSINE"}, partition_names=parts)
         return [(int(h["id"]), float(h["distance"])) for h in res[0]]
 
     def cosines(self, user_id: str, ids: Sequence[int], qx: Sequence[float]) -> dict[int, float]:
@@ -247,8 +272,11 @@ class CrossVectors:
             loaded = self._loaded(user_id)
             if loaded is not None:
                 return {int(i): c for i in ids if (c := loaded.cosine(i, q)) is not None}
+            parts = self._scan(user_id)
+            if parts == []:
+                return {}
             rows = self.host._call("query", self.name, filter=F.and_(F.in_("id", [int(i) for i in ids]), F.eq("user_id", user_id)),
-                                   output_fields=["id", XVECTOR], limit=len(ids))
+                                   output_fields=["id", XVECTOR], limit=len(ids), partition_names=parts)
         return {int(r["id"]): float(_units([r[XVECTOR]])[0] @ q) for r in rows}
 
     def holds(self, user_id: str, scripts: Sequence[str], ask: bool = True) -> bool:
@@ -266,8 +294,11 @@ class CrossVectors:
                 return loaded.holds(scripts)
             if not ask:
                 return True
+            parts = self._scan(user_id)
+            if parts == []:
+                return False
             rows = self.host._call("query", self.name, filter=F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts))),
-                                   output_fields=["id"], limit=1)
+                                   output_fields=["id"], limit=1, partition_names=parts)
         return bool(rows)
 
     def _loaded(self, user_id: str) -> _UserVectors | None:
@@ -292,24 +323,52 @@ class CrossVectors:
         """Until the background read is done (tests, benchmarks); False on timeout."""
         return self._loader.wait(timeout)
 
-    def _pages(self, size: int = 200) -> Any:
-        """Every row of the companion, a page at a time (the store's lock taken per page, so searches and
-        writes go on between two pages): (rows without their vectors, their unit vectors as float32). Pages
-        of 200: a page's 512 floats a row are Python objects on both sides of milvus-lite's gRPC call, and
-        with pages of 500 that read set a 10,000-memory bench process's peak (753 MB, against 720 before the
-        read; with 200, 725 and 725: scripts/bench.py's RSS by phase, stop 51)."""
+    def _pages(self, size: int = 50, listing: int = 2500) -> Any:
+        """Every row of the companion, a page at a time: (rows without their vectors, their unit vectors as
+        float32). The ids are listed first (id-only pages of `listing`), then read `size` at a time by id,
+        which milvus-lite answers from its primary key (~5 ms a page at 10,000 rows, where its query
+        iterator spent ~40 ms on each page of 200, filtering the whole collection for each). The store's lock
+        is taken per call, and after each the read pauses a moment, so a search or a write waiting for the
+        lock takes it before the next page (Python's lock is not fair: the read took it back at once, and a
+        search waited for several pages at each of its store calls: scripts/bench_xvector_load.py's
+        searches during the read). Small pages also keep few of the 512 Python floats a row alive (milvus-lite's
+        gRPC call makes them on both sides; pages of 500 set a bench process's peak, stop 51)."""
+        ids: list[int] = []
         with self.host._lock:
-            it = self.host._call("query_iterator", self.name, batch_size=size, filter="", output_fields=[*XVEC_FIELDS, XVECTOR])
+            it = self.host._call("query_iterator", self.name, batch_size=listing, filter="", output_fields=["id"])
         try:
             while True:
                 with self.host._lock:
                     page = it.next()
                 if not page:
-                    return
-                vecs = _units([r[XVECTOR] for r in page])  # 512 floats a row as Python objects: gone page by page
-                yield [{k: r[k] for k in XVEC_FIELDS} for r in page], vecs
+                    break
+                ids += [int(r["id"]) for r in page]
+                time.sleep(YIELD_S)
         finally:
             it.close()
+        for start in range(0, len(ids), size):
+            chunk = ids[start:start + size]
+            with self.host._lock:  # rows deleted since the listing are not there (the journal drops them too)
+                page = self.host._call("query", self.name, filter=F.in_("id", chunk),
+                                       output_fields=[*XVEC_FIELDS, XVECTOR], limit=len(chunk))
+            time.sleep(YIELD_S)
+            if page:
+                vecs = _units([r[XVECTOR] for r in page])  # 512 floats a row as Python objects: gone page by page
+                yield [{k: r[k] for k in XVEC_FIELDS} for r in page], vecs
+
+
+def write_rows(call: Any, name: str, buckets: set[str] | None, method: str, data: list[dict[str, Any]]) -> None:
+    """Insert or upsert companion rows (`call(method, *args)`: the client's call), each into its user's
+    bucket when the companion has them (`buckets`: those known to exist, else None)."""
+    if buckets is None:
+        call(method, name, data=data)
+        return
+    by_bucket: dict[str, list[dict[str, Any]]] = {}
+    for d in data:
+        by_bucket.setdefault(bucket_of(str(d["user_id"])), []).append(d)
+    for part, rows in by_bucket.items():
+        ensure_bucket(call, name, buckets, part, create=True)
+        call(method, name, data=rows, partition_name=part)
 
 
 def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,
@@ -325,7 +384,14 @@ def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, p
             raise SchemaMismatchError(f"{cname!r} holds cross-language vectors from {model!r}, not {embedder.model_name!r}")
     else:
         schema, index = xvec_schema(c, embedder.dim, caps.companion_index)
-        create_indexed(c, cname, schema, index, properties={PROP_CROSS: embedder.model_name}, **caps.create_kwargs())
+        create_indexed(c, cname, schema, index, properties={PROP_CROSS: embedder.model_name, PROP_BUCKETS: str(NUM_BUCKETS)},
+                       **caps.create_kwargs())
+    bucketed = (c.describe_collection(cname).get("properties") or {}).get(PROP_BUCKETS) == str(NUM_BUCKETS)
+    known = set(c.list_partitions(cname))
+
+    def call(method: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(c, method)(*args, **kwargs)
+
     c.load_collection(cname)
     c.load_collection(name)
     have: set[int] = set()
@@ -344,7 +410,7 @@ def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, p
             kept += len(page) - len(todo)
             if todo:
                 vecs = embedder.encode([str(r.get("text") or "") for r in todo], role="passage")
-                c.upsert(cname, data=[xvec_row(r, r["id"], v) for r, v in zip(todo, vecs)])
+                write_rows(call, cname, known if bucketed else None, "upsert", [xvec_row(r, r["id"], v) for r, v in zip(todo, vecs)])
                 added += len(todo)
             progress(f"cross-language vectors: {added + kept}/{total}" + (f" ({kept} there before)" if kept else ""))
     finally:

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from hippocampus import Memory, NotFound
+from hippocampus.store.buckets import bucket_of
 from hippocampus.store.capabilities import from_version
 from hippocampus.store.ids import IdAllocator
 from hippocampus.testing import DeterministicEmbedder
@@ -377,6 +378,7 @@ def test_the_cross_language_companion_works_on_each_server(server: str, request,
         ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
         index = m.store.client.describe_index(m.store.cross.name, m.store.client.list_indexes(m.store.cross.name)[0])
         assert index["index_type"] == ("FLAT" if server == "lite_server" else "AUTOINDEX")  # Capabilities.companion_index
+        assert m.store.cross.bucketed and bucket_of("mei") in m.store.client.list_partitions(m.store.cross.name)
         m.add("I'm allergic to penicillin too.", user_id="bob", infer=False)
         top = [h.text for h in m.search(QUESTION, user_id="mei", limit=3).all[:3]]
         assert ANSWER in top and all("too" not in t for t in top)

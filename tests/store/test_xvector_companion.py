@@ -13,8 +13,10 @@ import numpy as np
 
 from hippocampus import Memory
 from hippocampus.embeddings.crosslang import MODEL_NAME, CrossLangEmbedder, make_crosslang, resolve
+from hippocampus.store.buckets import PROP_BUCKETS, bucket_of
 from hippocampus.store.reembed import reembed_store
 from hippocampus.store.schema import PROP_CROSS, PROP_MODEL, PROP_VERSION, XVECTOR, memories_schema
+from hippocampus.store.xvector import xvec_schema
 from hippocampus.testing import DeterministicEmbedder
 
 QUESTION = "我对哪种药过敏？"
@@ -92,6 +94,39 @@ def test_a_local_companion_is_searched_by_brute_force_and_an_older_one_keeps_its
         assert index_type(m) == "AUTOINDEX" and top3(m)[0] == ANSWER
 
 
+def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_whole(tmp_path: Path) -> None:
+    """A user's companion reads scan their bucket only (store/buckets.py), as the memories' do: each row lies
+    in its user's bucket, Milvus answers a user's search, cosines and existence check from it, and a user
+    with no bucket yet gets nothing without an error. A companion made before the buckets (one partition,
+    no PROP_BUCKETS) is read whole, and its new rows go where its old ones are."""
+    path = str(tmp_path / "m.db")
+    with Memory(milvus_uri=path) as m:
+        ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+        bob = m.add("I'm allergic to penicillin too.", user_id="bob", infer=False).ids[0]
+        cross, c = m.store.cross, m.store.client
+        assert cross.bucketed and c.describe_collection(cross.name)["properties"][PROP_BUCKETS] == "64"
+        in_bucket = {int(r["id"]) for r in c.query(cross.name, filter="id >= 0", output_fields=["id"],
+                                                    partition_names=[bucket_of("mei")])}
+        assert set(ids) <= in_bucket and (bob in in_bucket) == (bucket_of("bob") == bucket_of("mei"))
+        cross.load_in_background = False  # every read through Milvus
+        assert top3(m)[0] == ANSWER and "too" not in " ".join(top3(m))
+        qx = cross.embedder.encode([QUESTION], role="query")[0]
+        assert cross.holds("mei", ["latin"]) and set(cross.cosines("mei", ids, qx)) == set(ids)
+        nobody = next(f"u{i}" for i in range(1000) if bucket_of(f"u{i}") not in c.list_partitions(cross.name))
+        assert cross.nearest(nobody, qx, None, ["latin"], 5) == [] and not cross.holds(nobody, ["latin"])
+        rows = c.query(cross.name, filter="id >= 0", output_fields=["id", "user_id", "memory_type", "script", XVECTOR])
+        c.drop_collection(cross.name)  # the companion as the version before the buckets made it
+        schema, index = xvec_schema(c, cross.embedder.dim, "FLAT")
+        c.create_collection(cross.name, schema=schema, index_params=index, properties={PROP_CROSS: MODEL_NAME})
+        c.insert(cross.name, data=rows)
+    with Memory(milvus_uri=path) as m:
+        cross = m.store.cross
+        cross.load_in_background = False
+        assert not cross.bucketed and top3(m)[0] == ANSWER
+        new = m.add("我对青霉素过敏，小时候起了荨麻疹。", user_id="mei", infer=False).ids[0]
+        assert set(m.store.client.list_partitions(cross.name)) == {"_default"} and new in companion_ids(m)
+
+
 def test_a_store_that_is_never_written_makes_no_companion(tmp_path: Path) -> None:
     with Memory(milvus_uri=str(tmp_path / "m.db")) as m:
         assert m.store.cross.active and m.search(QUESTION, user_id="mei").all == []
@@ -120,7 +155,7 @@ def test_a_version_4_store_opens_writes_and_reembed_moves_its_vectors(tmp_path: 
     with Memory(milvus_uri=uri, collection_name=name, embedder=embedder) as m:
         fields = {f["name"] for f in m.store.client.describe_collection(name)["fields"]}
         assert XVECTOR not in fields and m.store.cross.active and set(companion_ids(m)) == set(ids)
-        assert ANSWER in top3(m)
+        assert ANSWER in top3(m) and m.store.cross.bucketed  # reembed makes the companion in user buckets
 
 
 def test_the_stage_reads_nothing_for_a_question_in_both_scripts(memory: Memory, monkeypatch) -> None:
