@@ -130,12 +130,15 @@ class CrossVectors:
         The memories collection names the companion's model (PROP_CROSS) when the companion holds every
         memory: it was made with it, or `hippocampus reembed --crosslang` finished filling it."""
         c = self.host.client
-        exists = c.has_collection(self.name)
+        props = {} if info is None else (info.get("properties") or {})
+        self.legacy = info is not None and XVECTOR in {f["name"] for f in info.get("fields", [])}
+        # named by the memories: opened on first use (`_ensure`), as milvus-lite reads a collection's every
+        # segment when it is first touched (0.4 s at 10,000 memories), which list, get, stats or export never need
+        named = info is not None and not self.legacy and PROP_CROSS in props
+        exists = False if named else c.has_collection(self.name)
         if info is None and exists:  # left by a memories collection of the same name that was dropped
             c.drop_collection(self.name)
             exists = False
-        props = {} if info is None else (info.get("properties") or {})
-        self.legacy = info is not None and XVECTOR in {f["name"] for f in info.get("fields", [])}
         complete = not self.legacy and (info is None and self.wanted is not None or PROP_CROSS in props)
         if not (complete or exists or self.legacy):
             if self.wanted is not None:

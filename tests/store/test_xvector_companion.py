@@ -25,7 +25,7 @@ OTHERS = ["我女儿在学钢琴，每周六上课。", "我对芒果有点过�
 
 
 def companion_ids(m: Memory) -> dict[int, list[float]]:
-    if not m.store.client.has_collection(m.store.cross.name):
+    if not m.store.cross._ensure(create=False):  # opened (loaded) on first use
         return {}
     rows = m.store.client.query(m.store.cross.name, filter="id >= 0", output_fields=["id", XVECTOR])
     return {int(r["id"]): r[XVECTOR] for r in rows}
@@ -125,6 +125,20 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         assert not cross.bucketed and top3(m)[0] == ANSWER
         new = m.add("我对青霉素过敏，小时候起了荨麻疹。", user_id="mei", infer=False).ids[0]
         assert set(m.store.client.list_partitions(cross.name)) == {"_default"} and new in companion_ids(m)
+
+
+def test_a_reopened_store_opens_its_companion_only_when_a_search_or_write_needs_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    with Memory(milvus_uri=path) as m:
+        ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+    with Memory(milvus_uri=path) as m:
+        assert m.store.cross.active and not m.store.cross._made  # not touched by opening the store
+        assert m.get(ids[0], user_id="mei").text == ANSWER and len(m.get_all(user_id="mei")) == len(ids)
+        assert not m.store.cross._made
+        assert top3(m)[0] == ANSWER and m.store.cross._made
+    with Memory(milvus_uri=path) as m:
+        m.delete(ids[0], user_id="mei")  # a write opens it too, and its row goes
+        assert m.store.cross._made and ids[0] not in companion_ids(m)
 
 
 def test_a_store_that_is_never_written_makes_no_companion(tmp_path: Path) -> None:
