@@ -112,6 +112,9 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         assert top3(m)[0] == ANSWER and "too" not in " ".join(top3(m))
         qx = cross.embedder.encode([QUESTION], role="query")[0]
         assert cross.holds("mei", ["latin"]) and set(cross.cosines("mei", ids, qx)) == set(ids)
+        everything = {*ids, bob}
+        for size, whole in ((200, 400), (2, 3), (2, 0)):  # buckets read whole, or listed and read by id
+            assert sorted(int(r["id"]) for page, _ in cross._pages(size=size, whole=whole) for r in page) == sorted(everything)
         nobody = next(f"u{i}" for i in range(1000) if bucket_of(f"u{i}") not in c.list_partitions(cross.name))
         assert cross.nearest(nobody, qx, None, ["latin"], 5) == [] and not cross.holds(nobody, ["latin"])
         rows = c.query(cross.name, filter="id >= 0", output_fields=["id", "user_id", "memory_type", "script", XVECTOR])
@@ -123,6 +126,7 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         cross = m.store.cross
         cross.load_in_background = False
         assert not cross.bucketed and top3(m)[0] == ANSWER
+        assert sorted(int(r["id"]) for page, _ in cross._pages(size=2, listing=3) for r in page) == sorted(everything)
         new = m.add("我对青霉素过敏，小时候起了荨麻疹。", user_id="mei", infer=False).ids[0]
         assert set(m.store.client.list_partitions(cross.name)) == {"_default"} and new in companion_ids(m)
 
