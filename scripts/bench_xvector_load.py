@@ -83,7 +83,7 @@ def run(path: str, strategy: str, users: int, queries: int) -> dict[str, Any]:
         cross.load_in_background = strategy == "bulk"
     if strategy == "sync":  # the code before issue 41: a user's vectors read inside their first search
         from hippocampus.store import filters as F
-        from hippocampus.store.xvector import XVEC_FIELDS, XVECTOR
+        from hippocampus.store.xvector_copy import XVEC_FIELDS, XVECTOR
 
         real = cross._loaded
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -44,19 +43,17 @@ from .connection import create_indexed
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
 from .xvector_copy import Loader as _Loader
 from .xvector_copy import UserVectors as _UserVectors
+from .xvector_copy import read_all
 from .xvector_copy import units as _units
 
 log = logging.getLogger(__name__)
 
 SUFFIX = "_xvec"
-XVEC_FIELDS = ["id", "user_id", "memory_type", "script"]
 # Companion rows upserted per call, as the embedder's chunks. Each row's 512 floats become Python objects on
 # both sides of milvus-lite's in-process gRPC call: ~16 MB held at once for a page of 500, ~2 MB for 64, at a
 # cost of ~1 ms a call. (A 10,000-memory bench process peaked at 777, 745, 713, 725 and 764 MB with pages of
 # 500, 100, 50, 20 and 64: one run each, within that process's run-to-run spread of ~30 MB.)
 WRITE_PAGE = 64
-LIST_MAX = 16384  # ids of one bucket listed in one query (Milvus's most rows a query returns)
-YIELD_S = 0.002  # the background read's pause between two of its store calls (`_pages`)
 
 
 class CrossHost(Protocol):
@@ -327,70 +324,9 @@ class CrossVectors:
         """Until the background read is done (tests, benchmarks); False on timeout."""
         return self._loader.wait(timeout)
 
-    def _pages(self, size: int = 200, whole: int = 400, listing: int = 2500) -> Any:
-        """Every row of the companion, a page at a time: (rows without their vectors, their unit vectors as
-        float32). Bucket by bucket: a bucket of up to `whole` rows in one query (milvus-lite scans only that
-        bucket: 10,000 rows of 100 users in ~1.1 s), a larger one, and an older companion without buckets, as
-        ids listed first, then `size` at a time by id (its primary key), where milvus-lite's query iterator
-        over the whole companion spent ~40 ms on each page of 200, filtering every row for each (2.5 s in
-        all). The store's lock is taken per call, and after each the read pauses a moment, so a search or a
-        write waiting for the lock takes it before the next call (Python's lock is not fair: the read took
-        it back at once, and a search waited for several pages at each of its store calls; scripts/
-        bench_xvector_load.py counts the searches during the read). Pages of 200-400 also keep few of the 512
-        Python floats a row alive (milvus-lite's gRPC call makes them on both sides; pages of 500 set a
-        bench process's peak, stop 51). Rows written or deleted meanwhile: the loader's journal."""
-        with self.host._lock:
-            names = self.host._call("list_partitions", self.name)
-        fields = [*XVEC_FIELDS, XVECTOR]
-        for part in ([[n] for n in sorted(names) if n != "_default"] if self.bucketed else [None]):
-            if part is not None:
-                with self.host._lock:
-                    rows = self.host._call("query", self.name, filter="", output_fields=fields, limit=whole + 1, partition_names=part)
-                time.sleep(YIELD_S)
-                if len(rows) <= whole:
-                    if rows:
-                        yield self._page(rows)
-                    continue
-            ids = self._ids(part, listing)
-            for start in range(0, len(ids), size):
-                chunk = ids[start:start + size]
-                with self.host._lock:
-                    rows = self.host._call("query", self.name, filter=F.in_("id", chunk), partition_names=part,
-                                           output_fields=fields, limit=len(chunk))
-                time.sleep(YIELD_S)
-                if rows:
-                    yield self._page(rows)
-
-    @staticmethod
-    def _page(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], np.ndarray]:
-        vecs = _units([r[XVECTOR] for r in rows])  # 512 floats a row as Python objects: gone page by page
-        return [{k: r[k] for k in XVEC_FIELDS} for r in rows], vecs
-
-    def _ids(self, part: list[str] | None, listing: int) -> list[int]:
-        """The ids of one bucket (`part`) or of the whole companion (None), under the lock per call: a bucket
-        in one query (a query iterator costs ~40 ms to start); the whole of an older companion, or a bucket
-        of more than `LIST_MAX` rows, by id-only pages."""
-        if part is not None:
-            with self.host._lock:
-                rows = self.host._call("query", self.name, filter="", output_fields=["id"], limit=LIST_MAX,
-                                       partition_names=part)
-            time.sleep(YIELD_S)
-            if len(rows) < LIST_MAX:
-                return [int(r["id"]) for r in rows]
-        ids: list[int] = []
-        with self.host._lock:
-            it = self.host._call("query_iterator", self.name, batch_size=listing, filter="", output_fields=["id"],
-                                 partition_names=part)
-        try:
-            while True:
-                with self.host._lock:
-                    page = it.next()
-                if not page:
-                    return ids
-                ids += [int(r["id"]) for r in page]
-                time.sleep(YIELD_S)
-        finally:
-            it.close()
+    def _pages(self) -> Any:
+        """Every row of the companion, a page at a time, for the background read (xvector_copy.py `read_all`)."""
+        return read_all(self)
 
 
 def write_rows(call: Any, name: str, buckets: set[str] | None, method: str, data: list[dict[str, Any]]) -> None:

@@ -1,17 +1,24 @@
 """The in-memory copy of a local store's cross-language vectors (store/xvector.py): one user's vectors
-(`UserVectors`, a matrix product per search) and the background read that fills the copy (`Loader`).
-Split from xvector.py, which keeps the companion collection itself and its writes."""
+(`UserVectors`, a matrix product per search), the background read that fills the copy (`Loader`) and
+its reading of the companion (`read_all`). Split from xvector.py, which keeps the companion collection
+itself, its writes and its searches through Milvus."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from . import filters as F
 from .schema import XVECTOR
+
+XVEC_FIELDS = ["id", "user_id", "memory_type", "script"]
+LIST_MAX = 16384  # ids of one bucket listed in one query (Milvus's most rows a query returns)
+YIELD_S = 0.002  # the background read's pause between two of its store calls (`read_all`)
 
 log = logging.getLogger(__name__)
 
@@ -173,3 +180,68 @@ class Loader:
             with self._cv:
                 self._thread = None
                 self._cv.notify_all()
+
+
+def read_all(cross: Any, size: int = 200, whole: int = 400, listing: int = 2500) -> Any:
+    """Every row of `cross`'s companion (store/xvector.py CrossVectors), a page at a time: (rows without their vectors, their unit vectors as
+    float32). Bucket by bucket: a bucket of up to `whole` rows in one query (milvus-lite scans only that
+    bucket: 10,000 rows of 100 users in ~1.1 s), a larger one, and an older companion without buckets, as
+    ids listed first, then `size` at a time by id (its primary key), where milvus-lite's query iterator
+    over the whole companion spent ~40 ms on each page of 200, filtering every row for each (2.5 s in
+    all). The store's lock is taken per call, and after each the read pauses a moment, so a search or a
+    write waiting for the lock takes it before the next call (Python's lock is not fair: the read took
+    it back at once, and a search waited for several pages at each of its store calls; scripts/
+    bench_xvector_load.py counts the searches during the read). Pages of 200-400 also keep few of the 512
+    Python floats a row alive (milvus-lite's gRPC call makes them on both sides; pages of 500 set a
+    bench process's peak, stop 51). Rows written or deleted meanwhile: the loader's journal."""
+    with cross.host._lock:
+        names = cross.host._call("list_partitions", cross.name)
+    fields = [*XVEC_FIELDS, XVECTOR]
+    for part in ([[n] for n in sorted(names) if n != "_default"] if cross.bucketed else [None]):
+        if part is not None:
+            with cross.host._lock:
+                rows = cross.host._call("query", cross.name, filter="", output_fields=fields, limit=whole + 1, partition_names=part)
+            time.sleep(YIELD_S)
+            if len(rows) <= whole:
+                if rows:
+                    yield _page(rows)
+                continue
+        ids = _ids(cross, part, listing)
+        for start in range(0, len(ids), size):
+            chunk = ids[start:start + size]
+            with cross.host._lock:
+                rows = cross.host._call("query", cross.name, filter=F.in_("id", chunk), partition_names=part,
+                                       output_fields=fields, limit=len(chunk))
+            time.sleep(YIELD_S)
+            if rows:
+                yield _page(rows)
+
+def _page(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], np.ndarray]:
+    vecs = units([r[XVECTOR] for r in rows])  # 512 floats a row as Python objects: gone page by page
+    return [{k: r[k] for k in XVEC_FIELDS} for r in rows], vecs
+
+def _ids(cross: Any, part: list[str] | None, listing: int) -> list[int]:
+    """The ids of one bucket (`part`) or of the whole companion (None), under the lock per call: a bucket
+    in one query (a query iterator costs ~40 ms to start); the whole of an older companion, or a bucket
+    of more than `LIST_MAX` rows, by id-only pages."""
+    if part is not None:
+        with cross.host._lock:
+            rows = cross.host._call("query", cross.name, filter="", output_fields=["id"], limit=LIST_MAX,
+                                   partition_names=part)
+        time.sleep(YIELD_S)
+        if len(rows) < LIST_MAX:
+            return [int(r["id"]) for r in rows]
+    ids: list[int] = []
+    with cross.host._lock:
+        it = cross.host._call("query_iterator", cross.name, batch_size=listing, filter="", output_fields=["id"],
+                             partition_names=part)
+    try:
+        while True:
+            with cross.host._lock:
+                page = it.next()
+            if not page:
+                return ids
+            ids += [int(r["id"]) for r in page]
+            time.sleep(YIELD_S)
+    finally:
+        it.close()

@@ -17,6 +17,7 @@ from hippocampus.store.buckets import PROP_BUCKETS, bucket_of
 from hippocampus.store.reembed import reembed_store
 from hippocampus.store.schema import PROP_CROSS, PROP_MODEL, PROP_VERSION, XVECTOR, memories_schema
 from hippocampus.store.xvector import xvec_schema
+from hippocampus.store.xvector_copy import read_all
 from hippocampus.testing import DeterministicEmbedder
 
 QUESTION = "我对哪种药过敏？"
@@ -114,7 +115,7 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         assert cross.holds("mei", ["latin"]) and set(cross.cosines("mei", ids, qx)) == set(ids)
         everything = {*ids, bob}
         for size, whole in ((200, 400), (2, 3), (2, 0)):  # buckets read whole, or listed and read by id
-            assert sorted(int(r["id"]) for page, _ in cross._pages(size=size, whole=whole) for r in page) == sorted(everything)
+            assert sorted(int(r["id"]) for page, _ in read_all(cross, size=size, whole=whole) for r in page) == sorted(everything)
         nobody = next(f"u{i}" for i in range(1000) if bucket_of(f"u{i}") not in c.list_partitions(cross.name))
         assert cross.nearest(nobody, qx, None, ["latin"], 5) == [] and not cross.holds(nobody, ["latin"])
         rows = c.query(cross.name, filter="id >= 0", output_fields=["id", "user_id", "memory_type", "script", XVECTOR])
@@ -126,7 +127,7 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         cross = m.store.cross
         cross.load_in_background = False
         assert not cross.bucketed and top3(m)[0] == ANSWER
-        assert sorted(int(r["id"]) for page, _ in cross._pages(size=2, listing=3) for r in page) == sorted(everything)
+        assert sorted(int(r["id"]) for page, _ in read_all(cross, size=2, listing=3) for r in page) == sorted(everything)
         new = m.add("我对青霉素过敏，小时候起了荨麻疹。", user_id="mei", infer=False).ids[0]
         assert set(m.store.client.list_partitions(cross.name)) == {"_default"} and new in companion_ids(m)
 
