@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from .history import HistoryCollection
 from .ids import IdAllocator, LeasedWorker
 from .leases import LeaseTable
 from .leases_local import LocalLeases
+from .lite_direct import Direct
 from .readable import readable
 from .schema import (
     PROP_FULL_TEXT,
@@ -65,6 +67,7 @@ class MilvusStore:
         # `<collection>_leases` on a shared server, made on first use; in memory on a local path (store/leases.py)
         self.leases: LeaseTable | LocalLeases = LeaseTable(self) if "://" in uri else LocalLeases()
         self._ids = IdAllocator(LeasedWorker(self.leases))  # used when hippocampus assigns ids (store/ids.py)
+        self._direct = Direct(uri) if "://" not in uri else None  # a local store's queries asked of its engine
         self._client = connect(uri, token)
         try:
             self.capabilities: Capabilities = detect(self._client, uri)  # the server's; then the collection's
@@ -365,8 +368,11 @@ class MilvusStore:
 
     # ---------------------------------------------------------------- helpers
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        fn = getattr(self.client, method)
+        if self._direct is not None and method in ("query", "search") and len(args) == 1:  # a local store: its engine answers
+            fn = partial(self._direct.call if method == "query" else self._direct.search_call, fn)
         try:
-            return store_call(getattr(self.client, method), method, *args, **kwargs)  # a span inside a traced verb
+            return store_call(fn, method, *args, **kwargs)  # a span inside a traced verb
         except MilvusException as exc:
             raise StoreError(f"Milvus {method} failed: {exc}", uri=self.uri, original_error=exc) from exc
 
