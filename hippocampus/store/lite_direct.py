@@ -125,20 +125,29 @@ class Direct:
                 return rows
         return fn(name, filter=filter, output_fields=output_fields, limit=limit, partition_names=partition_names, **rest)
 
-    def query(self, name: str, expr: str, fields: Sequence[str], limit: int,
-              partitions: list[str] | None = None) -> list[dict[str, Any]] | None:
-        """The rows pymilvus' `query(name, filter=expr, output_fields=fields, limit=limit,
-        partition_names=partitions)` returns, or None: ask pymilvus."""
-        if not enabled():
-            return None
-        db = self._engine()
+    def _open(self, name: str, fields: Sequence[str]) -> tuple[Any, dict[str, str]] | None:
+        """The engine's collection and its field types, where the switch is on, the engine runs here, and
+        every field in `fields` (some must be named) is of a mapped type; else None."""
+        db = self._engine() if enabled() and fields else None
         if db is None:
             return None
         try:
             col = db.get_collection(name)
-            kinds = self._fields(name, col)
-            if kinds is None or any(kinds.get(f) not in MAPPED for f in fields):
-                return None
+        except Exception:  # no such collection: pymilvus says so
+            return None
+        kinds = self._fields(name, col)
+        if kinds is None or any(kinds.get(f) not in MAPPED for f in fields):
+            return None
+        return col, kinds
+
+    def query(self, name: str, expr: str, fields: Sequence[str], limit: int,
+              partitions: list[str] | None = None) -> list[dict[str, Any]] | None:
+        """The rows pymilvus' `query(name, filter=expr, output_fields=fields, limit=limit,
+        partition_names=partitions)` returns, or None: ask pymilvus."""
+        if (opened := self._open(name, fields)) is None:
+            return None
+        col, kinds = opened
+        try:
             ids = split_ids(expr) if expr else None
             if ids is not None and (not ids[1] or limit >= len(ids[0])):  # else which rows fill a short page is the scan's
                 rows = col.get(ids[0], partition_names=partitions, expr=ids[1] or None, output_fields=list(fields))
@@ -148,7 +157,6 @@ class Direct:
             log.debug("milvus-lite engine query of %s refused (%s): through pymilvus", name, exc)
             return None
         return [_as_pymilvus(row, kinds) for row in rows]
-
 
     def search_call(self, fn: Any, name: str, *, data: Any, limit: int, anns_field: str | None = None, filter: str = "",
                     output_fields: Sequence[str] = (), search_params: dict[str, Any] | None = None,
@@ -165,21 +173,17 @@ class Direct:
     def search(self, name: str, data: Any, anns_field: str | None, limit: int, expr: str, fields: Sequence[str],
                metric: str | None, partitions: list[str] | None = None) -> list[list[dict[str, Any]]] | None:
         """What pymilvus' `search` of a dense vector field returns (hits with `id`, `distance` and `entity`), or
-        None: ask pymilvus. The query vectors and distances are float32, as they travel over gRPC."""
-        if not enabled():
+        None: ask pymilvus (also where no field is named: pymilvus then returns every one). The query vectors
+        and distances are float32, as they travel over gRPC."""
+        if (opened := self._open(name, fields)) is None:
             return None
-        db = self._engine()
-        if db is None:
+        col, kinds = opened
+        if anns_field is None:  # the collection's one vector field
+            vectors = [f for f, kind in kinds.items() if kind.endswith("VECTOR")]
+            anns_field = vectors[0] if len(vectors) == 1 else None
+        if anns_field is None or kinds.get(anns_field) != "FLOAT_VECTOR":
             return None
         try:
-            col = db.get_collection(name)
-            kinds = self._fields(name, col)
-            if anns_field is None and kinds is not None:  # the collection's one vector field
-                dense = [f for f, kind in kinds.items() if kind.endswith("VECTOR")]
-                anns_field = dense[0] if len(dense) == 1 else None
-            if (kinds is None or kinds.get(anns_field or "") != "FLOAT_VECTOR" or not fields  # none named: pymilvus gives all
-                    or any(kinds.get(f) not in MAPPED for f in fields)):
-                return None
             queries = np.asarray(data, dtype=np.float32)
             if queries.ndim != 2:
                 return None
