@@ -8,13 +8,13 @@ each field a protobuf column and each vector its floats built as Python objects 
 13 rows by id with their e5 vectors took 5.1 ms that way and 1.3 ms from the engine, a companion bucket
 of 229 rows 29 against 10 ms (docs/performance.md, "Stop 53").
 
-What this does: `call` and `search_call` hand a query with a limit, or a search of a dense vector field,
-to the engine method the servicer would have called with the same arguments, and give the result back as
-pymilvus would (JSON fields decoded, vectors and distances as the float32 that travels over gRPC, a
+What this does: `call` and `search_call` hand a query with a limit, or a search of a dense vector field
+(or of BM25's field, by text), to the engine method the servicer would have called with the same
+arguments, and give the result back as pymilvus would (JSON fields decoded, vectors and distances as the float32 that travels over gRPC, a
 search hit's entity holding the key when it was asked for); they fall back to pymilvus where no engine
 of this path runs in this process (a server URI, another milvus-lite release), where a field's type is not
-one of those mapped here, where the call asks for something else (every field, a count, search
-parameters), or where the engine refused (its error is then raised by the same call through pymilvus).
+one of those mapped here, where the call asks for something else (every field, a count, an iterator,
+search parameters, a hybrid search), or where the engine refused (its error is then raised by the same call through pymilvus).
 Writes still go through pymilvus: sent straight to the engine, 10,000 companion rows left the process 45 MB
 larger (the engine keeps the Python objects it is given), for ~1.4 ms an add.
 An expression `(id in [...]) and (rest)`, as store/filters.py writes one, is read by id with `rest`
@@ -22,7 +22,7 @@ checked on the rows found (the engine's `get` takes an expression for them): the
 bare `id in [...]`, and for the conjunction the engine's `query` would give the same rows after checking
 every row of the collection. `HIPPOCAMPUS_LITE_DIRECT=off` sends every call through pymilvus.
 tests/store/test_lite_direct.py compares both paths on flushed and unflushed rows, upserts, deletes,
-partitions and JSON.
+partitions, JSON and BM25 in both languages.
 """
 
 from __future__ import annotations
@@ -174,22 +174,27 @@ class Direct:
 
     def search(self, name: str, data: Any, anns_field: str | None, limit: int, expr: str, fields: Sequence[str],
                metric: str | None, partitions: list[str] | None = None) -> list[list[dict[str, Any]]] | None:
-        """What pymilvus' `search` of a dense vector field returns (hits with `id`, `distance` and `entity`), or
-        None: ask pymilvus (also where no field is named: pymilvus then returns every one). The query vectors
-        and distances are float32, as they travel over gRPC."""
+        """What pymilvus' `search` returns (hits with `id`, `distance` and `entity`) for query vectors of a dense
+        field or texts of a BM25 function's field, or None: ask pymilvus (also where no field is named:
+        pymilvus then returns every one). Query vectors and distances are float32, as they travel over gRPC."""
         if (opened := self._open(name, fields)) is None:
             return None
         col, kinds = opened
         if anns_field is None:  # the collection's one vector field
             vectors = [f for f, kind in kinds.items() if kind.endswith("VECTOR")]
             anns_field = vectors[0] if len(vectors) == 1 else None
-        if anns_field is None or kinds.get(anns_field) != "FLOAT_VECTOR":
+        kind = kinds.get(anns_field or "")
+        bm25 = kind == "SPARSE_FLOAT_VECTOR" and anns_field in (getattr(col, "_bm25_analyzers", None) or {})
+        if not (kind == "FLOAT_VECTOR" or bm25 and isinstance(data, list) and data and all(isinstance(q, str) for q in data)):
             return None
         try:
-            queries = np.asarray(data, dtype=np.float32)
-            if queries.ndim != 2:
-                return None
-            res = col.search(query_vectors=queries.tolist(), top_k=limit, metric_type=col.resolve_search_metric(anns_field, metric),
+            if bm25:  # text, which the engine's BM25 function turns into the query's terms, as for pymilvus
+                queries = list(data)
+            else:
+                queries = np.asarray(data, dtype=np.float32).tolist()
+                if not queries or not isinstance(queries[0], list):
+                    return None
+            res = col.search(query_vectors=queries, top_k=limit, metric_type=col.resolve_search_metric(anns_field, metric),
                              partition_names=partitions, expr=expr or None, output_fields=list(fields), anns_field=anns_field)
         except Exception as exc:  # the engine's refusal: pymilvus raises it as before
             log.debug("milvus-lite engine search of %s refused (%s): through pymilvus", name, exc)

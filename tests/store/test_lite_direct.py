@@ -186,3 +186,29 @@ def test_a_search_naming_no_field_searches_the_one_vector_field(store: MilvusSto
     assert store._direct.search("one", q, None, 3, "", ["id"], None) == _hits(c.search("one", data=q, limit=3, output_fields=["id"]))
     # the memories collection has two (e5's and BM25's sparse one): which one is pymilvus' to say
     assert store._direct.search(store.collection, [[1.0] * DIM], None, 3, "", ["id"], None) is None
+
+
+def test_a_bm25_search_by_text_is_the_engine_s_too(store: MilvusStore) -> None:
+    """The memories' BM25 field, searched by text (English, Chinese, words no memory has), with and without a
+    user's filter and bucket: the hits pymilvus gets, in its order, with the same scores."""
+    from hippocampus.store import MEMORY_FIELDS
+
+    texts = ["alice moved to lisbon last spring", "bob plays the violin in lisbon", "我们计划去北京旅行",
+             "我对花生过敏", "alice likes the violin more than the piano", "the weather in lisbon is mild"]
+    rng = random.Random(9)
+    store.insert([{"user_id": f"u{i % 2}", "memory_type": "episodic", "ts": 1_700_000_000 + i, "chat_id": "c", "who": "u",
+                   "text": t, "vector": [rng.uniform(-1, 1) for _ in range(DIM)], "hit_count": 0, "metadata": {"i": i}}
+                  for i, t in enumerate(texts)])
+    for query in ("lisbon violin", "北京旅行", "过敏", "nothing matches this"):
+        for expr, part in (("", None), (F.eq("user_id", "u0"), store.partition_for("u0"))):
+            direct = store._direct.search(store.collection, [query], "sparse", 5, expr, MEMORY_FIELDS, "BM25", _parts(part))
+            through = store.client.search(store.collection, data=[query], anns_field="sparse", limit=5, filter=expr,
+                                          output_fields=MEMORY_FIELDS, search_params={"metric_type": "BM25"},
+                                          partition_names=_parts(part))
+            assert direct == _hits(through)
+            assert direct[0] or expr or query == "nothing matches this"  # every query but the last finds a memory
+    assert store._direct.search(store.collection, [[0.1] * DIM], "sparse", 5, "", ["id"], "BM25") is None  # not text
+
+
+def _parts(part: str | None) -> list[str] | None:
+    return [part] if part else None
