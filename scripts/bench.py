@@ -203,6 +203,31 @@ def add_synthetic(mem: Any, n: int, base: list[str], owner: np.ndarray, rng: np.
     return matrix
 
 
+def fill_store(path: str, rows: int, users: int, embed_max: int, emb: Any) -> np.random.Generator:
+    """A store at `path` as scripts/profile_crosslang.py and bench_lite_direct.py build it: `embed_max` of
+    bench's texts (one in seven Chinese) embedded for real through add_many, the rest up to `rows` real
+    vectors plus noise (`add_synthetic`), each row a random one of `users` users. Returns the generator,
+    whose next draws pick the queries' users."""
+    from hippocampus import Memory
+
+    mem = Memory(milvus_uri=path, embedder=emb)
+    base = texts(min(rows, embed_max), seed=2)
+    rng = np.random.default_rng(3)
+    owner = rng.integers(users, size=rows)
+    mem.add_many([{"text": t, "user_id": f"user-{owner[i]}", "ts": 1_700_000_000 + i} for i, t in enumerate(base)])
+    add_synthetic(mem, rows, base, owner, rng)
+    mem.close()
+    return rng
+
+
+def size_args(ap: argparse.ArgumentParser) -> None:
+    """The store's size and the number of searches, as the scripts built on `fill_store` take them."""
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--users", type=int, default=100)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--embed-max", type=int, default=2000)
+
+
 def parse_size(s: str) -> int:
     s = s.strip().lower()
     return int(float(s[:-1]) * 1000) if s.endswith("k") else int(s)

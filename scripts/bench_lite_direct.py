@@ -25,21 +25,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import add_synthetic, make_embedder, texts  # noqa: E402
+from bench import fill_store, make_embedder, size_args, texts  # noqa: E402
 
 MODES = ("dense", "hybrid", "bm25")
-
-
-def build(path: str, rows: int, users: int, embed_max: int, emb: Any) -> None:
-    from hippocampus import Memory
-
-    mem = Memory(milvus_uri=path, embedder=emb)
-    base = texts(min(rows, embed_max), seed=2)
-    rng = np.random.default_rng(3)
-    owner = rng.integers(users, size=rows)
-    mem.add_many([{"text": t, "user_id": f"user-{owner[i]}", "ts": 1_700_000_000 + i} for i, t in enumerate(base)])
-    add_synthetic(mem, rows, base, owner, rng)
-    mem.close()
 
 
 def paired(path: str, users: int, queries: int, emb: Any) -> dict[tuple[str, str], list[float]]:
@@ -74,17 +62,14 @@ def paired(path: str, users: int, queries: int, emb: Any) -> dict[tuple[str, str
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=10_000)
-    ap.add_argument("--users", type=int, default=100)
-    ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--embed-max", type=int, default=2000)
+    size_args(ap)
     ap.add_argument("--uri", help="an existing local store (its users named user-0, user-1...) instead of a new one")
     args = ap.parse_args(argv)
     emb = make_embedder("offline")
     with tempfile.TemporaryDirectory(prefix="lite-direct-") as tmp:
         path = args.uri or str(Path(tmp) / "m.db")
         if not args.uri:
-            build(path, args.rows, args.users, args.embed_max, emb)
+            fill_store(path, args.rows, args.users, args.embed_max, emb)
         out = paired(path, args.users, args.queries, emb)
     print(f"{args.queries} queries of each mode, each through both paths in one process (median ms)\n")
     print("| mode | through gRPC | the engine | engine / gRPC |")

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import add_synthetic, make_embedder, texts  # noqa: E402
+from bench import fill_store, make_embedder, size_args, texts  # noqa: E402
 
 PARTS = ("dense gathering", "hubness", "USE query embedding", "nearest cross vectors (memory)",
          "read of the gathered rows", "own candidates' USE cosines", "rest of the stage")
@@ -98,13 +98,7 @@ def run(rows: int, users: int, queries: int, embed_max: int) -> list[dict[str, A
     results = []
     with tempfile.TemporaryDirectory(prefix="xl-profile-") as tmp:
         path = str(Path(tmp) / "m.db")
-        mem = Memory(milvus_uri=path, embedder=emb)
-        base = texts(min(rows, embed_max), seed=2)
-        rng = np.random.default_rng(3)
-        owner = rng.integers(users, size=rows)
-        mem.add_many([{"text": t, "user_id": f"user-{owner[i]}", "ts": 1_700_000_000 + i} for i, t in enumerate(base)])
-        add_synthetic(mem, rows, base, owner, rng)
-        mem.close()
+        rng = fill_store(path, rows, users, embed_max, emb)
         qtexts = texts(queries, seed=4)
         asked = [(q, emb.encode([q], role="query")[0], f"user-{u}") for q, u in zip(qtexts, rng.integers(users, size=queries))]
         for label, setting in (("default", None), ("off", "none")):
@@ -141,10 +135,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=10_000)
-    ap.add_argument("--users", type=int, default=100)
-    ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--embed-max", type=int, default=2000)
+    size_args(ap)
     ap.add_argument("--json", help="also write the medians here")
     args = ap.parse_args(argv)
     results = run(args.rows, args.users, args.queries, args.embed_max)
