@@ -90,6 +90,13 @@ def rescore(cands: list[Candidate], query: str, query_vector: Sequence[float], f
     qv = _unit(query_vector)
     known = {c.id: c for c in cands}
     use: dict[int, float] = {i: u for i, u in (near or {}).items() if i in known}
+    side: dict[int, bool] = {}  # each candidate's script read once: two regex scans of its text (~11 us)
+
+    def other(c: Candidate) -> bool:
+        if c.id not in side:
+            side[c.id] = other_script(scripts, str(c.row.get("text") or ""))
+        return side[c.id]
+
     for row in found:
         row = dict(row)
         use[int(row["id"])] = float(row.pop("_distance"))
@@ -97,9 +104,10 @@ def rescore(cands: list[Candidate], query: str, query_vector: Sequence[float], f
         if int(row["id"]) not in known and other_script(scripts, str(row.get("text") or "")):
             sim = float(_unit(vec) @ qv) if vec is not None else None
             known[int(row["id"])] = c = Candidate(row=row, similarity=sim, vector=vec)
+            side[c.id] = True
             cands.append(c)
-    cross = [c for c in cands if other_script(scripts, str(c.row.get("text") or ""))]
-    mine = [c for c in cands if c.similarity is not None and not other_script(scripts, str(c.row.get("text") or ""))]
+    cross = [c for c in cands if other(c)]
+    mine = [c for c in cands if c.similarity is not None and not other(c)]
     if not cross:
         return cands
     own_use = uses_of(mine) if mine else {}
