@@ -38,8 +38,8 @@ from pymilvus import MilvusClient
 from ..embeddings.base import Embedder
 from ..errors import SchemaMismatchError, StoreError
 from . import filters as F
-from .buckets import group_by_bucket
-from .capabilities import detect
+from .buckets import NUM_BUCKETS, PROP_BUCKETS, group_by_bucket
+from .capabilities import Capabilities, detect
 from .connection import connect, create_indexed, release
 from .schema import (
     COMPATIBLE_VERSIONS,
@@ -51,7 +51,7 @@ from .schema import (
     XVECTOR,
     memories_schema,
 )
-from .xvector import fill_companion
+from .xvector import SUFFIX, write_rows, xvec_row, xvec_schema
 
 TARGET_SUFFIX = "__reembed"
 PROP_FROM = "hippocampus.reembed_from"  # on the target: the source's model, checked when a run resumes
@@ -318,3 +318,51 @@ def _switch_graph(c: MilvusClient, name: str, kept_as: str) -> bool:
         c.rename_collection(name + GRAPH, kept_as + GRAPH)
     c.rename_collection(target, name + GRAPH)
     return True
+
+
+def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,
+                   caps: Capabilities) -> tuple[int, int]:
+    """`hippocampus reembed --crosslang`: every memory of `name` not yet in its companion gets its cross
+    vector, page by page (an interrupted run resumes: what is there is kept), then the memories collection
+    names the model, which makes the companion searchable. Writers must be stopped meanwhile. Returns
+    (added, already there)."""
+    cname = name + SUFFIX
+    if c.has_collection(cname):
+        model = (c.describe_collection(cname).get("properties") or {}).get(PROP_CROSS)
+        if model != embedder.model_name:
+            raise SchemaMismatchError(f"{cname!r} holds cross-language vectors from {model!r}, not {embedder.model_name!r}")
+    else:
+        schema, index = xvec_schema(c, embedder.dim, caps.companion_index)
+        create_indexed(c, cname, schema, index, properties={PROP_CROSS: embedder.model_name, PROP_BUCKETS: str(NUM_BUCKETS)},
+                       **caps.create_kwargs())
+    bucketed = (c.describe_collection(cname).get("properties") or {}).get(PROP_BUCKETS) == str(NUM_BUCKETS)
+    known = set(c.list_partitions(cname))
+
+    def call(method: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(c, method)(*args, **kwargs)
+
+    c.load_collection(cname)
+    c.load_collection(name)
+    have: set[int] = set()
+    it = c.query_iterator(cname, batch_size=4096, filter="", output_fields=["id"])
+    try:
+        while page := it.next():
+            have.update(int(r["id"]) for r in page)
+    finally:
+        it.close()
+    total = int(c.query(name, filter="", output_fields=["count(*)"])[0]["count(*)"])
+    added = kept = 0
+    it = c.query_iterator(name, batch_size=batch_size, filter="", output_fields=["id", "user_id", "memory_type", "text"])
+    try:
+        while page := it.next():
+            todo = [r for r in page if int(r["id"]) not in have]
+            kept += len(page) - len(todo)
+            if todo:
+                vecs = embedder.encode([str(r.get("text") or "") for r in todo], role="passage")
+                write_rows(call, cname, known if bucketed else None, "upsert", [xvec_row(r, r["id"], v) for r, v in zip(todo, vecs)])
+                added += len(todo)
+            progress(f"cross-language vectors: {added + kept}/{total}" + (f" ({kept} there before)" if kept else ""))
+    finally:
+        it.close()
+    c.alter_collection_properties(name, {PROP_CROSS: embedder.model_name})
+    return added, kept

@@ -39,8 +39,8 @@ from ..text import script_of
 from . import filters as F
 from .buckets import NUM_BUCKETS, PROP_BUCKETS, bucket_of, ensure_bucket
 from .capabilities import Capabilities
-from .connection import create_indexed
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
+from .xvector_behind import Behind
 from .xvector_copy import Loader as _Loader
 from .xvector_copy import UserVectors as _UserVectors
 from .xvector_copy import read_all
@@ -111,6 +111,8 @@ class CrossVectors:
         self._buckets: set[str] = set()  # its bucket partitions known to exist
         self._create_kwargs: dict[str, Any] = {}
         self._index_type = "AUTOINDEX"
+        self._behind: Behind | None = None  # local stores: new memories' rows written behind (xvector_behind.py)
+        self.write_behind = self._local
 
     @property
     def new_props(self) -> dict[str, str]:
@@ -196,11 +198,29 @@ class CrossVectors:
         return make_crosslang(NAME)  # loads only when a memory is written
 
     # ------------------------------------------------------------ writes (MilvusStore calls these)
-    def encode(self, rows: Sequence[dict[str, Any]]) -> np.ndarray | None:
-        """The rows' cross vectors, from their text, when the store keeps them (else None: none kept, or no rows)."""
-        if not rows or not (self.filled or self.legacy):
+    def encode(self, rows: Sequence[dict[str, Any]], now: bool = False) -> np.ndarray | None:
+        """The rows' cross vectors, from their text, when the store keeps them (else None: none kept, or no
+        rows). New memories' rows (`now` False) on a local store: None, embedded behind (`written`)."""
+        if not rows or not (self.filled or self.legacy) or (self.write_behind and not self.legacy and not now):
             return None
         return self.embedder.encode([str(r.get("text") or "") for r in rows], role="passage")
+
+    def _behind_writer(self) -> Behind:
+        if self._behind is None:
+            self._behind = Behind(lambda texts: self.embedder.encode(texts, role="passage"),
+                                  lambda rows, ids, vecs: self._put(rows, ids, vecs, fresh=True), self.host._lock)
+        return self._behind
+
+    def catch_up(self) -> None:
+        """After a write, outside the store's lock: a backlog past its bound written now (xvector_behind.py)."""
+        if self._behind is not None:
+            self._behind.catch_up()
+
+    def settle(self, user_id: str | None = None) -> None:
+        """The user's (or every) new memories' rows in the companion now (xvector_behind.py): a reader's first
+        step, not under the store's lock, so a search finds what was added just before it."""
+        if self._behind is not None:
+            self._behind.settle(user_id)
 
     def inline(self, rows: Sequence[dict[str, Any]], vecs: np.ndarray | None) -> Sequence[dict[str, Any]]:
         """A version-4 collection's rows need `xvector` (the field is not nullable)."""
@@ -213,8 +233,18 @@ class CrossVectors:
         ids the store has just allocated (an insert), which the companion cannot hold yet, so their rows are
         inserted: milvus-lite's upsert looks every id up first (a single add ~20% faster, scripts/bench.py)."""
         self.writes += 1  # called by every insert and upsert, whether the store keeps cross vectors or not
-        if not self.filled or vecs is None or not rows:
+        if not self.filled or not rows:
             return
+        if vecs is None:
+            if fresh and self.write_behind and not self.legacy:
+                self._behind_writer().defer(rows, ids)
+            return
+        if self._behind is not None:
+            self._behind.forget(ids)  # a rewrite: its row pending from the insert must not land over this one
+        self._put(rows, ids, vecs, fresh)
+
+    def _put(self, rows: Sequence[dict[str, Any]], ids: Sequence[int], vecs: np.ndarray, fresh: bool) -> None:
+        """The rows in the companion and in the loaded copy (under the store's lock)."""
         self._ensure(create=True)
         for start in range(0, len(rows), WRITE_PAGE):  # 512 Python floats a row: a page at a time, not the whole batch
             end = start + WRITE_PAGE
@@ -231,6 +261,8 @@ class CrossVectors:
     def removed(self, ids: Sequence[int]) -> None:
         """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""
         self.writes += 1
+        if self._behind is not None:
+            self._behind.forget(ids)  # a row pending for them is not written after their delete
         if not self.filled or not ids or not self._ensure(create=False):
             return
         for start in range(0, len(ids), 1000):
@@ -247,6 +279,7 @@ class CrossVectors:
         q = _units([qx])[0]
         if not scripts:
             return []
+        self.settle(user_id)
         if not self._made:
             with self.host._lock:
                 if not self._ensure(create=False):
@@ -267,6 +300,7 @@ class CrossVectors:
     def cosines(self, user_id: str, ids: Sequence[int], qx: Sequence[float]) -> dict[int, float]:
         """These memories' cosines with the query's cross vector (those the companion holds)."""
         q = _units([qx])[0]
+        self.settle(user_id)
         if not ids or not self._made:
             return {}
         with self.host._lock:
@@ -286,6 +320,7 @@ class CrossVectors:
         user's vectors are in memory; else a query of Milvus, or, with `ask` False, True (maybe)."""
         if not scripts:
             return False
+        self.settle(user_id)
         with self.host._lock:
             if not self._ensure(create=False):
                 return False
@@ -317,7 +352,10 @@ class CrossVectors:
         return vectors
 
     def close(self) -> None:
-        """Before the store's client closes: stop the background read (store/xvector_copy.py `Loader.stop`)."""
+        """Before the store's client closes: write what is pending (xvector_behind.py), stop the background
+        read (store/xvector_copy.py `Loader.stop`)."""
+        if self._behind is not None:
+            self._behind.close()
         self._loader.stop()
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
@@ -325,7 +363,9 @@ class CrossVectors:
         return self._loader.wait(timeout)
 
     def _pages(self) -> Any:
-        """Every row of the companion, a page at a time, for the background read (xvector_copy.py `read_all`)."""
+        """Every row of the companion, a page at a time, for the background read (xvector_copy.py `read_all`),
+        after the rows pending were written (xvector_behind.py)."""
+        self.settle()
         return read_all(self)
 
 
@@ -341,51 +381,3 @@ def write_rows(call: Any, name: str, buckets: set[str] | None, method: str, data
     for part, rows in by_bucket.items():
         ensure_bucket(call, name, buckets, part, create=True)
         call(method, name, data=rows, partition_name=part)
-
-
-def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,
-                   caps: Capabilities) -> tuple[int, int]:
-    """`hippocampus reembed --crosslang`: every memory of `name` not yet in its companion gets its cross
-    vector, page by page (an interrupted run resumes: what is there is kept), then the memories collection
-    names the model, which makes the companion searchable. Writers must be stopped meanwhile. Returns
-    (added, already there)."""
-    cname = name + SUFFIX
-    if c.has_collection(cname):
-        model = (c.describe_collection(cname).get("properties") or {}).get(PROP_CROSS)
-        if model != embedder.model_name:
-            raise SchemaMismatchError(f"{cname!r} holds cross-language vectors from {model!r}, not {embedder.model_name!r}")
-    else:
-        schema, index = xvec_schema(c, embedder.dim, caps.companion_index)
-        create_indexed(c, cname, schema, index, properties={PROP_CROSS: embedder.model_name, PROP_BUCKETS: str(NUM_BUCKETS)},
-                       **caps.create_kwargs())
-    bucketed = (c.describe_collection(cname).get("properties") or {}).get(PROP_BUCKETS) == str(NUM_BUCKETS)
-    known = set(c.list_partitions(cname))
-
-    def call(method: str, *args: Any, **kwargs: Any) -> Any:
-        return getattr(c, method)(*args, **kwargs)
-
-    c.load_collection(cname)
-    c.load_collection(name)
-    have: set[int] = set()
-    it = c.query_iterator(cname, batch_size=4096, filter="", output_fields=["id"])
-    try:
-        while page := it.next():
-            have.update(int(r["id"]) for r in page)
-    finally:
-        it.close()
-    total = int(c.query(name, filter="", output_fields=["count(*)"])[0]["count(*)"])
-    added = kept = 0
-    it = c.query_iterator(name, batch_size=batch_size, filter="", output_fields=["id", "user_id", "memory_type", "text"])
-    try:
-        while page := it.next():
-            todo = [r for r in page if int(r["id"]) not in have]
-            kept += len(page) - len(todo)
-            if todo:
-                vecs = embedder.encode([str(r.get("text") or "") for r in todo], role="passage")
-                write_rows(call, cname, known if bucketed else None, "upsert", [xvec_row(r, r["id"], v) for r, v in zip(todo, vecs)])
-                added += len(todo)
-            progress(f"cross-language vectors: {added + kept}/{total}" + (f" ({kept} there before)" if kept else ""))
-    finally:
-        it.close()
-    c.alter_collection_properties(name, {PROP_CROSS: embedder.model_name})
-    return added, kept
