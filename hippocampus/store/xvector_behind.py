@@ -119,10 +119,9 @@ class Behind:
                       "--crosslang` to fill them", [i for _, i in batch], exc)
             vecs = None
         try:
-            with self._lock:
+            with self._lock:  # a delete or rewrite comes under it too: none between this check and the write
                 with self._cond:
                     keep = [k for k, (_, i) in enumerate(batch) if i not in self._stale]
-                    self._inflight, self._stale = {}, set()
                 if vecs is not None and keep:
                     self._put([batch[k][0] for k in keep], [batch[k][1] for k in keep], vecs[keep])
         finally:
