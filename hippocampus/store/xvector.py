@@ -237,6 +237,11 @@ class CrossVectors:
             return
         if vecs is None:
             if fresh and self.write_behind and not self.legacy:
+                # the collection and the rows' buckets made here, under the store's lock: the writer thread
+                # only inserts rows, and changes no collection or partition beside another thread's calls
+                self._ensure(create=True)
+                for user in {str(r["user_id"]) for r in rows} if self.bucketed else ():
+                    ensure_bucket(self.host._call, self.name, self._buckets, bucket_of(user), create=True)
                 self._behind_writer().defer(rows, ids)
             return
         if self._behind is not None:

@@ -114,16 +114,14 @@ class Behind:
     def _write(self, batch: list[tuple[dict[str, Any], int]]) -> None:
         try:
             vecs = self._embed([r["text"] for r, _ in batch])
-        except Exception as exc:
-            log.error("cross-language vectors of memories %s not written (%s): run `hippocampus reembed "
-                      "--crosslang` to fill them", [i for _, i in batch], exc)
-            vecs = None
-        try:
             with self._lock:  # a delete or rewrite comes under it too: none between this check and the write
                 with self._cond:
                     keep = [k for k, (_, i) in enumerate(batch) if i not in self._stale]
-                if vecs is not None and keep:
+                if keep:
                     self._put([batch[k][0] for k in keep], [batch[k][1] for k in keep], vecs[keep])
+        except Exception as exc:  # never into the reader that settles: the memories are stored, only these rows are not
+            log.error("cross-language vectors of memories %s not written (%s): run `hippocampus reembed "
+                      "--crosslang` to fill them", [i for _, i in batch], exc)
         finally:
             with self._cond:
                 self._inflight, self._stale = {}, set()
@@ -150,5 +148,5 @@ class Behind:
                     self._cond.wait(left)
             try:
                 self.settle()
-            except Exception:  # pragma: no cover - the store closed under it; close settles what is left
-                log.debug("write-behind of cross vectors failed", exc_info=True)
+            except Exception:  # pragma: no cover - _write logs its own failures; anything else is a bug to see
+                log.warning("write-behind of cross vectors failed", exc_info=True)

@@ -113,7 +113,7 @@ def test_a_delete_or_rewrite_wins_over_the_row_written_behind(during: str) -> No
     b.close()
 
 
-def test_a_failed_embedding_is_logged_and_its_rows_are_dropped(caplog) -> None:
+def test_a_failed_embedding_or_write_is_logged_and_its_rows_are_dropped(caplog) -> None:
     rec = Recorder(fail=True)
     b = rec.behind()
     b.defer(*rows("ann", 2))
@@ -121,7 +121,18 @@ def test_a_failed_embedding_is_logged_and_its_rows_are_dropped(caplog) -> None:
         b.settle("ann")
     assert rec.written == [] and b.pending == 0
     assert any("reembed --crosslang" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+
+    def broken_put(rows, ids, vecs):
+        raise OSError("disk full")
+
+    b2 = Behind(Recorder().embed, broken_put, threading.RLock(), delay=60)
+    b2.defer(*rows("bob", 1))
+    with caplog.at_level(logging.ERROR):
+        b2.settle("bob")  # a failed write never reaches the reader that settles
+    assert b2.pending == 0 and any("disk full" in r.getMessage() for r in caplog.records)
     b.close()
+    b2.close()
 
 
 def test_through_memory_a_search_right_after_the_add_finds_it_a_delete_leaves_no_row_and_close_writes(tmp_path: Path) -> None:

@@ -80,6 +80,7 @@ def test_a_local_companion_is_searched_by_brute_force_and_an_older_one_keeps_its
     path = str(tmp_path / "m.db")
     with Memory(milvus_uri=path) as m:
         m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
+        m.store.cross.settle()  # the rows written behind (store/xvector_behind.py) land before the raw client's flush
         m.store.client.flush(m.store.cross.name)  # a segment on disk, searched through its index
         m.store.cross.load_in_background = False  # every search through Milvus, as before the copy is read
         assert index_type(m) == "FLAT" and top3(m)[0] == ANSWER
