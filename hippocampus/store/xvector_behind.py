@@ -99,8 +99,8 @@ class Behind:
 
     def settle(self, user_id: str | None = None) -> None:
         """Embed and write the rows pending (of `user_id`, or all) now, in this thread, a chunk at a time;
-        returns when none of them is pending. Not under the store's lock. A failed embedding is logged and its
-        rows dropped (the memories are stored; `hippocampus reembed --crosslang` fills their cross vectors)."""
+        returns when none of them is pending. Not under the store's lock. A failed embedding or write is logged and
+        its rows dropped (the memories are stored; `hippocampus reembed --crosslang` fills their cross vectors)."""
         while self._waits(user_id):
             with self._turn:
                 with self._cond:
