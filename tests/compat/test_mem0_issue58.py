@@ -123,3 +123,28 @@ def test_explain_names_the_scores_as_mem0_does(mem0: Memory):
     details = hit["score_details"]
     assert {"semantic_score", "bm25_score", "final_score"} <= set(details)
     assert details["final_score"] == hit["score"] and 0 <= details["bm25_score"] <= 1
+
+
+MEM0_CONFIG_YAML = """\
+vector_store:
+  provider: qdrant
+  config: {collection_name: test, host: localhost, port: 6333}
+llm:
+  provider: openai
+  config: {model: gpt-4.1-nano-2025-04-14, temperature: 0.2}
+embedder:
+  provider: openai
+  config: {model: text-embedding-3-small}
+history_db_path: ./history.db
+version: v1.1
+"""
+
+
+def test_a_mem0_config_yaml_in_the_working_directory_does_not_break_memory(tmp_path, monkeypatch, shared_db, embedder):
+    """Hippocampus reads its settings from hippocampus.yaml (hippocampus/config_file.py), never another program's."""
+    (tmp_path / "config.yaml").write_text(MEM0_CONFIG_YAML, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with Memory(milvus_uri=str(shared_db), collection_name="m0_cfg_yaml", embedder=embedder) as m:
+        assert m.memory.config.k_semantic == 5  # the default: nothing read from mem0's file
+        (added,) = m.add("I like tea", user_id="ana", infer=False)["results"]
+        assert m.get(added["id"])["memory"] == "I like tea"
