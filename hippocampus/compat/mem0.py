@@ -18,9 +18,9 @@ from .. import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
 from ..models import MemoryRecord
 from . import mem0_shapes as S
+from .mem0_config import native_config
 
 _UNSET: Any = object()
-_PROVIDER_KEYS = ("vector_store", "llm", "embedder", "reranker", "history_db_path", "version", "graph_store")
 _MAX_BATCH = 1000
 KINDS = ["episodic", "semantic", "procedural"]
 
@@ -37,12 +37,13 @@ class Memory:
         if config is not None and not isinstance(config, dict):
             raise InvalidInput("config is a dict (mem0's from_config shape) or None; hippocampus settings go as keywords")
         self._own = memory is None
-        self.memory = memory if memory is not None else NativeMemory(**{**_native_config(config or {}), **native})
+        self.memory = memory if memory is not None else NativeMemory(**{**native_config(config or {}), **native})
 
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]) -> Memory:
-        """mem0's constructor from a dict: `custom_instructions` and `custom_categories` are honoured; the
-        provider sections (vector_store, llm, embedder, ...) do not apply and are named in a warning."""
+        """mem0's constructor from its documented dict (mem0_config.py): a Milvus vector store, an OpenAI-compatible
+        llm and embedder, custom_instructions and custom_categories are mapped; what has no counterpart is refused
+        by name."""
         return cls(config_dict)
 
     def close(self) -> None:
@@ -275,27 +276,6 @@ def _no_top_level_ids(kwargs: dict[str, Any], verb: str) -> None:
 def _check_top_k(top_k: Any) -> None:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
         raise InvalidInput(f"top_k must be an integer from 1 to 1000, got {top_k!r}")
-
-
-def _native_config(config: dict[str, Any]) -> dict[str, Any]:
-    """mem0's config dict as hippocampus settings: custom_instructions -> instructions, custom_categories (a list of
-    {name: description}) -> categories; provider sections are named in a warning, unknown keys refused."""
-    ignored = [k for k in config if k in _PROVIDER_KEYS]
-    if ignored:
-        warnings.warn(f"hippocampus.compat.mem0: {ignored} do not apply (Hippocampus keeps its own store, embedder "
-                      "and model; set them in its config)", stacklevel=3)
-    unknown = [k for k in config if k not in (*_PROVIDER_KEYS, "custom_instructions", "custom_categories")]
-    if unknown:
-        raise InvalidInput(f"unknown mem0 config keys {unknown}")
-    out: dict[str, Any] = {}
-    if config.get("custom_instructions"):
-        out["instructions"] = config["custom_instructions"]
-    if config.get("custom_categories"):
-        cats = config["custom_categories"]
-        if not isinstance(cats, list) or not all(isinstance(c, dict) and len(c) == 1 for c in cats):
-            raise InvalidInput("custom_categories is a list of {name: description} dicts")
-        out["categories"] = [{"name": k, "description": v} for c in cats for k, v in c.items()]
-    return out
 
 
 class AsyncMemory:

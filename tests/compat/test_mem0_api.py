@@ -178,15 +178,20 @@ def test_expiration_date_hides_a_memory_unless_show_expired(mem0: Memory):
 
 
 def test_from_config_takes_mem0s_dict(shared_db, embedder):
-    with pytest.warns(UserWarning, match="vector_store"):
-        m = Memory({"custom_instructions": "Keep only hobbies", "vector_store": {"provider": "qdrant"}},
-                   milvus_uri=str(shared_db), collection_name=f"m0_{uuid.uuid4().hex[:10]}", embedder=embedder)
+    with pytest.warns(UserWarning, match="history_db_path"):
+        m = Memory({"custom_instructions": "Keep only hobbies", "history_db_path": "./history.db", "version": "v1.1",
+                    "vector_store": {"provider": "milvus", "config": {"url": str(shared_db),
+                                                                       "collection_name": f"m0_{uuid.uuid4().hex[:10]}"}},
+                    "llm": {"provider": "ollama", "config": {"model": "qwen2.5:7b", "temperature": 0.1}}},
+                   embedder=embedder)
     try:
-        assert m.memory.config.instructions == "Keep only hobbies"
+        cfg = m.memory.config
+        assert cfg.instructions == "Keep only hobbies" and cfg.milvus_uri == str(shared_db)
+        assert (cfg.llm_provider, cfg.llm_model, cfg.llm_base_url) == ("openai", "qwen2.5:7b", "http://localhost:11434/v1")
     finally:
         m.close()
     with pytest.raises(ValueError, match="unknown mem0 config keys"):
-        Memory.from_config({"custom_fact_extraction_prompt": "x"})
+        Memory.from_config({"no_such_key": "x"})
 
 
 def test_async_memory_takes_the_same_calls(mem0: Memory):

@@ -148,3 +148,31 @@ def test_a_mem0_config_yaml_in_the_working_directory_does_not_break_memory(tmp_p
         assert m.memory.config.k_semantic == 5  # the default: nothing read from mem0's file
         (added,) = m.add("I like tea", user_id="ana", infer=False)["results"]
         assert m.get(added["id"])["memory"] == "I like tea"
+
+
+def test_mem0s_config_dict_maps_what_has_a_counterpart():
+    from hippocampus.compat.mem0_config import native_config
+
+    got = native_config({"vector_store": {"provider": "milvus", "config": {"url": "http://m:19530", "token": "t",
+                                                                         "collection_name": "c", "embedding_model_dims": 1536}},
+                         "llm": {"provider": "openai", "config": {"model": "gpt-4.1-mini", "api_key": "sk-x", "max_tokens": 900}},
+                         "embedder": {"provider": "lmstudio", "config": {"model": "nomic", "embedding_dims": 768}}})
+    assert got == {"milvus_uri": "http://m:19530", "milvus_token": "t", "collection_name": "c", "embedding_dim": 768,
+                   "llm_provider": "openai", "llm_model": "gpt-4.1-mini", "llm_api_key": "sk-x", "llm_max_tokens": 900,
+                   "embedding_provider": "openai", "embedding_model": "nomic", "embedding_base_url": "http://localhost:1234/v1"}
+
+
+@pytest.mark.parametrize("config,said", [
+    ({"vector_store": {"provider": "qdrant", "config": {"host": "localhost"}}}, "vector_store provider 'qdrant'"),
+    ({"llm": {"provider": "anthropic", "config": {"model": "claude"}}}, "llm provider 'anthropic'"),
+    ({"embedder": {"provider": "huggingface", "config": {}}}, "embedder provider 'huggingface'"),
+    ({"graph_store": {"provider": "neo4j"}}, "'graph_store' has no counterpart"),
+    ({"reranker": {"provider": "cohere"}}, "'reranker' has no counterpart"),
+    ({"custom_fact_extraction_prompt": "Extract..."}, "'custom_fact_extraction_prompt' has no counterpart"),
+    ({"custom_update_memory_prompt": "Update..."}, "'custom_update_memory_prompt' has no counterpart"),
+    ({"version": "v1.0"}, "version 'v1.0'"),
+    ({"llm": {"provider": "openai", "config": {"openai_api_base": "x"}}}, "no counterpart here"),
+])
+def test_mem0s_config_dict_refuses_by_name_what_has_no_counterpart(config, said):
+    with pytest.raises(ValueError, match=said):
+        Memory.from_config(config)
