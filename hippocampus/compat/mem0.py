@@ -70,7 +70,7 @@ class Memory:
         user, agent, run = (S.entity_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"), (run_id, "run_id")))
         owner = S.owner_of(user, agent, run)
         said = S.turns(messages)
-        metadata = _callers(metadata, S.ENTITY_KEYS, "add")
+        metadata = _callers(metadata, S.IMMUTABLE_KEYS, "add")
         common = dict(user_id=owner, agent_id=agent, run_id=run, ts=timestamp, expires_at=expiration_date,
                       memory_type="procedural" if memory_type else "episodic")
         if infer and not memory_type:
@@ -125,6 +125,7 @@ class Memory:
     def batch_update(self, memories: Sequence[dict[str, Any]]) -> dict[str, str]:
         """mem0's batch_update: [{"memory_id", "text"?, "metadata"?}], up to 1,000; every id checked before any change."""
         items = _batch(memories, "batch_update", ("memory_id", "text", "metadata"))
+        items = [{**i, "metadata": _callers(i.get("metadata"), S.IMMUTABLE_KEYS, "batch_update")} for i in items]
         found = [self._record(i["memory_id"]) for i in items]
         by_owner: dict[str, list[dict[str, Any]]] = {}
         for item, (record, owner) in zip(items, found):
@@ -241,9 +242,13 @@ class Memory:
 
 
 def _callers(metadata: Any, refused: tuple[str, ...], verb: str) -> dict[str, Any] | None:
-    """The caller's metadata without the keys mem0 sets itself: dropped with a warning, as mem0 drops them."""
+    """The caller's metadata without the keys mem0 sets itself: dropped with a warning, as mem0 drops them. A key the
+    library writes itself (`time`, `context`, `said_at`, ...) is refused: it could be neither kept nor shown."""
     if not isinstance(metadata, dict):
         return metadata  # None, or a wrong type the native call refuses by name
+    taken = sorted(k for k in metadata if k in S.LIBRARY_ONLY)
+    if taken:
+        raise InvalidInput(f"metadata keys {taken} are written by Hippocampus itself; use other names (docs/mem0.md)")
     dropped = [k for k in metadata if k in refused]
     if dropped:
         warnings.warn(f"hippocampus.compat.mem0: metadata keys {dropped} are ignored by {verb}() (set by mem0 itself: "

@@ -176,3 +176,14 @@ def test_mem0s_config_dict_maps_what_has_a_counterpart():
 def test_mem0s_config_dict_refuses_by_name_what_has_no_counterpart(config, said):
     with pytest.raises(ValueError, match=said):
         Memory.from_config(config)
+
+
+@pytest.mark.parametrize("key", ["time", "context", "said_at", "named_date", "importance"])
+def test_a_metadata_key_the_library_writes_itself_is_refused(mem0: Memory, key: str):
+    """Neither kept as given nor shown: refused by name before anything is written."""
+    with pytest.raises(ValueError, match=key):
+        mem0.add("I keep bees", user_id="ana", metadata={key: "x"}, infer=False)
+    (added,) = mem0.add("I keep bees", user_id="ana", infer=False)["results"]
+    with pytest.raises(ValueError, match=key):
+        mem0.update(added["id"], metadata={key: "x"})
+    assert mem0.get(added["id"])["metadata"] is None and len(mem0.get_all(filters={"user_id": "ana"})["results"]) == 1
