@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from datetime import timezone
 from typing import Any
 
 from .. import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
-from ..models import MemoryRecord
+from ..lifecycle import expiry
+from ..models import MemoryRecord, now_ts
 from . import mem0_shapes as S
 from .mem0_config import native_config
 
@@ -76,6 +78,7 @@ class Memory:
         if infer and not memory_type:
             # The native decision counts a turn said again as a use of the memory it repeats (stored False): mem0's
             # NONE, which answers no event. The expiry is set on what was stored only, never on the repeated one.
+            expiry.resolve(expiration_date, now_ts(), timezone.utc)  # a bad date refused before anything is written
             done = self.memory.add(said, metadata=metadata, infer=True, **{**common, "expires_at": None})  # type: ignore[arg-type]
             fresh = done.ids if done.stored else []
             if fresh and expiration_date is not None:
@@ -237,8 +240,17 @@ class Memory:
         run alone is one cheap query per user; only the users it finds are searched (an embedding each)."""
         if user is not None:
             return [user]
-        return [u for u in self.memory.user_ids()
-                if next(iter(self.memory.iter_all(u, filters=native, include_expired=expired)), None) is not None]
+        return [u for u in self.memory.user_ids() if _any(self.memory.iter_all(u, filters=native, include_expired=expired))]
+
+
+def _any(records: Iterator[MemoryRecord]) -> bool:
+    """Whether a native iterator yields a record: its first page only, then closed."""
+    try:
+        return next(records, None) is not None
+    finally:
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()
 
 
 def _callers(metadata: Any, refused: tuple[str, ...], verb: str) -> dict[str, Any] | None:

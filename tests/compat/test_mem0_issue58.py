@@ -187,3 +187,9 @@ def test_a_metadata_key_the_library_writes_itself_is_refused(mem0: Memory, key: 
     with pytest.raises(ValueError, match=key):
         mem0.update(added["id"], metadata={key: "x"})
     assert mem0.get(added["id"])["metadata"] is None and len(mem0.get_all(filters={"user_id": "ana"})["results"]) == 1
+
+
+def test_a_bad_expiration_date_with_inference_writes_nothing(mem0: Memory):
+    with pytest.raises(ValueError, match="expires_at"):
+        mem0.add("Remember my dentist appointment on Monday", user_id="bob", expiration_date="not a date")
+    assert mem0.get_all(filters={"user_id": "bob"}, show_expired=True)["results"] == []
