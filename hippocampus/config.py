@@ -1,8 +1,8 @@
-"""Settings: keyword arguments > HIPPOCAMPUS_* environment > config.yaml > defaults.
+"""Settings: keyword arguments > HIPPOCAMPUS_* environment > hippocampus.yaml (config_file.py) > defaults.
 
 API keys are read from the environment only (HIPPOCAMPUS_LLM_API_KEY,
 HIPPOCAMPUS_EMBEDDING_API_KEY, or OPENAI_API_KEY as a fallback); a key written
-in config.yaml is refused so that secrets never land in a committed file.
+in the settings file is refused so that secrets never land in a committed file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
@@ -22,11 +21,11 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from .config_file import YamlSource, config_path
 from .errors import ConfigError
 from .models import CategorySpec
 
 DEFAULT_HOME = Path(os.environ.get("HIPPOCAMPUS_HOME", Path.home() / ".hippocampus"))
-SECRET_FIELDS = ("llm_api_key", "embedding_api_key")
 
 # Calibrated per embedding model: similarity at or above `merge` proposes a merge
 # candidate, [`ambiguous`, `merge`) proposes separation. The original design chose 0.85/0.65
@@ -73,65 +72,12 @@ def local_model_name(model_path: str | Path, dim: int | None = None) -> str:
     return f"local/{name}@{dim}" if dim else f"local/{name}"
 
 
-class _YamlSource(PydanticBaseSettingsSource):
-    """Reads config.yaml (path from HIPPOCAMPUS_CONFIG, else ./config.yaml if present)."""
-
-    def __init__(self, settings_cls: type[BaseSettings], path: Path | None):
-        super().__init__(settings_cls)
-        self.path = path
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        if self.path is None:
-            return {}
-        data = yaml_settings(self.path)
-        if not isinstance(data, dict):
-            raise ConfigError(f"{self.path}: expected a mapping of settings")
-        for key in SECRET_FIELDS:
-            if data.get(key):
-                raise ConfigError(
-                    f"{self.path}: {key} must not be stored in a file; set HIPPOCAMPUS_{key.upper()}"
-                )
-        return {k: v for k, v in data.items() if v is not None}
-
-
-def yaml_settings(path: Path) -> Any:
-    """The parsed config file; a file that cannot be read or parsed is a ConfigError naming it and why."""
-    if path.is_dir():
-        raise ConfigError(f"config file {path} is a directory, not a YAML file (check HIPPOCAMPUS_CONFIG)")
-    if not path.exists():
-        raise ConfigError(f"config file {path} does not exist (HIPPOCAMPUS_CONFIG names it)")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"config file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
-            "save it as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        return yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-
-
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 def is_loopback(url: str) -> bool:
     """A local endpoint (Ollama, llama.cpp, a test stub) may go without an API key."""
     return (urlparse(url).hostname or "").lower() in _LOOPBACK
-
-
-def _config_path() -> Path | None:
-    explicit = os.environ.get("HIPPOCAMPUS_CONFIG")
-    if explicit:
-        return Path(explicit)
-    local = Path("config.yaml")
-    return local if local.exists() else None
 
 
 class MemoryConfig(BaseSettings):
@@ -253,7 +199,7 @@ class MemoryConfig(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _YamlSource(settings_cls, _config_path()))
+        return (init_settings, env_settings, YamlSource(settings_cls, config_path()))
 
     @field_validator("llm_gate", "graph", mode="before")
     @classmethod

@@ -25,7 +25,7 @@ English and Chinese (about 40% Chinese), spread over `--users` users; each clien
   store in-process ("lost after restart").
 
 Both sides run the offline embedder and offline LLM (forced) and otherwise read the same settings
-(environment, ./config.yaml). The bench process and the service share the machine's cores.
+(environment, ./hippocampus.yaml). The bench process and the service share the machine's cores.
 """
 
 from __future__ import annotations

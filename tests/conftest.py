@@ -35,7 +35,7 @@ settings.register_profile("explore", max_examples=300, **_QUIET)
 settings.register_profile("dev", max_examples=20, **_QUIET)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# Tests never read a developer's config.yaml or ~/.hippocampus.
+# Tests never read a developer's HIPPOCAMPUS_CONFIG file or ~/.hippocampus.
 os.environ.pop("HIPPOCAMPUS_CONFIG", None)
 
 

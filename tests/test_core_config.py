@@ -1,4 +1,4 @@
-"""MemoryConfig: keyword arguments > HIPPOCAMPUS_* environment > config.yaml > defaults; secrets only
+"""MemoryConfig: keyword arguments > HIPPOCAMPUS_* environment > hippocampus.yaml > defaults; secrets only
 from the environment; per-model thresholds; bad settings are ConfigError through Memory."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def write_yaml(tmp_path: Path, text: str) -> Path:
 
 
 def test_defaults_are_local_and_offline(clean_env, tmp_path):
-    clean_env.chdir(tmp_path)  # no ./config.yaml here
+    clean_env.chdir(tmp_path)  # no ./hippocampus.yaml here
     cfg = MemoryConfig()
     assert cfg.is_local_store and cfg.milvus_uri.endswith("memories.db") and "://" not in cfg.milvus_uri
     assert cfg.collection_name == "memories"
@@ -56,13 +56,37 @@ def test_precedence_kwargs_over_env_over_yaml_over_defaults(clean_env, tmp_path)
     assert (cfg.k_episodic, cfg.k_semantic, cfg.search_mode) == (9, 6, "bm25")
 
 
-def test_config_yaml_in_the_working_directory_is_read(clean_env, tmp_path):
-    (tmp_path / "config.yaml").write_text("k_semantic: 11\n", encoding="utf-8")
+def test_hippocampus_yaml_in_the_working_directory_is_read(clean_env, tmp_path):
+    (tmp_path / "hippocampus.yaml").write_text("k_semantic: 11\n", encoding="utf-8")
+    (tmp_path / "config.yaml").write_text("k_semantic: 13\n", encoding="utf-8")  # hippocampus.yaml comes first
     clean_env.chdir(tmp_path)
     assert MemoryConfig().k_semantic == 11
     other = write_yaml(tmp_path, "k_semantic: 12\n")
-    clean_env.setenv("HIPPOCAMPUS_CONFIG", str(other))  # an explicit file wins over ./config.yaml
+    clean_env.setenv("HIPPOCAMPUS_CONFIG", str(other))  # an explicit file wins over ./hippocampus.yaml
     assert MemoryConfig().k_semantic == 12
+
+
+def test_a_config_yaml_is_read_only_when_it_says_it_is_hippocampuss(clean_env, tmp_path, caplog):
+    """./config.yaml is a name other programs use (mem0's): read only as a `hippocampus:` section, or, written before
+    hippocampus.yaml, when every key is a setting (with a log line to rename it); anything else is left alone."""
+    clean_env.chdir(tmp_path)
+    shared = tmp_path / "config.yaml"
+    shared.write_text("vector_store: {provider: qdrant}\nhippocampus:\n  k_semantic: 9\n", encoding="utf-8")
+    assert MemoryConfig().k_semantic == 9
+    shared.write_text("k_semantic: 11\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="hippocampus.config"):
+        assert MemoryConfig().k_semantic == 11
+    assert "rename it hippocampus.yaml" in caplog.text
+    caplog.clear()
+    shared.write_text("vector_store: {provider: qdrant}\nk_semantic: 11\nversion: v1.1\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="hippocampus.config"):
+        assert MemoryConfig().k_semantic == 5
+    assert "not read as Hippocampus's settings" in caplog.text and "vector_store" in caplog.text
+    shared.write_bytes(b"\xff\xfe x")  # another program's file, whatever it holds, never breaks start-up
+    assert MemoryConfig().k_semantic == 5
+    shared.write_text("hippocampus: 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="section must be a mapping"):
+        MemoryConfig()
 
 
 @pytest.mark.parametrize("key", ["llm_api_key", "embedding_api_key"])

@@ -29,9 +29,9 @@ def one_line(result: subprocess.CompletedProcess, code: int, *needles: str) -> s
 
 
 # ------------------------------------------------------------------ item 1: the config file
-def test_a_config_yaml_that_is_not_utf8_is_a_config_error(tmp_path: Path):
-    (tmp_path / "config.yaml").write_bytes(b"\xff\xfe x")
-    one_line(run(tmp_path, "--uri", str(tmp_path / "x.db"), "stats"), 2, "ConfigError", "config.yaml", "not UTF-8")
+def test_a_hippocampus_yaml_that_is_not_utf8_is_a_config_error(tmp_path: Path):
+    (tmp_path / "hippocampus.yaml").write_bytes(b"\xff\xfe x")
+    one_line(run(tmp_path, "--uri", str(tmp_path / "x.db"), "stats"), 2, "ConfigError", "hippocampus.yaml", "not UTF-8")
 
 
 def test_hippocampus_config_naming_a_directory_is_a_config_error(tmp_path: Path):

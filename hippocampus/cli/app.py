@@ -4,7 +4,7 @@ consolidate, schedule, serve, mcp, the lifecycle's decay, context, curate, resto
 
 Every command prints a rich table for people and, with `--json`, plain JSON for scripts. The store
 comes from the global options `--uri` / `--collection`, otherwise from MemoryConfig (keyword >
-HIPPOCAMPUS_* environment > config.yaml > defaults). With `--server URL` (or HIPPOCAMPUS_SERVER)
+HIPPOCAMPUS_* environment > hippocampus.yaml > defaults). With `--server URL` (or HIPPOCAMPUS_SERVER)
 every command goes through a running service instead (a Client has Memory's verbs), so a cron
 line can consolidate while the agent's service holds the store. Errors of the library print one line on
 stderr and exit with 2 for the caller's mistakes (InvalidInput, ConfigError) and 1 otherwise

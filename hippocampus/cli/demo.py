@@ -2,7 +2,7 @@
 
 Runs offline: a milvus-lite store in a new temporary directory (or `--uri`), the bundled
 multilingual embedder, and the offline rules provider wherever an LLM would decide.
-`--embedder configured` keeps the embedder that config.yaml and HIPPOCAMPUS_* name instead (a
+`--embedder configured` keeps the embedder that hippocampus.yaml and HIPPOCAMPUS_* name instead (a
 local EmbeddingGemma folder, say), to see what it changes on the same conversation. The
 conversation ships in `hippocampus/data/demo_conversation.json`; only the user's turns are
 offered to memory (the assistant's replies are context for a person reading the file).
@@ -233,7 +233,7 @@ def demo(
     raw: bool = typer.Option(False, "--raw", help="store every user turn as-is (infer=False) instead of letting the write decider choose"),
     no_consolidate: bool = typer.Option(False, "--no-consolidate", help="skip the offline consolidation step"),
     as_json: bool = typer.Option(False, "--json", help="also print the results as JSON on stdout (progress goes to stderr)"),
-    embedder: str = typer.Option("offline", "--embedder", help="offline: the bundled embedder; configured: the one config.yaml "
+    embedder: str = typer.Option("offline", "--embedder", help="offline: the bundled embedder; configured: the one hippocampus.yaml "
                                  "or HIPPOCAMPUS_EMBEDDING_* name (e.g. a local model folder)"),
 ) -> None:
     """Remember a short bilingual conversation offline, then ask it questions across languages."""

@@ -54,7 +54,7 @@ def fetch(
         F.fetch_model(spec, root, accept_license=True, progress=_say)
     else:
         _say(f"{spec.name} is already in {folder} and every file matches its pinned sha256")
-    typer.echo("# to use it, in config.yaml (or HIPPOCAMPUS_EMBEDDING_PROVIDER / _MODEL_PATH):")
+    typer.echo("# to use it, in hippocampus.yaml (or HIPPOCAMPUS_EMBEDDING_PROVIDER / _MODEL_PATH):")
     for line in F.config_lines(folder):
         typer.echo(line)
 

@@ -3,23 +3,26 @@ unchanged (docs/mem0.md). A thin face: each verb translates mem0's call shape (m
 native calls and the answer back into mem0's dicts; filters, search, history and expiry are the native ones.
 
 What differs, on purpose and documented: ids are the native integers (as strings in results, strings or numbers
-taken); `score` is the cosine similarity (BM25's score where no dense search ran), which `threshold` compares; a
-call without a user_id reads the memories written without one under the same agent_id (else run_id)."""
+taken); `score` is the cosine similarity (BM25's score where no dense search ran), which `threshold` compares.
+A call scoped by agent_id or run_id without a user_id reads every user's memories that carry it, as mem0's does:
+the library keeps memories per user, so such a call asks each user of the store in turn (`_owners`)."""
 
 from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from datetime import timezone
 from typing import Any
 
 from .. import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
-from ..models import Category, MemoryRecord
+from ..lifecycle import expiry
+from ..models import MemoryRecord, now_ts
 from . import mem0_shapes as S
+from .mem0_config import native_config
 
 _UNSET: Any = object()
-_PROVIDER_KEYS = ("vector_store", "llm", "embedder", "reranker", "history_db_path", "version", "graph_store")
 _MAX_BATCH = 1000
 KINDS = ["episodic", "semantic", "procedural"]
 
@@ -36,12 +39,13 @@ class Memory:
         if config is not None and not isinstance(config, dict):
             raise InvalidInput("config is a dict (mem0's from_config shape) or None; hippocampus settings go as keywords")
         self._own = memory is None
-        self.memory = memory if memory is not None else NativeMemory(**{**_native_config(config or {}), **native})
+        self.memory = memory if memory is not None else NativeMemory(**{**native_config(config or {}), **native})
 
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]) -> Memory:
-        """mem0's constructor from a dict: `custom_instructions` and `custom_categories` are honoured; the
-        provider sections (vector_store, llm, embedder, ...) do not apply and are named in a warning."""
+        """mem0's constructor from its documented dict (mem0_config.py): a Milvus vector store, an OpenAI-compatible
+        llm and embedder, custom_instructions and custom_categories are mapped; what has no counterpart is refused
+        by name."""
         return cls(config_dict)
 
     def close(self) -> None:
@@ -68,11 +72,18 @@ class Memory:
         user, agent, run = (S.entity_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"), (run_id, "run_id")))
         owner = S.owner_of(user, agent, run)
         said = S.turns(messages)
+        metadata = _callers(metadata, S.IMMUTABLE_KEYS, "add")
         common = dict(user_id=owner, agent_id=agent, run_id=run, ts=timestamp, expires_at=expiration_date,
                       memory_type="procedural" if memory_type else "episodic")
         if infer and not memory_type:
-            done = self.memory.add(said, metadata=metadata, infer=True, **common)  # type: ignore[arg-type]
-            return {"results": [self._added(i, owner) for i in done.ids]}
+            # The native decision counts a turn said again as a use of the memory it repeats (stored False): mem0's
+            # NONE, which answers no event. The expiry is set on what was stored only, never on the repeated one.
+            expiry.resolve(expiration_date, now_ts(), timezone.utc)  # a bad date refused before anything is written
+            done = self.memory.add(said, metadata=metadata, infer=True, **{**common, "expires_at": None})  # type: ignore[arg-type]
+            fresh = done.ids if done.stored else []
+            if fresh and expiration_date is not None:
+                self.memory.renew_expiry(dict.fromkeys(fresh, expiration_date), owner)
+            return {"results": [self._added(i, owner) for i in fresh]}
         kept = [m for m in said if m["role"] != "system"]
         items = [{"messages": m["content"], "metadata": {**(metadata or {}), "role": m["role"],
                                                          **({"actor_id": m["name"]} if m.get("name") else {})}, **common}
@@ -90,12 +101,10 @@ class Memory:
         text = data if text is None else text
         if text is None and metadata is None and expiration_date is _UNSET:
             raise InvalidInput("At least one of text, metadata, or expiration_date must be provided.")
-        if expiration_date is None:
-            raise InvalidInput("expiration_date=None (clearing an expiry) is not supported; give a date")
         record, owner = self._record(memory_id)
-        meta = {k: v for k, v in (metadata or {}).items() if k not in S.ENTITY_KEYS}  # immutable after creation, as mem0's
-        self.memory.update(record.id, record.text if text is None else text, owner, meta or None,
-                           None if expiration_date is _UNSET else expiration_date)
+        meta = _callers(metadata, S.IMMUTABLE_KEYS, "update")  # fixed at creation, as mem0's
+        until = None if expiration_date is _UNSET else S.NEVER if expiration_date is None else expiration_date
+        self.memory.update(record.id, record.text if text is None else text, owner, meta or None, until)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: Any) -> dict[str, str]:
@@ -110,15 +119,16 @@ class Memory:
         if not (user or agent or run):
             raise InvalidInput("At least one filter is required to delete all memories. If you want to delete all "
                                "memories, use the `reset()` method.")
-        owner = S.owner_of(user, agent, run)
         narrow = {k: v for k, v in (("agent_id", agent), ("run_id", run)) if v} or None
-        ids = [r.id for r in self.memory.iter_all(owner, filters=narrow, include_expired=True)]
-        self._delete_ids(ids, owner)
+        for owner in [user] if user else self.memory.user_ids():  # else every user's of that agent or run, as mem0's
+            ids = [r.id for r in self.memory.iter_all(owner, filters=narrow, include_expired=True)]
+            self._delete_ids(ids, owner)
         return {"message": "Memories deleted successfully!"}
 
     def batch_update(self, memories: Sequence[dict[str, Any]]) -> dict[str, str]:
         """mem0's batch_update: [{"memory_id", "text"?, "metadata"?}], up to 1,000; every id checked before any change."""
         items = _batch(memories, "batch_update", ("memory_id", "text", "metadata"))
+        items = [{**i, "metadata": _callers(i.get("metadata"), S.IMMUTABLE_KEYS, "batch_update")} for i in items]
         found = [self._record(i["memory_id"]) for i in items]
         by_owner: dict[str, list[dict[str, Any]]] = {}
         for item, (record, owner) in zip(items, found):
@@ -167,16 +177,20 @@ class Memory:
         _check_top_k(top_k)
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold must be a number in [0, 1], got {threshold!r}")
-        owner, native = S.split_filters(filters, self._categories())
-        found = self.memory.search(query, owner, limit=top_k, filters=native, memory_types=KINDS,
-                                   include_expired=bool(show_expired))
+        owner, native = S.split_filters(filters)
+        hits = []
+        for user in self._owners(owner, native, bool(show_expired)):
+            found = self.memory.search(query, user, limit=top_k, filters=native, memory_types=KINDS,
+                                       include_expired=bool(show_expired))
+            hits += [(hit, hit.similarity if hit.similarity is not None else hit.score) for hit in found.all]
+        if owner is None:  # several users' hits: merged by the score mem0's caller sees (one user's keep their order)
+            hits.sort(key=lambda h: -h[1])
         out = []
-        for hit in found.all:
-            score = hit.similarity if hit.similarity is not None else hit.score
+        for hit, score in hits:
             if score >= threshold:
                 row = S.item(hit.memory, round(float(score), 6), with_score=True)
                 if explain:
-                    row["score_details"] = dict(hit.signals)
+                    row["score_details"] = S.score_details(hit, score)
                 out.append(row)
         return {"results": out[:top_k]}
 
@@ -184,7 +198,7 @@ class Memory:
         """One memory by id as mem0's dict, or None when no memory has it."""
         try:
             record, _ = self._record(memory_id)
-        except MemoryNotFound:
+        except (MemoryNotFound, InvalidInput):  # an id that can name no memory is not found either, as in mem0
             return None
         return S.item(record, None, with_score=True)
 
@@ -193,9 +207,11 @@ class Memory:
         """Up to `top_k` memories of the user (and agent or run) that `filters` names, oldest first."""
         _no_top_level_ids(kwargs, "get_all")
         _check_top_k(top_k)
-        owner, native = S.split_filters(filters, self._categories())
-        page = self.memory.page(owner, None, 0, top_k, filters=native, include_expired=bool(show_expired))
-        return {"results": [S.item(r) for r in page.items]}
+        owner, native = S.split_filters(filters)
+        found = [r for user in self._owners(owner, native, bool(show_expired))
+                 for r in self.memory.page(user, None, 0, top_k, filters=native, include_expired=bool(show_expired)).items]
+        found.sort(key=lambda r: (r.ts, r.id))  # oldest first across users, as one user's page is
+        return {"results": [S.item(r) for r in found[:top_k]]}
 
     def history(self, memory_id: Any) -> list[dict[str, Any]]:
         """Every change to a memory, oldest first, as mem0's history rows; also after it was deleted."""
@@ -203,7 +219,9 @@ class Memory:
         owner = self.memory.owner_of(native_id)
         if owner is None:
             return []
-        return [S.history_item(e) for e in self.memory.history(native_id, owner)]
+        events = self.memory.history(native_id, owner)
+        said = S.said_by(events, self.get(native_id))
+        return [S.history_item(e, said) for e in events if e.action not in S.NOT_MEM0_EVENTS]
 
     # ------------------------------------------------------------------ helpers
     def _record(self, memory_id: Any) -> tuple[MemoryRecord, str]:
@@ -216,8 +234,39 @@ class Memory:
             pass
         raise MemoryNotFound(f"Memory with id {memory_id} not found")
 
-    def _categories(self) -> list[str]:
-        return [c.value for c in Category] + [c.name for c in self.memory.config.categories]
+    def _owners(self, user: str | None, native: dict[str, Any] | None = None, expired: bool = True) -> list[str]:
+        """The native users a call reads: its user, else every user of the store (the adapters' reserved ids
+        aside) holding a memory the filter matches. The library keeps memories per user, so mem0's scope by agent or
+        run alone is one cheap query per user; only the users it finds are searched (an embedding each)."""
+        if user is not None:
+            return [user]
+        return [u for u in self.memory.user_ids() if _any(self.memory.iter_all(u, filters=native, include_expired=expired))]
+
+
+def _any(records: Iterator[MemoryRecord]) -> bool:
+    """Whether a native iterator yields a record: its first page only, then closed."""
+    try:
+        return next(records, None) is not None
+    finally:
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()
+
+
+def _callers(metadata: Any, refused: tuple[str, ...], verb: str) -> dict[str, Any] | None:
+    """The caller's metadata without the keys mem0 sets itself: dropped with a warning, as mem0 drops them. A key the
+    library writes itself (`time`, `context`, `said_at`, ...) is refused: it could be neither kept nor shown."""
+    if not isinstance(metadata, dict):
+        return metadata  # None, or a wrong type the native call refuses by name
+    taken = sorted(k for k in metadata if k in S.LIBRARY_ONLY)
+    if taken:
+        raise InvalidInput(f"metadata keys {taken} are written by Hippocampus itself; use other names (docs/mem0.md)")
+    dropped = [k for k in metadata if k in refused]
+    if dropped:
+        warnings.warn(f"hippocampus.compat.mem0: metadata keys {dropped} are ignored by {verb}() (set by mem0 itself: "
+                      "pass user_id / agent_id / run_id as arguments; actor_id and role come from the messages)",
+                      stacklevel=3)
+    return {k: v for k, v in metadata.items() if k not in dropped}
 
 
 def _batch(memories: Any, verb: str, allowed: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -244,27 +293,6 @@ def _no_top_level_ids(kwargs: dict[str, Any], verb: str) -> None:
 def _check_top_k(top_k: Any) -> None:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
         raise InvalidInput(f"top_k must be an integer from 1 to 1000, got {top_k!r}")
-
-
-def _native_config(config: dict[str, Any]) -> dict[str, Any]:
-    """mem0's config dict as hippocampus settings: custom_instructions -> instructions, custom_categories (a list of
-    {name: description}) -> categories; provider sections are named in a warning, unknown keys refused."""
-    ignored = [k for k in config if k in _PROVIDER_KEYS]
-    if ignored:
-        warnings.warn(f"hippocampus.compat.mem0: {ignored} do not apply (Hippocampus keeps its own store, embedder "
-                      "and model; set them in its config)", stacklevel=3)
-    unknown = [k for k in config if k not in (*_PROVIDER_KEYS, "custom_instructions", "custom_categories")]
-    if unknown:
-        raise InvalidInput(f"unknown mem0 config keys {unknown}")
-    out: dict[str, Any] = {}
-    if config.get("custom_instructions"):
-        out["instructions"] = config["custom_instructions"]
-    if config.get("custom_categories"):
-        cats = config["custom_categories"]
-        if not isinstance(cats, list) or not all(isinstance(c, dict) and len(c) == 1 for c in cats):
-            raise InvalidInput("custom_categories is a list of {name: description} dicts")
-        out["categories"] = [{"name": k, "description": v} for c in cats for k, v in c.items()]
-    return out
 
 
 class AsyncMemory:

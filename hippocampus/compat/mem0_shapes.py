@@ -5,15 +5,18 @@ MemoryRecord or a HistoryEvent into mem0's result dicts. Pure functions: compat/
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InvalidInput
-from ..models import HistoryAction, HistoryEvent, MemoryRecord
+from ..models import HistoryAction, HistoryEvent, MemoryRecord, SearchHit
 from ..store.filters import LIBRARY_KEYS
 
 ENTITY_KEYS = ("user_id", "agent_id", "run_id")
+IMMUTABLE_KEYS = (*ENTITY_KEYS, "actor_id", "role")  # set when a memory is added; mem0's update keeps them
+# mem0 clears an expiry; the library keeps one key per expiry, so "never" is the last second it can hold (year 9999),
+# shown to mem0's caller as no expiration_date.
+NEVER = 253402300799
 COMBINATORS = ("AND", "OR", "NOT")
 DATE_KEYS = ("created_at", "updated_at")
 # A memory written without a user_id (only an agent_id or a run_id) lives under a user named after that id. mem0 refuses
@@ -21,9 +24,13 @@ DATE_KEYS = ("created_at", "updated_at")
 _SCOPE_KEYS = ("agent_id", "run_id")
 # Metadata the library writes, or mem0 shows at the top level of a result instead of under "metadata".
 _NOT_CALLERS = frozenset({*LIBRARY_KEYS, "life", "chatid", "who", "said_at", "write_reason", "event_time", "agent_id",
-                          "run_id", "role", "actor_id", "expires_at"})
+                          "run_id", "role", "actor_id", "expires_at", "named_date"})
+# Keys the library writes into a memory's metadata itself: a caller's key of that name could be neither kept nor shown.
+LIBRARY_ONLY = _NOT_CALLERS - set(IMMUTABLE_KEYS)
 _EVENTS = {HistoryAction.CREATED: "ADD", HistoryAction.UPDATED: "UPDATE", HistoryAction.DELETED: "DELETE",
            HistoryAction.FORGOTTEN: "DELETE"}
+# The library's bookkeeping of a memory's use, which changes neither its text nor its existence: no mem0 history row.
+NOT_MEM0_EVENTS = frozenset({HistoryAction.HIT, HistoryAction.REACTIVATED})
 ENTITY_HELP = "filters must contain at least one of: user_id, agent_id, run_id. Example: filters={'user_id': 'u1'}"
 
 
@@ -55,57 +62,47 @@ def is_scope_user(user_id: str) -> bool:
     return any(user_id.startswith(f"{k} ") for k in _SCOPE_KEYS)
 
 
-def split_filters(filters: Any, categories: Iterable[str]) -> tuple[str, dict[str, Any] | None]:
-    """mem0's `filters` as (the native user, the native filter): user_id / agent_id / run_id at the top name whose
-    memories; every other key is translated by `_tree`. Raises InvalidInput (a ValueError, as mem0's) naming the
-    problem."""
-    if not isinstance(filters, dict):
+def split_filters(filters: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """mem0's `filters` as (the native user, the native filter): a user_id at the top names whose memories; without
+    one the call reads every user's memories (the owner is None), as mem0 does, narrowed by the filter, which keeps
+    agent_id / run_id and translates every other key by `_tree`. Raises InvalidInput (a ValueError, as mem0's)
+    naming the problem."""
+    if not isinstance(filters, dict) or not any(k in filters for k in ENTITY_KEYS):
         raise InvalidInput(ENTITY_HELP)
-    user = entity_id(filters.get("user_id"), "user_id") if not isinstance(filters.get("user_id"), dict) else None
     if isinstance(filters.get("user_id"), dict) or filters.get("user_id") == "*":
         raise InvalidInput("user_id in filters names one user (a string); a call reads one user's memories")
+    user = entity_id(filters.get("user_id"), "user_id")
     scoped: dict[str, Any] = {}
-    named: dict[str, str | None] = {}
     for key in _SCOPE_KEYS:
-        if key not in filters:
-            continue
-        value = filters[key]
-        if isinstance(value, dict) or value == "*":
-            scoped[key] = {"exists": True} if value == "*" else value
-            named[key] = None
-        else:
-            named[key] = entity_id(value, key)
-            scoped[key] = named[key]
-    if not any(k in filters for k in ENTITY_KEYS):
+        if key in filters:
+            value = filters[key]
+            scoped[key] = ({"exists": True} if value == "*" else value) if isinstance(value, dict) or value == "*" \
+                else entity_id(value, key)
+    if user is None and not scoped:
         raise InvalidInput(ENTITY_HELP)
-    if user is None and not (named.get("agent_id") or named.get("run_id")):
-        raise InvalidInput("without a user_id, filters name one agent_id or run_id (a string)")
-    owner = owner_of(user, named.get("agent_id"), named.get("run_id"))
     rest = {k: v for k, v in filters.items() if k not in ENTITY_KEYS}
-    native = {**scoped, **(_tree(rest, list(categories)) if rest else {})}
-    return owner, native or None
+    native = {**scoped, **(_tree(rest) if rest else {})}
+    return user, native or None
 
 
-def _tree(node: Any, categories: list[str]) -> dict[str, Any]:
+def _tree(node: Any) -> dict[str, Any]:
     """One mem0 filter object in the native syntax: combinators kept (NOT's list too), an agent_id / run_id kept,
-    created_at / updated_at the library's dates, `categories` the lifecycle's category, `metadata` a nested object
-    of keys, and any other key the caller's metadata key (mem0 keeps them all in the payload)."""
+    created_at / updated_at the library's dates, `metadata` a nested object of keys, and any other key (`categories`
+    too) the caller's metadata key: mem0 keeps them all in the payload."""
     if not isinstance(node, dict) or not node:
         raise InvalidInput(f"a filter is a non-empty object, got {node!r}"[:120])
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in ("AND", "OR") or key == "NOT" and isinstance(value, list):
-            out[key] = [_tree(v, categories) for v in value] if isinstance(value, list) else value
+            out[key] = [_tree(v) for v in value] if isinstance(value, list) else value
         elif key == "NOT":
-            out[key] = _tree(value, categories)
+            out[key] = _tree(value)
         elif key == "user_id":
             raise InvalidInput("user_id goes at the top level of filters, not inside AND / OR / NOT")
         elif key in _SCOPE_KEYS:
             out[key] = {"exists": True} if value == "*" else value
         elif key in DATE_KEYS:
             out[f"metadata.{key}"] = value
-        elif key == "categories":
-            out["lifecycle.category"] = _categories(value, categories)
         elif key == "metadata" and isinstance(value, dict):
             out.update({f"metadata.{k}": v for k, v in value.items()})
         elif not isinstance(key, str) or not key or "." in key:
@@ -113,19 +110,6 @@ def _tree(node: Any, categories: list[str]) -> dict[str, Any]:
         else:
             out[f"metadata.{key}"] = value
     return out
-
-
-def _categories(value: Any, known: list[str]) -> Any:
-    """`categories` (mem0's list of a memory's categories): here every memory has one, its lifecycle category. `in`
-    matches any of the names, `contains` a part of a name ignoring case, `"*"` any."""
-    if value == "*":
-        return {"exists": True}
-    if isinstance(value, dict) and set(value) == {"contains"} and isinstance(value["contains"], str):
-        part = value["contains"].casefold()
-        return {"in": [name for name in known if part in name.casefold()]}
-    if isinstance(value, dict) and set(value) - {"in", "nin"}:
-        raise InvalidInput(f"categories takes in, nin, contains or a name, got {sorted(value)}")
-    return value
 
 
 def turns(messages: Any) -> list[dict[str, str]]:
@@ -170,15 +154,36 @@ def item(record: MemoryRecord, score: float | None = None, with_score: bool = Fa
         if record.metadata.get(key) is not None:
             out[key] = record.metadata[key]
     until = record.metadata.get("expires_at")
-    if until is not None:
+    if until is not None and until != NEVER:
         out["expiration_date"] = iso(until)[:10]  # type: ignore[index]
     return out
 
 
-def history_item(event: HistoryEvent) -> dict[str, Any]:
-    """A history event as mem0's history row: ADD / UPDATE / DELETE (the library's other actions by name)."""
+def score_details(hit: SearchHit, score: float) -> dict[str, Any]:
+    """explain=True's details under mem0's names: semantic_score (the cosine similarity, None where no dense search
+    ran), bm25_score (BM25's normalised score, None where BM25 did not find it), final_score (the `score` shown and
+    compared with `threshold`); the library's own ranking signals follow under `signals`."""
+    return {"semantic_score": hit.similarity, "bm25_score": hit.signals.get("bm25_norm"), "final_score": round(float(score), 6),
+            "signals": dict(hit.signals)}
+
+
+def said_by(events: list[HistoryEvent], record: dict[str, Any] | None) -> dict[str, Any]:
+    """The role and actor_id a memory was added with, which mem0 writes on each of its history rows: from the memory
+    (a mem0 item), else, once deleted, from the row its deletion event keeps."""
+    if record is not None:
+        return {"actor_id": record.get("actor_id"), "role": record.get("role")}
+    for event in reversed(events):
+        meta = ((event.details or {}).get("row") or {}).get("metadata") or {}
+        if meta:
+            return {"actor_id": meta.get("actor_id"), "role": meta.get("role")}
+    return {"actor_id": None, "role": None}
+
+
+def history_item(event: HistoryEvent, said: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A history event as mem0's history row: ADD / UPDATE / DELETE (the library's other actions by name), with the
+    role and actor_id the memory was added with (`said_by`)."""
     name = _EVENTS.get(event.action, event.action.value.upper())
     return {"id": str(event.event_id), "memory_id": str(event.memory_id), "old_memory": event.old_text,
             "new_memory": event.new_text, "event": name, "created_at": iso(event.at),
             "updated_at": iso(event.at) if name != "ADD" else None, "is_deleted": name == "DELETE",
-            "actor_id": None, "role": None}
+            "actor_id": (said or {}).get("actor_id"), "role": (said or {}).get("role")}

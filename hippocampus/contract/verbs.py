@@ -259,7 +259,7 @@ CLI_ONLY = {
 CLI_NO_JSON = {
     "serve": "runs until stopped; prints logs, not data",
     "mcp": "stdout carries the MCP protocol itself",
-    "models fetch": "prints the settings lines to paste into config.yaml; progress goes to stderr",
+    "models fetch": "prints the settings lines to paste into hippocampus.yaml; progress goes to stderr",
 }
 
 

@@ -309,5 +309,5 @@ def _remove_if_empty(path: Path) -> None:
 
 
 def config_lines(folder: Path) -> list[str]:
-    """The settings that use the fetched folder, as config.yaml lines."""
+    """The settings that use the fetched folder, as hippocampus.yaml lines."""
     return ["embedding_provider: local", f"embedding_model_path: {folder}"]

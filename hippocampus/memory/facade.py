@@ -77,7 +77,7 @@ class Memory:
         """Open (or create) the store that `config` names.
 
         `config` is a MemoryConfig (default: read from HIPPOCAMPUS_* environment variables and
-        config.yaml); keyword `overrides` are MemoryConfig fields set on top of it for this instance,
+        hippocampus.yaml); keyword `overrides` are MemoryConfig fields set on top of it for this instance,
         e.g. `Memory(milvus_uri="./demo.db", k_episodic=5)`. `embedder` and `llm` replace the
         configured embedding model and chat model (tests, custom providers).
 

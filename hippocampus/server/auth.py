@@ -1,6 +1,6 @@
 """API keys and the tenants they stand for.
 
-Keys come from the environment or a keys file, never from config.yaml:
+Keys come from the environment or a keys file, never from hippocampus.yaml:
 
 - `HIPPOCAMPUS_API_KEY=<key>`: one operator key (every user id).
 - `HIPPOCAMPUS_API_KEYS="<key>=alice,bob;<key2>=*"`: keys bound to user ids (`*`: operator).

@@ -120,13 +120,15 @@ def test_get_get_all_update_history_and_delete(mem0: Memory):
     assert mem0.history("424242") == []
 
 
-def test_an_agent_or_run_without_a_user_is_its_own_scope(mem0: Memory):
+def test_an_agent_or_run_without_a_user_reads_every_memory_carrying_it(mem0: Memory):
+    """mem0 filters on the payload: an agent_id or run_id alone matches every memory carrying it, whatever its user."""
     mem0.add("Ticket 12 is about billing", agent_id="support_bot", infer=False)
     mem0.add("Ticket 13 is about login", agent_id="support_bot", run_id="r1", infer=False)
     mem0.add("Alice asked the bot about billing", user_id="alice", agent_id="support_bot", infer=False)
+    mem0.add("Alice on her own", user_id="alice", infer=False)
     bot = mem0.get_all(filters={"agent_id": "support_bot"})["results"]
-    assert _texts(bot) == ["Ticket 12 is about billing", "Ticket 13 is about login"]
-    assert all("user_id" not in r and r["agent_id"] == "support_bot" for r in bot)
+    assert _texts(bot) == ["Alice asked the bot about billing", "Ticket 12 is about billing", "Ticket 13 is about login"]
+    assert all(r["agent_id"] == "support_bot" for r in bot) and [r.get("user_id") for r in bot].count("alice") == 1
     assert _texts(mem0.get_all(filters={"agent_id": "support_bot", "run_id": "r1"})["results"]) == ["Ticket 13 is about login"]
     assert _texts(mem0.get_all(filters={"user_id": "alice", "agent_id": "support_bot"})["results"]) == \
         ["Alice asked the bot about billing"]
@@ -176,15 +178,20 @@ def test_expiration_date_hides_a_memory_unless_show_expired(mem0: Memory):
 
 
 def test_from_config_takes_mem0s_dict(shared_db, embedder):
-    with pytest.warns(UserWarning, match="vector_store"):
-        m = Memory({"custom_instructions": "Keep only hobbies", "vector_store": {"provider": "qdrant"}},
-                   milvus_uri=str(shared_db), collection_name=f"m0_{uuid.uuid4().hex[:10]}", embedder=embedder)
+    with pytest.warns(UserWarning, match="history_db_path"):
+        m = Memory({"custom_instructions": "Keep only hobbies", "history_db_path": "./history.db", "version": "v1.1",
+                    "vector_store": {"provider": "milvus", "config": {"url": str(shared_db),
+                                                                       "collection_name": f"m0_{uuid.uuid4().hex[:10]}"}},
+                    "llm": {"provider": "ollama", "config": {"model": "qwen2.5:7b", "temperature": 0.1}}},
+                   embedder=embedder)
     try:
-        assert m.memory.config.instructions == "Keep only hobbies"
+        cfg = m.memory.config
+        assert cfg.instructions == "Keep only hobbies" and cfg.milvus_uri == str(shared_db)
+        assert (cfg.llm_provider, cfg.llm_model, cfg.llm_base_url) == ("openai", "qwen2.5:7b", "http://localhost:11434/v1")
     finally:
         m.close()
     with pytest.raises(ValueError, match="unknown mem0 config keys"):
-        Memory.from_config({"custom_fact_extraction_prompt": "x"})
+        Memory.from_config({"no_such_key": "x"})
 
 
 def test_async_memory_takes_the_same_calls(mem0: Memory):

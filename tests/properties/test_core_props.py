@@ -292,7 +292,7 @@ _UNSET = st.none()
 def test_property_settings_precedence(tmp_path_factory, yaml_k, env_k, kw_k, yaml_mode, env_mode):
     """
     **Validates: Requirements 1.1**
-    Every setting comes from the highest layer that sets it: keyword > HIPPOCAMPUS_* env > config.yaml > default.
+    Every setting comes from the highest layer that sets it: keyword > HIPPOCAMPUS_* env > hippocampus.yaml > default.
     """
     path = tmp_path_factory.mktemp("cfg") / "config.yaml"
     lines = [f"k_episodic: {yaml_k}" if yaml_k is not None else "", f"search_mode: {yaml_mode}" if yaml_mode else ""]
@@ -322,7 +322,7 @@ def test_property_settings_precedence(tmp_path_factory, yaml_k, env_k, kw_k, yam
 def test_property_api_keys_in_yaml_are_refused(tmp_path_factory, key: str, secret: str):
     """
     **Validates: Requirements 1.1**
-    Any non-empty API key written in config.yaml is refused with ConfigError, and the error does not repeat it.
+    Any non-empty API key written in the settings file is refused with ConfigError, and the error does not repeat it.
     """
     assume(secret.strip())
     path = tmp_path_factory.mktemp("cfg") / "config.yaml"
