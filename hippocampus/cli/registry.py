@@ -1,5 +1,5 @@
 """Which service holds which store: `hippocampus serve` records itself (URL, pid, store) in
-HIPPOCAMPUS_HOME/services/<pid>.json while it runs (service.py writes and reads these records; base.py
+HIPPOCAMPUS_HOME/services/<pid>.json while it runs (the folder 0700, the record 0600) (service.py writes and reads these records; base.py
 names the holder in a StoreLockedError's line). Nothing here imports the rest of the command line.
 """
 
@@ -78,12 +78,22 @@ def register(host: str, port: int, store: str, collection: str | None) -> Servic
     """Record this process as the service for `store` (written atomically: a reader never sees half)."""
     record = ServiceRecord(url=client_url(host, port), pid=os.getpid(), store=store_key(store), collection=collection,
                            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    folder = services_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_folder(services_dir())
     temp = folder / f".{record.pid}.{hashlib.sha1(os.urandom(8)).hexdigest()[:8]}.tmp"
-    temp.write_text(record.model_dump_json(), encoding="utf-8")
+    with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as out:
+        out.write(record.model_dump_json())
     os.replace(temp, _path(record.pid))
     return record
+
+
+def private_folder(folder: Path) -> Path:
+    """`folder` made (parents too) and kept 0700. Why: a record names the store's path and the service's
+    URL, the log beside the records what the service did; other local users read neither (issue 57).
+    The folder is the service's own (HIPPOCAMPUS_HOME/services), so an existing one is tightened too."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.stat().st_mode & 0o077:
+        os.chmod(folder, 0o700)  # mkdir's mode passes through the umask; an older folder kept its mode
+    return folder
 
 
 def unregister(pid: int) -> None:
