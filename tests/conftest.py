@@ -20,15 +20,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # is never shared between two workers. The controller makes the folder and its workers inherit it through
 # the environment; every subprocess a test starts inherits it too. Set before hippocampus loads:
 # config.DEFAULT_HOME is read at import.
-TEST_HOME_VARIABLE = "HIPPOCAMPUS_TESTS_HOME"  # the run's temporary folder, set once by the first process
-_FIRST = not os.environ.get(TEST_HOME_VARIABLE)  # this process made the run's folder (pytest_sessionfinish below)
-if _FIRST:
-    REAL_SERVICES = Path(os.environ.get("HIPPOCAMPUS_HOME") or Path.home() / ".hippocampus") / "services"
-    _REAL_BEFORE = set(REAL_SERVICES.glob("*.json")) if REAL_SERVICES.is_dir() else set()
-    os.environ[TEST_HOME_VARIABLE] = tempfile.mkdtemp(prefix="hippocampus-tests-")
-_home = Path(os.environ[TEST_HOME_VARIABLE]) / os.environ.get("PYTEST_XDIST_WORKER", "main")
-_home.mkdir(parents=True, exist_ok=True)
-os.environ["HIPPOCAMPUS_HOME"] = str(_home)
+if not os.environ.get("HIPPOCAMPUS_TESTS_HOME"):  # the run's first process: the xdist controller, or the only one
+    os.environ["HIPPOCAMPUS_TESTS_REAL_HOME"] = os.environ.get("HIPPOCAMPUS_HOME") or str(Path.home() / ".hippocampus")
+    os.environ["HIPPOCAMPUS_TESTS_HOME"] = tempfile.mkdtemp(prefix="hippocampus-tests-")
+    os.environ["HIPPOCAMPUS_TESTS_FIRST_PID"] = str(os.getpid())
+os.environ["HIPPOCAMPUS_HOME"] = os.path.join(os.environ["HIPPOCAMPUS_TESTS_HOME"], os.environ.get("PYTEST_XDIST_WORKER", "main"))
 
 import numpy as np
 import pytest
@@ -46,6 +42,11 @@ settings.register_profile("ci", max_examples=30, derandomize=True, **_QUIET)
 settings.register_profile("explore", max_examples=300, **_QUIET)
 settings.register_profile("dev", max_examples=20, **_QUIET)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+Path(os.environ["HIPPOCAMPUS_HOME"]).mkdir(parents=True, exist_ok=True)
+_FIRST = os.environ["HIPPOCAMPUS_TESTS_FIRST_PID"] == str(os.getpid())  # pytest_sessionfinish below checks, cleans
+REAL_SERVICES = Path(os.environ["HIPPOCAMPUS_TESTS_REAL_HOME"]) / "services"
+_REAL_BEFORE = set(REAL_SERVICES.glob("*.json")) if _FIRST and REAL_SERVICES.is_dir() else set()
 
 # Tests never read a developer's config.yaml or ~/.hippocampus.
 os.environ.pop("HIPPOCAMPUS_CONFIG", None)
@@ -150,4 +151,4 @@ def pytest_sessionfinish(session, exitstatus):
         session.config.pluginmanager.get_plugin("terminalreporter").write_line(
             "tests wrote service records into the real home:\n  " + "\n  ".join(leaked), red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    shutil.rmtree(os.environ[TEST_HOME_VARIABLE], ignore_errors=True)
+    shutil.rmtree(os.environ["HIPPOCAMPUS_TESTS_HOME"], ignore_errors=True)

@@ -7,8 +7,8 @@ measured figure is there, and that a filtered top-k never came back short.
 from __future__ import annotations
 
 import json
-import threading
 import re
+import threading
 
 from scripts import bench, bench_engine
 

@@ -16,7 +16,6 @@ from hippocampus.contract import wire
 from hippocampus.server import KeyRing, create_app
 from hippocampus.server.auth import Tenant
 from hippocampus.server.mcp import When, build_server
-
 from tests.service_support import IN_PROCESS_URL, in_process
 
 
