@@ -42,6 +42,9 @@ def serve_cmd(
     Unless decay_preset is off, decay runs at start when its last pass is over a day old."""
     if _SERVER["url"]:
         raise typer.BadParameter("--server names a service to use; `serve` starts one (drop --server)")
+    from ..server.key_reload import hold_sighup
+
+    hold_sighup()  # a SIGHUP from now until the service reloads keys is held, not fatal (the store opens for seconds)
     from .store_path import check_store_path
 
     check_store_path(store_overrides(), "serve")  # a typo'd --uri is one line, never a new, empty store

@@ -246,8 +246,9 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     import uvicorn  # noqa: PLC0415
 
     from .connections import uvicorn_settings  # noqa: PLC0415 - uvicorn loads only when serving
-    from .key_reload import reload_on_sighup  # noqa: PLC0415
+    from .key_reload import hold_sighup, reload_on_sighup  # noqa: PLC0415
 
+    hold_sighup()  # before the keys are read and the store opens (seconds): a SIGHUP meanwhile is held, not fatal
     keys = KeyRing.load(keys_file)
     if keys.is_open and not is_loopback_host(host):
         raise ConfigError(f"refusing to listen on {host} without API keys: set HIPPOCAMPUS_API_KEY (or "
