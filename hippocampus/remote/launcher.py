@@ -19,20 +19,22 @@ from urllib.parse import urlparse
 
 from ..config import DEFAULT_HOME
 from ..errors import ConfigError, ServiceUnavailable
-from .client import DEFAULT_URL, ENV_SERVER, Client
+from .client import DEFAULT_TIMEOUT_S, DEFAULT_URL, ENV_SERVER, LONG_TIMEOUT_S, Client
 
 START_TIMEOUT_S = 90.0  # opening the store and loading the embedder on a slow machine
 
 
 def connect(url: str | None = None, *, api_key: str | None = None, start: bool = True,
-            start_timeout: float = START_TIMEOUT_S, milvus_uri: str | None = None) -> Client:
+            start_timeout: float = START_TIMEOUT_S, milvus_uri: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+            long_timeout: float = LONG_TIMEOUT_S) -> Client:
     """A Client to the service at `url` (default: HIPPOCAMPUS_SERVER, else http://127.0.0.1:8765).
 
     When nothing answers there and `start` is true, `hippocampus serve` is started in the background
     on that loopback address (on `milvus_uri`, else the configured store) and this waits until it
     answers. A remote URL is never started, only connected to. The service outlives this process:
-    `hippocampus service stop` (or `kill <pid>`) stops it."""
-    client = Client(url, api_key=api_key)
+    `hippocampus service stop` (or `kill <pid>`) stops it. `timeout` and `long_timeout` bound each request
+    (see Client)."""
+    client = Client(url, api_key=api_key, timeout=timeout, long_timeout=long_timeout)
     if client.healthy():
         return client
     if not start:
