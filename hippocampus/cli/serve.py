@@ -58,8 +58,8 @@ def serve_cmd(
     _check_port(host, port)  # a busy port is one line before anything is logged or opened (run_server checks again)
     logging.getLogger("hippocampus.server").info("%s", deployment_line(configured_store(), store_overrides().get("collection_name")))
 
-    def run() -> None:
-        run_server(host, port, keys_file=keys_file, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,
+    def run(secret: str) -> None:
+        run_server(host, port, keys_file=keys_file, service_secret=secret, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,
                    allowed_hosts=allowed_host, public_docs=public_docs, debug_access_log=debug_access_log,
                    behind_https=behind_https, ui_session_hours=ui_session_hours, trusted_proxies=trusted_proxy,
                    **({"max_body_bytes": max_body_bytes} if max_body_bytes is not None else {}), **store_overrides())

@@ -51,7 +51,8 @@ def test_a_service_started_by_connect_is_named_used_and_stopped(home: Path, tmp_
         client.add("I moved to Berlin in May", user_id="alice")
     try:
         [record] = json.loads(invoke("service", "status", "--json").stdout)
-        assert (record["url"], record["store"], record["alive"]) == (url, db, True)
+        assert (record["url"], record["store"], record["alive"], record["state"]) == (url, db, True, "running")
+        assert "secret" not in record  # proved by the service, never shown
         pid = record["pid"]
         # the record names the store, the log what the service did: its user's alone (issue 57)
         folder = home / "services"
@@ -99,7 +100,7 @@ def test_a_busy_port_is_one_line_before_the_store_opens(home: Path, tmp_path: Pa
 def test_sigterm_removes_the_record_and_keeps_its_exit_status(home: Path):
     """What uvicorn does after its graceful shutdown (re-raise SIGTERM), on `serving` alone."""
     code = ("import time; from hippocampus.cli.service import serving; "
-            "serving('0.0.0.0', 9, 'x.db', None, lambda: (print('up', flush=True), time.sleep(60)))")
+            "serving('0.0.0.0', 9, 'x.db', None, lambda secret: (print('up', flush=True), time.sleep(60)))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "up"
@@ -124,7 +125,7 @@ def test_a_dead_record_is_shown_dead_and_removed_by_stop(home: Path, tmp_path: P
     (folder / "garbage.json").write_text("{not json")
     [row] = json.loads(invoke("service", "status", "--json").stdout)
     assert row["pid"] == pid and row["alive"] is False
-    assert "dead" in invoke("service", "status").stdout
+    assert "stale" in invoke("service", "status").stdout
     out = json.loads(invoke("service", "stop", "--uri", str(tmp_path / "old.db"), "--json").stdout)
     assert out["stale_records_removed"] == [pid] and out["stopped"] == []
     assert list(service.records()) == []
