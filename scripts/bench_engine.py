@@ -66,6 +66,22 @@ def build(client: MilvusClient, name: str, layout: str, vectors: np.ndarray, own
     return len(rows) / (time.perf_counter() - t0)
 
 
+def stop_engine(path: str) -> None:
+    """Stop milvus-lite's engine for `path` before its folder goes. Why: `client.close()` closes the
+    connection only; milvus-lite 3.x keeps serving the path in this process, and its background worker
+    (compaction and index build after a flush) goes on writing under `partitions/` while the temporary
+    folder is removed ("Directory not empty: 'partitions'"). Releasing the server closes the database,
+    which waits for that worker. Through milvus-lite's module API, the one pymilvus starts it with;
+    an engine without it (2.5's child process ends with the client) has nothing to stop."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:  # pragma: no cover - a Milvus without the lite package
+        return
+    release = getattr(server_manager_instance, "release_server", None)
+    if release is not None:
+        release(path)
+
+
 def floor_latencies(vectors: np.ndarray, owners: np.ndarray, queries: np.ndarray, users: np.ndarray, k: int = 10) -> list[float]:
     """Seconds per query of the numpy floor: one full matrix product, the user's mask, top k.
     Run it in its own loop: its BLAS threads keep spinning afterwards and slow whatever comes next."""
@@ -106,7 +122,8 @@ def run(rows: int, users: int, queries: int) -> list[dict]:
     qu = rng.integers(users, size=queries)
     out = []
     with tempfile.TemporaryDirectory(prefix="engine-") as tmp:
-        client = MilvusClient(str(Path(tmp) / "bench.db"))
+        path = str(Path(tmp) / "bench.db")
+        client = MilvusClient(path)
         for layout in ("flat", "partition_key", "buckets"):
             name = f"m_{layout}"
             try:
@@ -116,6 +133,7 @@ def run(rows: int, users: int, queries: int) -> list[dict]:
                 out.append({"layout": layout, "error": " ".join(f"{type(exc).__name__}: {exc}".split())[:120]})
                 print(f"  {layout}: not supported", file=sys.stderr)
         client.close()
+        stop_engine(path)
     f50 = 1000 * statistics.median(floor_latencies(vectors, owners, qv, qu))
     for r in out:
         r["floor_p50_ms"] = f50

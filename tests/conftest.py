@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -10,13 +13,18 @@ from pathlib import Path
 # spinning thread pool turns a 20 ms embedding into 2-3 s. Must be set before numpy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Parallel workers (pytest-xdist, `-n 4` in CI): each worker gets a home of its own, so a CLI test's
-# default store (and its fcntl lock) is never shared between two workers. Set before hippocampus
-# loads: config.DEFAULT_HOME is read at import.
-if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("HIPPOCAMPUS_HOME"):
-    _home = Path(os.environ["HIPPOCAMPUS_HOME"]) / os.environ["PYTEST_XDIST_WORKER"]
-    _home.mkdir(parents=True, exist_ok=True)
-    os.environ["HIPPOCAMPUS_HOME"] = str(_home)
+# Tests never write outside their temporary folders (issue 57): the suite always runs in a home of its own,
+# made here in a fresh temporary folder (whatever HIPPOCAMPUS_HOME the shell had: a developer's real
+# ~/.hippocampus gained service records from `python -m pytest -n 4`), and each parallel worker
+# (pytest-xdist) in a folder of its own inside it, so that a CLI test's default store (and its fcntl lock)
+# is never shared between two workers. The controller makes the folder and its workers inherit it through
+# the environment; every subprocess a test starts inherits it too. Set before hippocampus loads:
+# config.DEFAULT_HOME is read at import.
+if not os.environ.get("HIPPOCAMPUS_TESTS_HOME"):  # the run's first process: the xdist controller, or the only one
+    os.environ["HIPPOCAMPUS_TESTS_REAL_HOME"] = os.environ.get("HIPPOCAMPUS_HOME") or str(Path.home() / ".hippocampus")
+    os.environ["HIPPOCAMPUS_TESTS_HOME"] = tempfile.mkdtemp(prefix="hippocampus-tests-")
+    os.environ["HIPPOCAMPUS_TESTS_FIRST_PID"] = str(os.getpid())
+os.environ["HIPPOCAMPUS_HOME"] = os.path.join(os.environ["HIPPOCAMPUS_TESTS_HOME"], os.environ.get("PYTEST_XDIST_WORKER", "main"))
 
 import numpy as np
 import pytest
@@ -34,6 +42,11 @@ settings.register_profile("ci", max_examples=30, derandomize=True, **_QUIET)
 settings.register_profile("explore", max_examples=300, **_QUIET)
 settings.register_profile("dev", max_examples=20, **_QUIET)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+Path(os.environ["HIPPOCAMPUS_HOME"]).mkdir(parents=True, exist_ok=True)
+_FIRST = os.environ["HIPPOCAMPUS_TESTS_FIRST_PID"] == str(os.getpid())  # pytest_sessionfinish below checks, cleans
+REAL_SERVICES = Path(os.environ["HIPPOCAMPUS_TESTS_REAL_HOME"]) / "services"
+_REAL_BEFORE = set(REAL_SERVICES.glob("*.json")) if _FIRST and REAL_SERVICES.is_dir() else set()
 
 # Tests never read a developer's HIPPOCAMPUS_CONFIG file or ~/.hippocampus.
 os.environ.pop("HIPPOCAMPUS_CONFIG", None)
@@ -110,3 +123,32 @@ def openai_stub():
 
     with OpenAIStub() as stub:
         yield stub
+
+
+def _leaked_records() -> list[str]:
+    """The service records that appeared in the real home during this run for a store in a temporary folder
+    (a test's store; a developer's own service, started meanwhile on a real store, is not counted)."""
+    if not REAL_SERVICES.is_dir():
+        return []
+    leaked = []
+    for path in set(REAL_SERVICES.glob("*.json")) - _REAL_BEFORE:
+        try:
+            store = json.loads(path.read_text(encoding="utf-8")).get("store", "")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if str(store).startswith(tempfile.gettempdir()):
+            leaked.append(f"{path}: {store}")
+    return leaked
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The run wrote nothing into the real home (checked once, by the process that made the temporary home,
+    after every worker ended); the temporary home goes."""
+    if not _FIRST:
+        return
+    leaked = _leaked_records()
+    if leaked:
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+            "tests wrote service records into the real home:\n  " + "\n  ".join(leaked), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    shutil.rmtree(os.environ["HIPPOCAMPUS_TESTS_HOME"], ignore_errors=True)

@@ -42,6 +42,9 @@ def serve_cmd(
     Unless decay_preset is off, decay runs at start when its last pass is over a day old."""
     if _SERVER["url"]:
         raise typer.BadParameter("--server names a service to use; `serve` starts one (drop --server)")
+    from ..server.key_reload import hold_sighup
+
+    hold_sighup()  # a SIGHUP from now until the service reloads keys is held, not fatal (the store opens for seconds)
     from .store_path import check_store_path
 
     check_store_path(store_overrides(), "serve")  # a typo'd --uri is one line, never a new, empty store
@@ -55,8 +58,8 @@ def serve_cmd(
     _check_port(host, port)  # a busy port is one line before anything is logged or opened (run_server checks again)
     logging.getLogger("hippocampus.server").info("%s", deployment_line(configured_store(), store_overrides().get("collection_name")))
 
-    def run() -> None:
-        run_server(host, port, keys_file=keys_file, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,
+    def run(secret: str) -> None:
+        run_server(host, port, keys_file=keys_file, service_secret=secret, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,
                    allowed_hosts=allowed_host, public_docs=public_docs, debug_access_log=debug_access_log,
                    behind_https=behind_https, ui_session_hours=ui_session_hours, trusted_proxies=trusted_proxy,
                    **({"max_body_bytes": max_body_bytes} if max_body_bytes is not None else {}), **store_overrides())

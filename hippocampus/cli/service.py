@@ -3,8 +3,10 @@ HIPPOCAMPUS_HOME/services/<pid>.json while it runs, so that a service that `conn
 background can be found, used (`--server URL`) and stopped (`hippocampus service stop`).
 
 A record is written before the store opens and removed when the service ends (its return, Ctrl-C or
-SIGTERM); a service killed with SIGKILL leaves its record, which `service status` shows as dead and
-`service stop` removes. A record counts only while its pid is a running `hippocampus` process.
+SIGTERM). A record counts while its service proves, at /healthz, that it holds the record's secret
+(registry.proves): a service killed with SIGKILL, stuck, or replaced on its port by another process leaves
+a stale record, which `service status` shows and `service stop` (or a command on its store) removes without
+signalling anyone (its pid may be another program's now). A young record whose process runs is a service starting.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from rich.text import Text
 from ..errors import ConfigError, StoreError
 from . import render
 from .base import JsonOpt, WideOpt, _App, app, emit, store_overrides
-from .registry import ServiceRecord, alive, records, register, services_dir, store_key, unregister
+from .registry import ServiceRecord, alive, records, register, services_dir, state, store_key, unregister
 
 STOP_WAIT_S = 45.0  # the service finishes its requests (uvicorn allows 30 s) and closes the store
 STACK_BELOW = 20  # the store column's least room (cells) for `service status` to print a table
@@ -41,9 +43,10 @@ def configured_store(uri: str | None = None) -> str:
         raise ConfigError(str(exc)) from None
 
 
-def serving(host: str, port: int, store: str, collection: str | None, run: Callable[[], None]) -> None:
-    """Run `run` (the service) recorded: the record goes when it returns, raises, or SIGTERM ends it
-    (uvicorn re-raises SIGTERM after its graceful shutdown; the handler here removes the record first)."""
+def serving(host: str, port: int, store: str, collection: str | None, run: Callable[[str], None]) -> None:
+    """Run `run(secret)` (the service, proving the record's secret at /healthz) recorded: the record goes
+    when it returns, raises, or SIGTERM ends it (uvicorn re-raises SIGTERM after its graceful shutdown; the
+    handler here removes the record first)."""
     record = register(host, port, store, collection)
     previous = signal.getsignal(signal.SIGTERM)
 
@@ -58,7 +61,7 @@ def serving(host: str, port: int, store: str, collection: str | None, run: Calla
     except ValueError:  # not the main thread: the record still goes on return
         in_main = False
     try:
-        run()
+        run(record.secret or "")
     finally:
         unregister(record.pid)
         if in_main:
@@ -72,16 +75,19 @@ app.add_typer(service_app, name="service")
 
 
 def _row(record: ServiceRecord) -> dict[str, Any]:
-    return {**record.model_dump(), "alive": alive(record.pid)}
+    """A record as `status` shows it: never its secret; `state` running, starting or stale (alive: not stale)."""
+    now = state(record)
+    return {**record.model_dump(exclude={"secret"}), "state": now, "alive": now != "stale"}
 
 
 @service_app.command("status")
 def status_cmd(as_json: bool = JsonOpt, wide: bool = WideOpt) -> None:
-    """List the recorded services: URL, pid, store, and whether each is still running. A long store
-    path is folded in its middle to fit the terminal (its file name stays); --wide or --json for it whole."""
+    """List the recorded services: URL, pid, store, and whether each is running (it answers as the service
+    that wrote the record), starting, or stale (`service stop` removes its record). A long store path is
+    folded in its middle to fit the terminal (its file name stays); --wide or --json for it whole."""
     rows = [_row(r) for r in records()]
     width = render.UNLIMITED if wide else render.terminal_width()
-    cells = [{"url": row["url"], "pid": str(row["pid"]), "state": "running" if row["alive"] else "dead", "store": row["store"],
+    cells = [{"url": row["url"], "pid": str(row["pid"]), "state": row["state"], "store": row["store"],
               "since": row["started_at"].replace("T", " ")[:16]} for row in rows]
     names = ["url", "pid", "state", "store", "since"]
     fixed = {n: max([len(n)] + [render.cell_len(c[n]) for c in cells]) + 3 for n in names if n != "store"}
@@ -128,26 +134,37 @@ def stop_cmd(
     chosen = [r for r in records() if every or r.store == store]
     stopped, stale, stuck = [], [], []
     for record in chosen:
-        if not alive(record.pid):
+        now = _proved_within(record, wait)
+        if now == "stale":  # it does not answer as the service that wrote the record: nobody is signalled
             stale.append(record.pid)
-        elif _terminate(record.pid, wait):
+        elif now == "running" and _terminate(record.pid, wait):
             stopped.append(record.pid)
-        else:
+        else:  # still starting after `wait`, or proved but not ending
             stuck.append(record.pid)
             continue
         unregister(record.pid)
     out = {"store": store, "stopped": stopped, "stale_records_removed": stale, "still_running": stuck}
     if stuck:
-        raise StoreError(f"the service (pid {', '.join(map(str, stuck))}) is still running after {wait:.0f} s; "
+        raise StoreError(f"the service (pid {', '.join(map(str, stuck))}) is still running (or still starting) after {wait:.0f} s; "
                                "`kill -9` it if it must go now")
     if not stopped and not stale:
         where = "any store" if every else store
-        live = sum(1 for r in records() if alive(r.pid))
+        live = sum(1 for r in records() if state(r) != "stale")
         emit(as_json, out, message=f"no recorded service holds {where}"
              + (f" ({live} other(s) running: `hippocampus service status`)" if live else ""))
         return
     words = [f"stopped pid {pid}" for pid in stopped] + ([f"removed {len(stale)} dead record(s)"] if stale else [])
     emit(as_json, out, message="; ".join(words))
+
+
+def _proved_within(record: ServiceRecord, wait: float) -> str:
+    """The record's state, a starting service given up to `wait` seconds to answer (its store opening)."""
+    deadline = time.monotonic() + max(wait, 0.0)
+    now = state(record)
+    while now == "starting" and time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = state(record)
+    return now
 
 
 def _terminate(pid: int, wait: float) -> bool:

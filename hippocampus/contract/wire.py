@@ -10,14 +10,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 API_PREFIX = "/v1"
 KEY_HEADER = "Authorization"  # "Bearer <key>"; X-API-Key is accepted too
 ALT_KEY_HEADER = "X-API-Key"
 
 Message = dict[str, str]
-Timestamp = int | float | datetime | None
+
+
+def not_a_flag(value: Any) -> Any:
+    """Refuse true/false where a time is meant. Why: pydantic's lax mode reads `true` as the number 1, so
+    `"ts": true` was stored as 1970-01-01 (issue 57); the library refuses a bool, and so does the wire."""
+    if isinstance(value, bool):
+        raise ValueError("a time is epoch seconds or ISO 8601, not true or false")
+    return value
+
+
+NotAFlag = BeforeValidator(not_a_flag)
+Timestamp = Annotated[int | float | datetime | None, NotAFlag]
+Expiry = Annotated[int | float | str | None, NotAFlag]  # also words naming a day ("until Monday")
 # List lengths a request may hold (issue 42): past them a clear 422 before any work. The batch verbs take
 # 1,000 items (memory/batch.py).
 MAX_IDS = 1000
@@ -42,7 +54,7 @@ class AddRequest(_Body):
     infer: bool = False
     ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
     memory_type: str = "episodic"
-    expires_at: int | float | str | None = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
+    expires_at: Expiry = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
                                                           "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
     agent_id: str | None = Field(default=None, description="the agent the memory belongs to (none: the user's shared memory); docs/agents.md")
     run_id: str | None = Field(default=None, description="the run it was said in, recorded and filterable; docs/agents.md")
@@ -82,7 +94,7 @@ class UpdateRequest(_Body):
     user_id: str
     text: str
     metadata: dict[str, Any] | None = None
-    expires_at: int | float | str | None = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
+    expires_at: Expiry = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
                                                           "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
 
 

@@ -44,7 +44,7 @@ class Call(Generic[R]):
     reply: Any  # a pydantic model class, a TypeAdapter, or None (raw JSON)
     params: dict[str, Any] = field(default_factory=dict)
     body: Any = None
-    timeout: Any = "default"
+    timeout: Any = "default"  # "default", "long" (the Client's two settings) or seconds; never unbounded
 
     def read(self, payload: Any) -> R:
         if self.reply is None:
@@ -121,12 +121,13 @@ class _Requests:
         metadata key (created_at, updated_at, pending_decision, ...)."""
         body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
                     ts=ts, memory_type=memory_type, expires_at=_when(expires_at), agent_id=agent_id, run_id=run_id)
-        return Call("POST", "/memories", AddResult, body=body)
+        return Call("POST", "/memories", AddResult, body=body, timeout="long" if infer else "default")  # the LLM decides
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
         """Store many turns as-is (see Memory.add_many); the ids in input order. Raises InvalidInput,
         before anything is written, for any bad item."""
-        call: Call[Any] = Call("POST", "/memories/batch", IdsResult, body={"items": list(items), "batch_size": batch_size})
+        call: Call[Any] = Call("POST", "/memories/batch", IdsResult, body={"items": list(items), "batch_size": batch_size},
+                               timeout="long")  # up to wire.MAX_ADD_MANY texts embedded
         call.read = lambda payload: IdsResult.model_validate(payload).ids  # type: ignore[method-assign]
         return call
 
@@ -211,17 +212,17 @@ class _Requests:
         ids = [getattr(s, "id", s) for s in shown]
         return Call("POST", "/observe", ObserveResult, body={"messages": messages, "user_id": user_id, "shown": ids,
                                                              "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts,
-                                                             "agent_id": agent_id, "run_id": run_id})
+                                                             "agent_id": agent_id, "run_id": run_id}, timeout="long")
 
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> Call[ConsolidationStats]:
         """Run consolidation in the service (after any run in progress); `progress` is not streamed.
         Raises InvalidInput for a bad user_id."""
-        return Call("POST", "/consolidate", ConsolidationStats, body={"user_id": user_id}, timeout=None)
+        return Call("POST", "/consolidate", ConsolidationStats, body={"user_id": user_id}, timeout="long")
 
     def decay(self, user_id: str | None = None, now: Any = None, progress: Any = None) -> Call[DecayStats]:
         """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
         may touch. Raises InvalidInput for a bad user_id or now."""
-        return Call("POST", "/decay", DecayStats, body={"user_id": user_id, "now": now}, timeout=None)
+        return Call("POST", "/decay", DecayStats, body={"user_id": user_id, "now": now}, timeout="long")
 
     def graph(self, user_id: str, limit: int | None = None) -> Call[GraphView]:
         """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
@@ -300,7 +301,7 @@ class _Requests:
         """Bring an edited MEMORY.md back (see Memory.import_md): text, or a path read here. Raises
         InvalidInput for a bad user_id or an unreadable file."""
         text, missing = _local_text(text_or_path, "import_md", lines=True)
-        call: Call[Any] = Call("POST", "/import/md", ImportReport, body={"user_id": user_id, "text": text})
+        call: Call[Any] = Call("POST", "/import/md", ImportReport, body={"user_id": user_id, "text": text}, timeout="long")
         if missing:
             call.read = lambda payload: ImportReport.model_validate(  # type: ignore[method-assign]
                 {**payload, "warnings": [missing, *payload.get("warnings", [])]})
@@ -312,12 +313,12 @@ class _Requests:
         text, missing = _local_text(path, "import_jsonl", lines=False)
         if missing:
             raise InvalidInput(f"cannot read {str(path)!r}: no such file")
-        return Call("POST", "/import/jsonl", ImportReport, body={"user_id": user_id, "text": text})
+        return Call("POST", "/import/jsonl", ImportReport, body={"user_id": user_id, "text": text}, timeout="long")
 
     def build_graph(self, user_id: str | None = None, progress: Any = None) -> Call[GraphStats]:
         """Read new memories into the graph now (see Memory.build_graph); `progress` is not streamed.
         Raises InvalidInput for a bad user_id."""
-        return Call("POST", "/graph/build", GraphStats, body={"user_id": user_id}, timeout=None)
+        return Call("POST", "/graph/build", GraphStats, body={"user_id": user_id}, timeout="long")
 
 
 def _local_text(source: Any, verb: str, lines: bool) -> tuple[str, str]:

@@ -27,12 +27,18 @@ from ..contract import wire
 from ..contract.defaults import DEFAULT_URL, ENV_SERVER
 from ..contract.verbs import VERBS, Verb
 from ..contract.wire import API_PREFIX
-from ..errors import HippocampusError, ServiceUnavailable, from_wire
+from ..errors import ConfigError, HippocampusError, ServiceUnavailable, from_wire
 from ..models import MemoryRecord, MemoryType
 from .calls import Call, R, _json, _Requests
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
-DEFAULT_TIMEOUT_S = 120.0  # add with infer=True waits for the LLM
+# Every request has a bound (issue 57: a recorded service that accepted and never answered hung `consolidate`
+# for ever). `timeout` bounds the verbs that answer from the store; `long_timeout` those that wait for an
+# LLM or much embedding or a store-wide run (add with infer=True, add_many, observe, consolidate, decay,
+# build_graph, the imports: remote/calls.py marks them "long"). Past it: ServiceUnavailable.
+DEFAULT_TIMEOUT_S = 30.0
+LONG_TIMEOUT_S = 900.0  # a consolidation of a large store; the service's LLM calls time out at 60 s each
+CONNECT_TIMEOUT_S = 5.0  # a service on this machine accepts at once or refuses
 PAGE = 1000
 
 
@@ -96,28 +102,49 @@ def _install(cls: type, wrap: Callable[[Callable[..., Call[Any]]], Callable[...,
 
 
 class _Base:
-    def __init__(self, url: str | None, api_key: str | None, timeout: float):
+    def __init__(self, url: str | None, api_key: str | None, timeout: float, long_timeout: float):
         self.url = (url or os.environ.get(ENV_SERVER) or DEFAULT_URL).rstrip("/")
         key = api_key if api_key is not None else os.environ.get(ENV_KEY)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._headers["Content-Type"] = "application/json"
-        self.timeout = timeout
+        self.timeout, self.long_timeout = _seconds("timeout", timeout), _seconds("long_timeout", long_timeout)
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}({self.url!r})"
 
+    def _seconds_for(self, call: Call[Any]) -> float:
+        if call.timeout == "default":
+            return self.timeout
+        if call.timeout == "long":
+            return self.long_timeout
+        return _seconds("a request's timeout", call.timeout)
+
     def _request_args(self, call: Call[Any]) -> dict[str, Any]:
+        seconds = self._seconds_for(call)
         return dict(method=call.method, url=API_PREFIX + call.path, params=call.params,
                     content=_json(call.body) if call.body is not None else None,
-                    timeout=self.timeout if call.timeout == "default" else call.timeout)
+                    timeout=httpx.Timeout(seconds, connect=min(CONNECT_TIMEOUT_S, seconds)))
 
     def _read(self, call: Call[R], response: httpx.Response) -> R:
         if response.status_code >= 400:
             raise _error(response)
         return call.read(response.json())
 
-    def _unreachable(self, exc: httpx.HTTPError) -> ServiceUnavailable:
+    def _unreachable(self, exc: httpx.HTTPError, call: Call[Any]) -> ServiceUnavailable:
+        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
+            setting = "long_timeout" if call.timeout == "long" else "timeout"
+            return ServiceUnavailable(
+                f"the Hippocampus service at {self.url} did not answer {call.method} {API_PREFIX}{call.path} within "
+                f"{self._seconds_for(call):g} s (the request may still complete there); a service that accepts and "
+                f"never answers is stuck: `hippocampus service status`; for longer work, Client({setting}=...)", uri=self.url)
         return ServiceUnavailable(f"cannot reach the Hippocampus service at {self.url}: {type(exc).__name__}: {exc}", uri=self.url)
+
+
+def _seconds(name: str, value: Any) -> float:
+    """A timeout in seconds: a positive number (None, for no bound, is refused: every call ends)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ConfigError(f"{name} must be a positive number of seconds, not {value!r}")
+    return float(value)
 
 
 def _parts(items: Sequence[dict[str, Any]]) -> list[Sequence[dict[str, Any]]]:
@@ -151,11 +178,15 @@ class Client(_Base):
         memory.add("I moved to Berlin in May", user_id="alice")
         print(memory.search("where does alice live?", user_id="alice").episodic[0].text)  # I moved to Berlin in May
     ```
+
+    Each request ends: `timeout` (30 s) bounds the verbs that answer from the store, `long_timeout` (900 s)
+    those that wait for an LLM or a store-wide run (consolidate, decay, build_graph, add with infer=True,
+    add_many, observe, the imports); no answer within it raises ServiceUnavailable.
     """
 
     def __init__(self, url: str | None = None, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 transport: httpx.BaseTransport | None = None):
-        super().__init__(url, api_key, timeout)
+                 long_timeout: float = LONG_TIMEOUT_S, transport: httpx.BaseTransport | None = None):
+        super().__init__(url, api_key, timeout, long_timeout)
         self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport, verify=_verify(self.url))
 
 
@@ -197,7 +228,7 @@ class Client(_Base):
         try:
             response = self._http.request(**self._request_args(call))
         except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from exc
+            raise self._unreachable(exc, call) from exc
         return self._read(call, response)
 
     def close(self) -> None:
@@ -211,11 +242,11 @@ class Client(_Base):
 
 
 class AsyncClient(_Base):
-    """Client for asyncio agents: every verb is a coroutine."""
+    """Client for asyncio agents: every verb is a coroutine (the same timeouts as Client's)."""
 
     def __init__(self, url: str | None = None, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 transport: httpx.AsyncBaseTransport | None = None):
-        super().__init__(url, api_key, timeout)
+                 long_timeout: float = LONG_TIMEOUT_S, transport: httpx.AsyncBaseTransport | None = None):
+        super().__init__(url, api_key, timeout, long_timeout)
         self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport, verify=_verify(self.url))
 
 
@@ -248,7 +279,7 @@ class AsyncClient(_Base):
         try:
             response = await self._http.request(**self._request_args(call))
         except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from exc
+            raise self._unreachable(exc, call) from exc
         return self._read(call, response)
 
     async def aclose(self) -> None:

@@ -8,6 +8,7 @@ serves with uvicorn until SIGINT/SIGTERM, then finishes the requests in flight a
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -15,7 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -23,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
+from ..contract import liveness
 from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT
 from ..contract.wire import error_body
 from ..errors import ConfigError, HippocampusError, NotFound, http_status
@@ -45,7 +47,7 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, cron: str | None 
                decay_at_start: bool = False, ui: bool = True, behind_https: bool = False,
                ui_session_s: float = 12 * 3600, allowed_hosts: Sequence[str] = (),
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
-               debug_access_log: bool = False) -> FastAPI:
+               debug_access_log: bool = False, service_secret: str | None = None) -> FastAPI:
     """The application around `memory`, with the Web UI at /ui unless `ui` is False. With
     `close_memory`, shutting the app down closes it;
     `cron` schedules consolidation, `decay_cron` the decay step alone; `decay_at_start` decays in
@@ -53,7 +55,8 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, cron: str | None 
     the service is reached over TLS (a proxy), so the UI's session cookie is `Secure` and `__Host-`;
     `ui_session_s`: how long a UI login lasts (sessions live in this process: a restart ends them).
     The guard (guard.py) answers only to loopback names and `allowed_hosts`, caps bodies at
-    `max_body_bytes`, needs a key for the docs unless `public_docs`; `debug_access_log` logs raw paths."""
+    `max_body_bytes`, needs a key for the docs unless `public_docs`; `debug_access_log` logs raw paths.
+    `service_secret`: the secret of this service's record (cli/registry.py), which /healthz proves it holds."""
     keys = keys if keys is not None else KeyRing()
     metrics = ServiceMetrics(lambda: memory.stats())
     if not isinstance(memory.llm, CountingLLM):  # count the processors' LLM calls (the rules provider too)
@@ -110,7 +113,11 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, cron: str | None 
     _add_error_handlers(app)
 
     @app.get("/healthz", summary="Liveness: answers while the store is open")
-    def healthz() -> dict[str, str]:
+    def healthz(request: Request, response: Response) -> dict[str, str]:
+        # to a caller holding the service's record, proof that this process wrote it (contract/liveness.py)
+        answer = liveness.answers(service_secret, request.headers.get(liveness.CHALLENGE_HEADER), os.getpid())
+        if answer is not None:
+            response.headers[liveness.PROOF_HEADER] = answer
         return {"status": "ok"}  # nothing more to strangers: the version is in the operator's /v1/stats
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics (operator key)")
@@ -236,18 +243,20 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
                cron: str | None = None, mcp: bool = True, log_level: str = "info", decay_cron: str | None = None,
                allowed_hosts: Sequence[str] = (), max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
                debug_access_log: bool = False, behind_https: bool = False, ui_session_hours: float = 12.0,
-               trusted_proxies: Sequence[str] = (), **overrides: Any) -> None:
+               trusted_proxies: Sequence[str] = (), service_secret: str | None = None, **overrides: Any) -> None:
     """Open the store, serve until interrupted, then finish in-flight requests and close the store.
     Unless decay_preset is off, decay runs at start when its last pass is over a day old. A specific
     address to listen on is served as a Host name too (an address is never a rebound DNS name); the
     access log is the guard's (route templates), not uvicorn's (raw paths with their query strings).
     Connections are bounded (connections.py): a deadline on each request's head and body, a cap on open
-    connections; X-Forwarded-For is believed only from `trusted_proxies` (none by default)."""
+    connections; X-Forwarded-For is believed only from `trusted_proxies` (none by default). `service_secret`:
+    the secret of the record `serve` wrote (cli/registry.py), proved at /healthz."""
     import uvicorn  # noqa: PLC0415
 
     from .connections import uvicorn_settings  # noqa: PLC0415 - uvicorn loads only when serving
-    from .key_reload import reload_on_sighup  # noqa: PLC0415
+    from .key_reload import hold_sighup, reload_on_sighup  # noqa: PLC0415
 
+    hold_sighup()  # before the keys are read and the store opens (seconds): a SIGHUP meanwhile is held, not fatal
     keys = KeyRing.load(keys_file)
     if keys.is_open and not is_loopback_host(host):
         raise ConfigError(f"refusing to listen on {host} without API keys: set HIPPOCAMPUS_API_KEY (or "
@@ -269,7 +278,7 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
     app = create_app(memory, keys, cron=cron, mcp=mcp, decay_cron=decay_cron,
                      decay_at_start=memory.config.decay_preset != "off", allowed_hosts=names,
                      max_body_bytes=max_body_bytes, public_docs=public_docs, debug_access_log=debug_access_log,
-                     behind_https=behind_https, ui_session_s=ui_session_hours * 3600)
+                     behind_https=behind_https, ui_session_s=ui_session_hours * 3600, service_secret=service_secret)
     log.info("serving %s on http://%s:%d (%s)", memory.config.milvus_uri, host, port,
              "open, loopback only" if keys.is_open else f"{len(keys)} API key(s)")
     log_settings(app.state.guard, host, log)

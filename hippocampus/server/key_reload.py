@@ -20,6 +20,7 @@ from .auth import KeyRing
 
 log = logging.getLogger("hippocampus.server")
 _RELOADING = threading.Lock()  # two quick SIGHUPs: the second waits for the first
+_ASKED = threading.Event()  # a SIGHUP came while the service was starting (hold_sighup)
 
 
 def reload_keys(state: Any) -> bool:
@@ -45,11 +46,26 @@ def reload_keys(state: Any) -> bool:
         return True
 
 
+def hold_sighup() -> None:
+    """From the first moment of `serve`: a SIGHUP is remembered, not fatal. Why: SIGHUP's default action
+    ends the process, and opening the store and loading the embedder take seconds before the service can
+    reload anything (issue 57: a `kill -HUP` sent just after a start, as a deploy script sends it after
+    editing the keys, ended the service). reload_on_sighup reloads once for a SIGHUP held here.
+    Main thread only (elsewhere, and where there is no SIGHUP, nothing is done)."""
+    if hasattr(signal, "SIGHUP") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGHUP, lambda signum, frame: _ASKED.set())
+
+
 def reload_on_sighup(state: Any) -> None:
     """SIGHUP reloads the keys, in a thread of its own (a signal handler only starts it: reading
-    files and logging inside the handler could interrupt a log call half done). Main thread only."""
+    files and logging inside the handler could interrupt a log call half done). Main thread only.
+    A SIGHUP held while the service started (hold_sighup) reloads once now: the keys were read before
+    the store opened, and the file may have changed since."""
 
     def on_hup(signum: int, frame: Any) -> None:
         threading.Thread(target=reload_keys, args=(state,), name="keys-reload", daemon=True).start()
 
     signal.signal(signal.SIGHUP, on_hup)
+    if _ASKED.is_set():
+        _ASKED.clear()
+        on_hup(signal.SIGHUP, None)

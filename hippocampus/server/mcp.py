@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
-from ..contract.wire import error_body
+from ..contract.wire import NotAFlag, error_body
 from ..errors import AuthError, HippocampusError, http_status
 from ..models.base import Model
 from .auth import KeyRing, Tenant
@@ -46,6 +46,7 @@ MCP_PATH = "/mcp"
 MemoryKind = Literal["episodic", "semantic", "procedural"] | None
 UserId = Annotated[str, Field(description="whose memories: the user this conversation is with")]
 MemoryId = Annotated[int, Field(description="a memory id, from search_memory, list_memories or add_memory")]
+When = Annotated[int | str | None, NotAFlag]  # a time: epoch seconds or ISO 8601 (or words, for an expiry); never true/false
 AgentId = Annotated[str | None, Field(description="the agent acting (none: the user's shared memory); docs/agents.md")]
 AgentScope = Annotated[Literal["own", "shared", "both"], Field(description="own: the agent's memories; shared: the user's "
                                                                          "without agent; both (default)")]
@@ -66,7 +67,7 @@ class BatchUpdate(Model):
     memory_id: int = Field(description="the memory to correct")
     text: str = Field(description="its new text")
     metadata: dict[str, Any] | None = Field(default=None, description="keys to set in its metadata")
-    expires_at: int | str | None = Field(default=None, description="when it stops being true, as update_memory's")
+    expires_at: When = Field(default=None, description="when it stops being true, as update_memory's")
 
 
 class ToolBackend(Protocol):
@@ -173,7 +174,7 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
     async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: str | None = None,
                          metadata: dict[str, Any] | None = None, infer: bool = False,
                          memory_type: Literal["episodic", "semantic", "procedural"] = "episodic",
-                         ts: int | str | None = None, expires_at: int | str | None = None, agent_id: AgentId = None,
+                         ts: When = None, expires_at: When = None, agent_id: AgentId = None,
                          run_id: RunId = None) -> dict[str, Any]:
         """Remember something about user_id. Call it after a turn worth keeping; give the exchange
         ("assistant: Do you travel alone? user: With my sister"), not a bare reply. infer=true lets
@@ -232,7 +233,7 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
     @tool(annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False))
     async def update_memory(ctx: Context, memory_id: MemoryId, text: str, user_id: UserId,
                             metadata: dict[str, Any] | None = None,
-                            expires_at: int | str | None = None) -> dict[str, Any]:
+                            expires_at: When = None) -> dict[str, Any]:
         """Correct a memory in place when the user says it changed ("I moved again"): replaces its
         text (the id stays, the old text goes to memory_history) and merges metadata into it;
         expires_at as add_memory's. Returns the updated memory."""

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -50,8 +51,13 @@ def test_a_service_started_by_connect_is_named_used_and_stopped(home: Path, tmp_
         client.add("I moved to Berlin in May", user_id="alice")
     try:
         [record] = json.loads(invoke("service", "status", "--json").stdout)
-        assert (record["url"], record["store"], record["alive"]) == (url, db, True)
+        assert (record["url"], record["store"], record["alive"], record["state"]) == (url, db, True, "running")
+        assert "secret" not in record  # proved by the service, never shown
         pid = record["pid"]
+        # the record names the store, the log what the service did: its user's alone (issue 57)
+        folder = home / "services"
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {f"{pid}.json": 0o600, "serve.log": 0o600}
 
         # without --server a command goes through the service that holds the store, and says so (issue 41)
         routed = invoke("--uri", db, "list", "-u", "alice")
@@ -67,7 +73,7 @@ def test_a_service_started_by_connect_is_named_used_and_stopped(home: Path, tmp_
         stopped = json.loads(invoke("--uri", db, "service", "stop", "--json").stdout)
         assert stopped["stopped"] == [pid] and stopped["still_running"] == []
         assert not service.alive(pid) and json.loads(invoke("service", "status", "--json").stdout) == []
-        log = (home / "serve.log").read_text(errors="replace")
+        log = (home / "services" / "serve.log").read_text(errors="replace")
         assert "store closed" in log  # SIGTERM: the graceful path
         assert "faiss" not in log  # milvus-lite's faiss loader listed the CPU builds it could not load (case 15)
         rows = json.loads(invoke("--uri", db, "list", "-u", "alice", "--json").stdout)  # the store is free again
@@ -94,7 +100,7 @@ def test_a_busy_port_is_one_line_before_the_store_opens(home: Path, tmp_path: Pa
 def test_sigterm_removes_the_record_and_keeps_its_exit_status(home: Path):
     """What uvicorn does after its graceful shutdown (re-raise SIGTERM), on `serving` alone."""
     code = ("import time; from hippocampus.cli.service import serving; "
-            "serving('0.0.0.0', 9, 'x.db', None, lambda: (print('up', flush=True), time.sleep(60)))")
+            "serving('0.0.0.0', 9, 'x.db', None, lambda secret: (print('up', flush=True), time.sleep(60)))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "up"
@@ -119,9 +125,32 @@ def test_a_dead_record_is_shown_dead_and_removed_by_stop(home: Path, tmp_path: P
     (folder / "garbage.json").write_text("{not json")
     [row] = json.loads(invoke("service", "status", "--json").stdout)
     assert row["pid"] == pid and row["alive"] is False
-    assert "dead" in invoke("service", "status").stdout
+    assert "stale" in invoke("service", "status").stdout
     out = json.loads(invoke("service", "stop", "--uri", str(tmp_path / "old.db"), "--json").stdout)
     assert out["stale_records_removed"] == [pid] and out["stopped"] == []
     assert list(service.records()) == []
     nothing = invoke("service", "stop", "--uri", str(tmp_path / "other.db"))
     assert nothing.stdout.strip() == f"no recorded service holds {tmp_path / 'other.db'}"
+
+
+def test_records_and_the_log_are_private_even_in_an_older_open_folder(home: Path, tmp_path: Path):
+    """A services folder an older release made 0755 is tightened; a record is written 0600 whatever the
+    umask (issue 57: the record names the store's path)."""
+    from hippocampus.cli import registry
+    from hippocampus.remote.launcher import log_file
+
+    (home / "services").mkdir(parents=True)
+    os.chmod(home / "services", 0o755)
+    old = os.umask(0o022)
+    try:
+        record = registry.register("127.0.0.1", 9, str(tmp_path / "x.db"), None)
+    finally:
+        os.umask(old)
+    try:
+        assert stat.S_IMODE((home / "services").stat().st_mode) == 0o700
+        assert stat.S_IMODE((home / "services" / f"{record.pid}.json").stat().st_mode) == 0o600
+    finally:
+        registry.unregister(record.pid)
+    os.chmod(home / "services", 0o755)
+    assert log_file() == home / "services" / "serve.log" and stat.S_IMODE((home / "services").stat().st_mode) == 0o700
+

@@ -30,7 +30,7 @@ def recorded(tmp_path: Path) -> Path:
 def test_service_status_is_readable_in_a_narrow_terminal(tmp_path: Path, recorded: Path, columns: int) -> None:
     out = hippocampus(tmp_path, "service", "status", columns=columns).stdout
     assert max(cell_len(line) for line in out.splitlines()) <= columns, out
-    assert URL in out and "4242" in out and "dead" in out and "/memories.db" in out, out  # before, at 40: all cut
+    assert URL in out and "4242" in out and "stale" in out and "/memories.db" in out, out  # before, at 40: all cut
     assert str(recorded) in hippocampus(tmp_path, "service", "status", "--json", columns=columns).stdout
 
 
@@ -38,6 +38,6 @@ def test_at_40_columns_each_service_is_labelled_lines(tmp_path: Path, recorded: 
     out = hippocampus(tmp_path, "service", "status", columns=40).stdout
     fields = dict(line.split(maxsplit=1) for line in out.splitlines()[1:] if line.strip())
     fields = {k: v.strip() for k, v in fields.items()}
-    assert fields["url"] == URL and fields["pid"] == "4242" and fields["state"] == "dead", out
+    assert fields["url"] == URL and fields["pid"] == "4242" and fields["state"] == "stale", out
     assert fields["store"].startswith(str(tmp_path)[:5]) and fields["store"].endswith("/memories.db") and "…" in fields["store"]
     assert fields["since"] == "2026-11-28 09:00"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 from scripts import bench, bench_engine
 
@@ -24,6 +25,15 @@ def test_bench_engine_measures_every_layout_against_the_floor(tmp_path):
         assert r["short_results"] == 0
         assert r["p50_ms"] > 0 and r["floor_p50_ms"] > 0
         assert r["ratio"] == r["p50_ms"] / r["floor_p50_ms"]
+
+
+def test_bench_engine_stops_the_engine_before_its_folder_goes():
+    """The flaky "Directory not empty: 'partitions'" (issue 57): client.close() left milvus-lite's engine
+    serving the path, its background worker (compaction, index build after the flush) still writing while
+    the temporary folder was removed. Once run() returns, no worker of its collections is alive."""
+    bench_engine.run(120, users=2, queries=2)
+    workers = [t.name for t in threading.enumerate() if t.name.startswith("milvus_lite-m_")]
+    assert workers == []
 
 
 def test_bench_engine_buckets_follow_crc32_of_the_user():

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -99,3 +101,40 @@ def test_sighup_rereads_the_keys_without_dropping_requests(tmp_path):
     text = log.read_text()
     assert "keys reloaded: 2 key(s) (were 2); 1 Web UI session(s) of removed keys ended" in text
     assert alice not in text and carol not in text, "no key in the log"
+
+
+def test_a_sighup_while_the_store_opens_is_held_not_fatal(tmp_path):
+    """Issue 57: the handler was installed after the store opened, so a SIGHUP in the first seconds (a
+    deploy script's `kill -HUP` right after a start) ended `serve`. Sent the moment `serve` logs its
+    deployment line (before it reads the keys and opens the store), the SIGHUP is held, the service
+    starts, and it reloads its keys once then."""
+    alice = secrets.token_urlsafe(32)
+    keys = tmp_path / "keys.yaml"
+    _write(keys, {"alice": alice})
+    log = tmp_path / "serve.log"
+    port = free_port()
+    command = [sys.executable, "-m", "hippocampus", "--uri", str(tmp_path / "m.db"), "serve", "--port", str(port),
+               "--no-mcp", "--log-level", "info", "--keys-file", str(keys)]
+    env = {**os.environ, "HIPPOCAMPUS_API_KEY": "", "HIPPOCAMPUS_API_KEYS": "", "HIPPOCAMPUS_KEYS_FILE": ""}
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+    try:
+        _until(lambda: "running alone" in log.read_text() or proc.poll() is not None, "serve logs its deployment line")
+        os.kill(proc.pid, signal.SIGHUP)
+        _until(lambda: "keys reloaded" in log.read_text() or proc.poll() is not None, "the held SIGHUP reloads")
+        assert proc.poll() is None, f"serve ended:\n{log.read_text()[-1500:]}"
+        _until(lambda: _healthy(port), "the service answers")
+        assert _status(f"http://127.0.0.1:{port}", alice, "alice") == 200
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGTERM
+
+
+def _healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
