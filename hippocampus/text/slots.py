@@ -296,7 +296,7 @@ def _merged(out: list[tuple[str, list[Statement]]]) -> list[tuple[str, list[Stat
 
 def _attach(out: list[tuple[str, list[Statement]]], at: int, raw: str, hint: str) -> None:
     """A bare negation's value joins the nearest statement of its kind (before it first), else stands alone."""
-    order = [i for i in range(at - 1, -1, -1)] + [i for i in range(at + 1, len(out))]
+    order = [*range(at - 1, -1, -1), *range(at + 1, len(out))]
     for i in order:
         for j, s in enumerate(out[i][1]):
             old = canonical(raw, s.attribute)
@@ -351,11 +351,15 @@ def stored(statements: Iterable[Statement]) -> list[dict[str, Any]]:
 
 
 def of_record(metadata: dict[str, Any], text: str) -> list[Statement]:
-    """A record's statements: those it keeps, else read from its text (a memory written before slots)."""
+    """A record's statements: those it keeps while their words are still in its text (a model may have written
+    them), else read from the text (a memory written before slots, or its text rewritten since)."""
     kept = metadata.get(KEY)
     if isinstance(kept, list):
         try:
-            return [Statement.model_validate(s) for s in kept]
+            statements = [Statement.model_validate(s) for s in kept]
         except ValueError:
-            pass
+            statements = []
+        prepared = _prepare(text)
+        if statements and all(s.said in text or s.said in prepared for s in statements):
+            return statements
     return read(text)
