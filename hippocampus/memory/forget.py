@@ -204,6 +204,10 @@ def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_
 
     takes_back, new_slots = correction_of(said)
     stated = read_slots(said)
+    if new_ids and ctx.config.llm_provider != "offline":  # a model may have given the new memory's slots (online.py)
+        rows = ctx.store.query(F.and_(F.eq("id", new_ids[0]), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=1)
+        keys = {s.key for s in stated}
+        stated += [s for s in (of_record(MemoryRecord.from_row(rows[0]).metadata, rows[0]["text"]) if rows else []) if s.key not in keys]
     if not takes_back and not new_slots and not stated or not new_ids:
         return []
     found = search(said, user_id, limit=CANDIDATES, memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])

@@ -345,9 +345,35 @@ def rest_of(text: str, keys: set[tuple[str, str]]) -> str:
     return ("，" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else ", ").join(p for p in parts if p.strip())
 
 
+def from_model(statements: Iterable[Any]) -> list[Statement]:
+    """A model's statements (processors/results.SlotStatement or dicts) held to the reader's schema: a known
+    attribute, a value or an old value, both canonical; anything else is dropped."""
+    out = []
+    for s in statements:
+        data = s if isinstance(s, dict) else s.model_dump()
+        attribute = str(data.get("attribute") or "").strip().lower().replace(" ", "_").replace("-", "_")
+        if attribute not in ATTRIBUTES:
+            continue
+        subject = "user" if ATTRIBUTES[attribute].user_only else str(data.get("subject") or "user").strip().lower() or "user"
+        value, old = canonical(_text(data.get("value")), attribute), canonical(_text(data.get("old")), attribute)
+        if (value or old) and _plausible(attribute, value):
+            out.append(Statement(subject=subject, attribute=attribute, value=value or None, old=old or None))
+    return out
+
+
+def merged(given: list[Statement], text: str) -> list[Statement]:
+    """`given` (a model's), then the rules' reading of `text` for each slot the model left out."""
+    keys = {s.key for s in given}
+    return [*given, *(s for s in read(text) if s.key not in keys)]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or str(value).strip() == "" else str(value)
+
+
 def stored(statements: Iterable[Statement]) -> list[dict[str, Any]]:
     """The statements as a record keeps them (metadata[KEY])."""
-    return [s.model_dump(exclude_none=True) for s in statements]
+    return [s.model_dump(exclude_none=True, exclude={"said"} if not s.said else None) for s in statements]
 
 
 def of_record(metadata: dict[str, Any], text: str) -> list[Statement]:
@@ -360,6 +386,6 @@ def of_record(metadata: dict[str, Any], text: str) -> list[Statement]:
         except ValueError:
             statements = []
         prepared = _prepare(text)
-        if statements and all(s.said in text or s.said in prepared for s in statements):
+        if statements and all(s.said in text or s.said in prepared for s in statements):  # a model's have no words: kept
             return statements
     return read(text)

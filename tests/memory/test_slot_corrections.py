@@ -110,6 +110,14 @@ def test_the_rest_of_a_memory_stays_findable_and_undo_puts_it_back(store: Memory
     assert store.get(old_id, user).life.superseded_by is None
 
 
+def test_export_carries_each_memorys_statements(store: Memory, tmp_path: Path) -> None:
+    user = f"s_{uuid.uuid4().hex[:8]}"
+    store.add("我老公在腾讯上班", user_id=user, infer=True)
+    assert store.export_jsonl(user, tmp_path / "out.jsonl") == 1
+    (row,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert row["metadata"][KEY] == [{"subject": "husband", "attribute": "employer", "value": "tencent", "said": "在腾讯上班"}]
+
+
 def test_a_sample_of_the_labelled_set_through_the_add_path(store: Memory) -> None:
     """One case of each kind and language of the tune half, through add(infer=True) on milvus-lite."""
     sample: dict[tuple[str, str], dict] = {}
@@ -122,3 +130,27 @@ def test_a_sample_of_the_labelled_set_through_the_add_path(store: Memory) -> Non
         if (store.get(old_id, user).life.superseded_by is not None) != case["supersede"]:
             wrong.append(case["id"])
     assert len(wrong) <= len(sample) // 10, wrong
+
+
+def test_a_models_statements_correct_by_the_same_schema(shared_db: Path, embedder) -> None:
+    """With a model, the write decision may give the slots (processors/results.SlotStatement): wordings the
+    rules cannot read ("Lisbon is home") supersede by slot all the same."""
+    from tests.consolidation_helpers import scripted_chat
+
+    said = {"Lisbon has been home for years.": [{"subject": "user", "attribute": "home", "value": "Lisbon"}],
+            "These days Porto is home.": [{"subject": "user", "attribute": "home", "value": "Porto", "old": None}]}
+
+    def decide(inputs: dict) -> str:
+        text = inputs["turns"][-1]["content"]
+        return json.dumps({"write_episodic": True, "thing": text, "context": "", "time": "", "who": "user", "reason": "scripted",
+                           "statements": said[text]})
+
+    assert read("Lisbon has been home for years.") == [] and read("These days Porto is home.") == []
+    m = Memory(milvus_uri=str(shared_db), collection_name=f"slm_{uuid.uuid4().hex[:10]}", embedder=embedder,
+               llm=scripted_chat({"WriteDecision": decide}), llm_provider="openai", llm_base_url="http://127.0.0.1:9/v1")
+    try:
+        user, old_id, new_ids = _pair(m, *said)
+        assert m.get(new_ids[0], user).metadata[KEY] == [{"subject": "user", "attribute": "home", "value": "porto"}]
+        assert m.get(old_id, user).life.superseded_by == new_ids[0]
+    finally:
+        m.close()
