@@ -154,3 +154,12 @@ def test_a_models_statements_correct_by_the_same_schema(shared_db: Path, embedde
         assert m.get(old_id, user).life.superseded_by == new_ids[0]
     finally:
         m.close()
+
+
+def test_observe_corrects_by_slot_too(store: Memory) -> None:
+    """observe (the knowledge monitor's path) supersedes by slot as add(infer=True) does; a plain add keeps statements."""
+    user = f"s_{uuid.uuid4().hex[:8]}"
+    old_id = store.add("我们家在南京鼓楼区", user_id=user).ids[0]
+    assert store.get(old_id, user).metadata[KEY][0]["value"] == "nanjing"
+    store.observe("not Nanjing anymore, we're in Hangzhou now", user_id=user)
+    assert store.get(old_id, user).life.superseded_by is not None
