@@ -140,6 +140,7 @@ OWNED_KEYS: dict[str, str] = {
     "expires_at": "when the memory expires (epoch seconds), set by add / update's expires_at (lifecycle/expiry.py)",
     "agent_id": "the agent the memory belongs to, set by add's agent_id (store/agents.py; absent: shared)",
     "run_id": "the run the memory was written in, set by add's run_id (store/agents.py)",
+    "statements": "who the memory is about and which slots it fills (text/slots.py): corrections supersede by slot",
 }
 _INT64 = (-(2**63), 2**63 - 1)
 

@@ -11,7 +11,9 @@ from typing import Any
 
 from ..config import zone as local_zone
 from ..models import LIFE_KEY, CategorySpec, Lifecycle, MemoryRecord, MemoryType, now_ts, ts_to_iso
+from ..text import slots
 from ..text.dates import named_day
+from ..text.slots import read as read_slots
 from .categories import new_life, with_declared
 
 
@@ -37,6 +39,9 @@ def new_row(user_id: str, mtype: MemoryType, ts: int, chat_id: str, who: str, te
         life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(said_ts), said=said_text, tz=zone).stored()
     else:
         life = meta.get(LIFE_KEY) or new_life(text, mtype, now, int(ts)).stored()
+    statements = read_slots(text) if slots.KEY not in meta else []  # who and which slot it states (text/slots.py)
+    if statements:
+        extra[slots.KEY] = slots.stored(statements)
     metadata = {**meta, **extra, "created_at": meta.get("created_at", now), "updated_at": now, LIFE_KEY: life}
     stored = Lifecycle.stored_in(metadata) if declared else None
     if stored is not None:

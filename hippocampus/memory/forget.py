@@ -34,6 +34,9 @@ from ..text import (
     substantial,
     taken_back,
 )
+from ..text.slots import corrected as slot_pairs
+from ..text.slots import of_record, rest_of
+from ..text.slots import read as read_slots
 
 if TYPE_CHECKING:
     from ..context import MemoryContext
@@ -94,10 +97,11 @@ def correction_of(said: str) -> tuple[list[str], dict[str, str]]:
 
 
 def is_correction(said: str) -> bool:
-    """Whether the turn corrects something the user said before ("I no longer work at Contoso", "我搬到了罗马"):
-    such a turn is always stored, so that the new state is never lost with the old one."""
+    """Whether the turn corrects something the user said before ("I no longer work at Contoso", "我搬到了罗马")
+    or states a slot that a later turn may correct ("I'm 34", text/slots.py): such a turn is always stored, so
+    that the new state is never lost with the old one."""
     takes_back, new_slots = correction_of(said)
-    return bool(takes_back or new_slots)
+    return bool(takes_back or new_slots or read_slots(said))
 
 
 def untouched_rest(text: str, takes_back: list[str], new_slots: dict[str, str]) -> str:
@@ -122,7 +126,7 @@ def untouched_rest(text: str, takes_back: list[str], new_slots: dict[str, str]) 
 def says_to_memory(said: str) -> bool:
     """Whether a turn asks something of the memory itself: to forget, or a correction of what it holds."""
     takes_back, new_slots = correction_of(said)
-    return bool(forget_asks(said) or takes_back or new_slots)
+    return bool(forget_asks(said) or takes_back or new_slots or any(s.old for s in read_slots(said)))
 
 
 class Honour:
@@ -188,26 +192,36 @@ def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_
                         at: int, actor: str) -> list[int]:
     """A correction said in a turn supersedes what it corrects at once (not only at the next consolidation):
     the old memory gets valid_to and superseded_by (the memory this turn stored), its score halved, a
-    "superseded" history event, and it leaves the prompt block and default search. Only the slot that changed
-    goes: what else the old memory said ("My name is Li Wei" beside the old employer) is kept as a memory of
-    its own (`split_from`). Without a new memory nothing is touched: a correction never erases a fact and
-    stores nothing (the callers store the turn first). The ids superseded."""
+    "superseded" history event, and it leaves the prompt block and default search. Two readings find what is
+    corrected: by slot (text/slots.py: the same subject and attribute with another value, or the old value
+    taken back, in any wording or language: "not Nanjing anymore" supersedes "我们家在南京鼓楼区"), and the older
+    word rules (a clause taking a statement back word for word). Only the slot that changed goes: what else
+    the old memory said ("My name is Li Wei" beside the old employer, "my dog Biscuit" beside the old home)
+    is kept as a memory of its own (`split_from`). Without a new memory nothing is touched: a correction never
+    erases a fact and stores nothing (the callers store the turn first). The ids superseded."""
     from ..lifecycle.policy import decay_table, superseded
     from ..models import LIFE_KEY, HistoryAction, HistoryEvent, now_ts
 
     takes_back, new_slots = correction_of(said)
-    if not takes_back and not new_slots:
+    stated = read_slots(said)
+    if new_ids and ctx.config.llm_provider != "offline":  # a model may have given the new memory's slots (online.py)
+        rows = ctx.store.query(F.and_(F.eq("id", new_ids[0]), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=1)
+        keys = {s.key for s in stated}
+        stated += [s for s in (of_record(MemoryRecord.from_row(rows[0]).metadata, rows[0]["text"]) if rows else []) if s.key not in keys]
+    if not takes_back and not new_slots and not stated or not new_ids:
         return []
     found = search(said, user_id, limit=CANDIDATES, memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])
     records = [h.memory for h in [*getattr(found, "episodic", []), *getattr(found, "semantic", [])] if h.memory.id not in new_ids]
-    if not new_ids:
-        return []
     table, now, done, by = decay_table(ctx.config.decay_preset, ctx.config.categories), now_ts(), [], new_ids[0]
     for record in records:
-        why = corrected(record, takes_back, new_slots)
-        if not why or record.life.superseded_by is not None or record.life.category.value in ("core", "system"):
+        if record.life.superseded_by is not None or record.life.category.value in ("core", "system"):
             continue
-        rest = untouched_rest(record.text, takes_back, new_slots)
+        pairs = slot_pairs(of_record(record.metadata, record.text), stated)
+        why = "; ".join(f"{o.subject}'s {o.attribute}: {o.value} -> {n.value or '(taken back)'}" for o, n in pairs)
+        why = why or corrected(record, takes_back, new_slots)
+        if not why:
+            continue
+        rest = rest_of(record.text, {o.key for o, _ in pairs}) if pairs else untouched_rest(record.text, takes_back, new_slots)
         if rest:
             _keep_rest(ctx, record, rest, actor)
         scope = F.and_(F.eq("id", record.id), F.eq("user_id", user_id))
@@ -219,8 +233,10 @@ def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_
             if old.life.category.value in ("core", "system"):
                 continue
             meta = {**old.metadata, LIFE_KEY: superseded(old.life, by, at, now, table).stored()}
+            slots = [{"subject": o.subject, "attribute": o.attribute, "old": o.value, "new": n.value} for o, n in pairs]
             event = HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.SUPERSEDED, old_text=old.text, actor=actor,
-                                 at=now, details={"superseded_by": by, "reason": f"corrected in a turn ({why})"})
+                                 at=now, details={"superseded_by": by, "reason": f"corrected in a turn ({why})",
+                                                  **({"slots": slots} if slots else {})})
             ctx.store.add_history([event.model_dump(mode="json")])
             ctx.store.upsert([revised_row(rows[0], metadata=meta)])
         done.append(record.id)
@@ -234,7 +250,7 @@ def _keep_rest(ctx: MemoryContext, old: MemoryRecord, rest: str, actor: str) -> 
     from ..models import LIFE_KEY
 
     key = "fact" if old.memory_type is MemoryType.SEMANTIC else "thing"
-    owned = {LIFE_KEY, "created_at", "updated_at", "thing", "fact", "source_text", "said_at", "named_date", "split_from"}
+    owned = {LIFE_KEY, "created_at", "updated_at", "thing", "fact", "source_text", "said_at", "named_date", "split_from", "statements"}
     meta = {**{k: v for k, v in old.metadata.items() if k not in owned}, key: rest, "split_from": old.id}
     row = new_row(old.user_id, old.memory_type, old.ts, old.chat_id, old.who, rest, meta, declared=ctx.config.categories)
     return ctx.writer.insert([row], actor=actor, details={"reason": f"kept from memory {old.id} when a correction superseded it",

@@ -33,7 +33,7 @@ from ..processors.results import ReconsolidationResult
 from ..store import MEMORY_FIELDS, MilvusStore
 from ..store import filters as F
 from ..store.writes import Writer, revised_row
-from ..text import user_lines
+from ..text import slots, user_lines
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +159,8 @@ def add_inferred(writes: Writer, make_decider: Callable[[], Any], config: Any, u
     event_ts, meta = episodic_metadata(decision, ts, chat_id, who, {**metadata, "source_text": text})
     thing = meta["thing"] or text
     meta["thing"] = thing
+    if decision.statements:  # a model's slots, in the rules' schema (text/slots.py); new_row reads the rules' otherwise
+        meta[slots.KEY] = slots.stored(slots.merged(slots.from_model(decision.statements), thing))
     refused = refusals(f"{thing}\n{meta.get('context', '')}", declared)  # what a model wrote is held to them too
     if refused:
         return AddResult(stored=False, refused=refused, reason=refused[0] + note)

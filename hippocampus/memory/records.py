@@ -32,6 +32,7 @@ from ..store import MEMORY_FIELDS
 from ..store import agents as A
 from ..store import filters as F
 from ..store.removal import remove_with_history
+from ..text import slots
 
 
 def deletion_event(old: MemoryRecord, user_id: str, **details: Any) -> dict[str, Any]:
@@ -150,6 +151,8 @@ class RecordService:
             V.check_stored_metadata(new_meta)
         if old.memory_type is MemoryType.EPISODIC and "thing" in old.metadata and "thing" not in extra:
             new_meta["thing"] = text
+        if text != old.text and slots.KEY not in extra:  # the statements of the new text (text/slots.py)
+            new_meta[slots.KEY] = slots.stored(slots.read(text))
         details = {"metadata": {"before": {k: old.metadata[k] for k in extra if k in old.metadata},  # what undo puts back
                                 "absent": [k for k in extra if k not in old.metadata]}} if extra else None
         return self.ctx.writer.rewrite(old, text, new_meta, HistoryAction.UPDATED, actor="api", details=details)

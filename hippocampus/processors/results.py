@@ -29,6 +29,17 @@ def _iso_or_empty(value: object) -> str:
     return text
 
 
+class SlotStatement(Model):
+    """One slot the turn fills (text/slots.Statement, as a model writes it): who, which attribute, the new
+    value and the value taken back. The offline rules read the same from the text."""
+
+    subject: str = Field(default="user", description='"user", a relation ("husband", "sister"), a pet ("dog") or "other"')
+    attribute: str = Field(description="name, age, home, employer, job, school, income, rent, price, amount, diet, allergy, "
+                                       "medication, vehicle, relationship, phone, email, schedule, answer_language or answer_length")
+    value: str | None = Field(default=None, description="the value now, or null when the turn only takes one back")
+    old: str | None = Field(default=None, description='the value the turn says is no longer true ("not Y", "left Y"), or null')
+
+
 class WriteDecision(Model):
     """EpisodicWriteDecider: is this turn worth remembering as an episode, and what is it about."""
 
@@ -38,6 +49,7 @@ class WriteDecision(Model):
     time: str = Field(default="", description="when it happened, ISO 8601, or empty")
     who: str = Field(default="", description="whose memory this is (the speaker), or empty")
     reason: str = Field(default="", description="one short sentence")
+    statements: list[SlotStatement] = Field(default_factory=list, description="the slots the turn states, if any")
 
     _time = field_validator("time", mode="before")(lambda cls, v: _iso_or_empty(v))
 

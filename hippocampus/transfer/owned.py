@@ -121,11 +121,29 @@ def _named_date(key: str, value: Any) -> None:
         raise InvalidInput(f"metadata[{key!r}] must be an ISO date (YYYY-MM-DD), got {str(value)[:40]!r}") from None
 
 
+def _statements(key: str, value: Any) -> None:
+    """A list of statements as the slot reader writes them (text/slots.Statement), each of a known attribute."""
+    from ..text.slot_tables import ATTRIBUTES
+    from ..text.slots import Statement
+
+    try:
+        if not isinstance(value, list) or len(value) > 64:
+            raise ValueError(value)
+        statements = [Statement.model_validate(s) for s in value]
+    except (ValueError, ValidationError):
+        raise InvalidInput(f"metadata[{key!r}] must be a list of statements (subject, attribute, value, old), "
+                           f"got {str(value)[:40]!r}") from None
+    unknown = [s.attribute for s in statements if s.attribute not in ATTRIBUTES]
+    if unknown:
+        raise InvalidInput(f"metadata[{key!r}] names an unknown attribute {unknown[0][:40]!r}")
+
+
 CHECKS: dict[str, Callable[[str, Any], None]] = {
     **dict.fromkeys(_TIMES, _time), **dict.fromkeys(_FLAGS, _flag), **dict.fromkeys(_ID_LISTS, _ids),
     **dict.fromkeys(_STRINGS, _string), **dict.fromkeys(_NAMES, _name),
     "source_chat_ids": _chats, "turns": _turns, "compression": _compression, LIFE_KEY: _life,
     "said_at": _said_at, "named_date": _named_date,  # not owned, but written and read back by the library
+    "statements": _statements,
 }
 
 

@@ -61,17 +61,24 @@ def slots(text: str) -> dict[str, str]:
 
 @rule("contradiction_judge")
 def _contradiction_judge(inputs: dict[str, Any]) -> dict[str, Any]:
-    new = slots(str((inputs.get("new_fact") or {}).get("text") or ""))
+    from ...text.slots import corrected, read  # the statements' reader (issue 55): any wording, either language
+
+    text = str((inputs.get("new_fact") or {}).get("text") or "")
+    new, stated = slots(text), read(text)
     superseded, why = [], []
     for line in inputs.get("older_facts") or []:
         m = _NUMBERED.match(str(line))
-        if not m or not new:
+        if not m or not (new or stated):
             continue
         old = slots(m.group(2))
         changed = [s for s in new if s in old and old[s] != new[s]]
+        pairs = corrected(read(m.group(2)), stated)
         if changed:
             superseded.append(int(m.group(1)))
             why.append(f"{changed[0]}: {old[changed[0]]} -> {new[changed[0]]}")
+        elif pairs:
+            superseded.append(int(m.group(1)))
+            why.append(f"{pairs[0][0].attribute}: {pairs[0][0].value} -> {pairs[0][1].value or '(taken back)'}")
     return {"superseded": superseded, "reason": "; ".join(why) or "rules: no single-valued fact of the user changed"}
 
 

@@ -1,0 +1,391 @@
+"""Statements with a subject and a slot (issue 55): who a sentence is about, which attribute it fills and with
+what value, and the value it takes back ("My name is Sean, not Shawn", "我不在德勤了", "I moved from Portland to
+Denver"). Pure and language-neutral: the patterns are data (slot_rules.py), the vocabulary and the policy one
+table (slot_tables.py), values compared in one canonical form (case, numbers, a bilingual gazetteer), so that
+"not Nanjing anymore" takes back "我们家在南京鼓楼区".
+
+Why a reader of its own: a correction has to find what it corrects by meaning, not by words shared with the
+old memory; (subject, attribute) is that meaning, and it is the same in any wording or language. The reader
+is deliberately narrow: it speaks only where a pattern states a slot, and a clause that is a question, a plan
+or a trip states none.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from . import clauses, is_question
+from .lazy import lazy_compile
+from .slot_rules import RULES, VALUES
+from .slot_tables import ATTRIBUTES, CANONICAL, GAZETTEER, PETS, RELATIONS, ZH_DIGITS
+
+KEY = "statements"  # where a record keeps its statements (its metadata: no schema change)
+
+
+class Statement(BaseModel):
+    """One slot a text fills. `value` and `old` are canonical (slots.canonical); `old` is the value the text
+    takes back, `value` None when it only takes one back ("I'm not at Deloitte anymore"); `said` the words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subject: str = "user"
+    attribute: str
+    value: str | None = None
+    old: str | None = None
+    said: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.subject, self.attribute
+
+
+_LEAD = lazy_compile(r"^\s*(?:(?:actually|well|sorry|oh|oops|so|and|but|update|correction|wait|no|btw|by the way|ok|okay|"
+                     r"also|anyway|hey|um|uh|fyi|just so you know|quick update)\b[\s,:-]*)+"
+                     r"|^\s*(?:(?:其实|另外|对了|还有|而且|然后|不过|不好意思|抱歉|更正一下|纠正一下|更正|纠正|说错了|哦|嗯)[，,\s]*)+",
+                     re.IGNORECASE)
+_SKIP = lazy_compile(r"\b(?:if|might|maybe|perhaps|thinking (?:about|of)|plan(?:s|ning)? to|going to|gonna|want to|wants to|"
+                     r"would like to|'d like to|hope to|considering|could|should|will|'ll|next (?:month|year|week)|someday|"
+                     r"dream|wish|used to|when i was)\b|如果|假如|要是|可能|也许|打算|计划|准备|想要?|考虑|将要|明年|下个月|曾经|小时候",
+                     re.IGNORECASE)
+_TRIP = lazy_compile(r"\b(?:trip|visit(?:ing|ed)?|vacation|holiday|conference|business trip|stay(?:ed|ing)|hotel|for the weekend)\b"
+                     r"|出差|旅游|旅行|度假|玩|开会|酒店|民宿|客栈|宾馆|旅馆|住了[一两三四五六七八九几\d]+晚", re.IGNORECASE)
+_NEG = lazy_compile(r"\b(?:no longer|not|never|no more)\s+|\b(?:don't|doesn't|do not|does not|didn't|did not)\s+|n't\s+"
+                    r"|\s*\b(?:anymore|any more|any longer)\b"
+                    r"|(?:已经|现在|其实)?(?:不再|不)(?=住|在|叫|是|吃|做|开|上|当|用|对|养|喝|抽)|没有?(?=住在|在)", re.IGNORECASE)
+_BARE_EN = lazy_compile(r"^(?:(?:i'm|i am|we're|we are|it's|it is|that's|its|i|we|he's|she's)\s+)?(?:not|no longer)\s+"
+                        r"(?:(?P<prep>at|in|with|for|called|named|living in|working at|based in)\s+)?(?P<old>[^,.;!?]+?)"
+                        r"(?:\s+(?:anymore|any more|any longer|now))?$", re.IGNORECASE)
+_BARE_ZH = lazy_compile(r"^(?:我们?|其实|现在)?(?:已经)?(?P<prep>不是|不叫|不在|并非|不住在?)(?P<old>[^，,。]+?)(?:了)?$")
+_NOT_MID = lazy_compile(r"(?<=[\w\d$%])\s+(not|rather than|instead of)\s+(?=\S)", re.IGNORECASE)
+_NOT_AFTER = frozenset({"am", "is", "are", "was", "were", "do", "does", "did", "i'm", "it's", "he's", "she's", "we're", "they're",
+                        "i", "we", "it", "he", "she", "they", "have", "has", "would", "could", "should", "will", "can", "may",
+                        "must", "why", "or", "and", "but", "if", "that", "so", "me", "still", "just", "probably", "definitely"})
+_ZH_NOT = lazy_compile(r"(?<=[^\s我也还都就可并又，,。不])(?=不是|不叫|而不是)")
+_ZH_NOT_BUT = lazy_compile(r"不是(?P<old>[^，,。]+?)[，,]?而是(?P<new>[^，,。]+)")
+_EN_NOT_BUT = lazy_compile(r"\bnot (?P<old>[^,.;]+?),? but (?P<new>[^,.;]+)", re.IGNORECASE)
+_OTHER = lazy_compile(r"\b(?:he|she|they|his|her|their|he's|she's|they're|him|them)\b|他|她", re.IGNORECASE)
+_USER = lazy_compile(r"\b(?:i|i'm|i've|i'd|i am|me|my|we|we're|we've|our|us|the user|user)\b|我|咱|用户", re.IGNORECASE)
+_NAMED = lazy_compile(r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+(?:lives|works|is|moved|just|has|got|turned|drives|earns|makes)\b")
+_NUMBER = lazy_compile(r"^[$¥€£]?\s?(\d[\d,]*(?:\.\d+)?)\s?([kK]|万|千)?")
+_TRIM_ZH = lazy_compile(r"(?:了|的|工作|上班|生活|附近|这边|那边|住|呢|啊|吧|八年|\d+年|[一二三四五六七八九十几]+年).*$")
+
+
+@functools.cache
+def _relations() -> tuple[Any, Any]:
+    en = "|".join(sorted((w for ws in RELATIONS.values() for w in ws if w.isascii()), key=len, reverse=True))
+    zh = "|".join(sorted((w for ws in RELATIONS.values() for w in ws if not w.isascii()), key=len, reverse=True))
+    return (re.compile(rf"\b(?:my|our|the user's|user's)\s+(?:(?:little|older|younger|big|elder|baby|new|old|best)\s+)?(?P<rel>{en})\b",
+                       re.IGNORECASE),
+            re.compile(rf"(?:我|我们|用户)(?:的|家)?(?P<rel>{zh})"))
+
+
+@functools.cache
+def _rules() -> list[tuple[str, re.Pattern[str], str | None]]:
+    """RULES compiled: placeholders filled from VALUES, `@city`/`@company` from the gazetteer's spellings."""
+    def kind(k: str) -> str:
+        return "|".join(sorted((a for _, (t, al) in GAZETTEER.items() if t == k for a in al), key=len, reverse=True))
+
+    out = []
+    for attribute, pattern, fixed in RULES:
+        pattern = pattern.replace("{{", "\0").replace("}}", "\1")
+        pattern = re.sub(r"\{([A-Z]+)\}", lambda m: VALUES[m[1]], pattern).replace("\0", "{").replace("\1", "}")
+        pattern = pattern.replace("@city", f"(?:{kind('city')})").replace("@company", f"(?:{kind('company')})")
+        out.append((attribute, re.compile(pattern), fixed))
+    return out
+
+
+@functools.cache
+def _aliases() -> dict[str, tuple[str, str]]:
+    """Each spelling (lower case) -> (canonical, kind)."""
+    return {a.lower(): (canon, kind) for canon, (kind, aliases) in GAZETTEER.items() for a in (canon, *aliases)}
+
+
+def _zh_number(text: str) -> int | None:
+    if text.isdigit():
+        return int(text)
+    if not text or any(ch not in ZH_DIGITS and ch != "十" for ch in text):
+        return None
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return (ZH_DIGITS.get(tens, 1) if tens else 1) * 10 + (ZH_DIGITS.get(ones, 0) if ones else 0)
+    return int("".join(str(ZH_DIGITS[ch]) for ch in text))
+
+
+def canonical(value: str | None, attribute: str = "") -> str | None:
+    """One form of a value for comparison: NFKC, lower case, no edge punctuation or article, a number's digits
+    ("$6,800" -> "6800", "6.8k" -> "6800", "三十五" -> "35"), a gazetteer place or company by its canonical name
+    ("南京鼓楼区" -> "nanjing"), a known synonym by its canonical word ("吃素" -> "vegetarian")."""
+    if value is None:
+        return None
+    v = unicodedata.normalize("NFKC", value).strip(" \t.,;:!?\"'“”‘’()（），。！？、").strip()
+    v = re.sub(r"^(?:the|a|an)\s+", "", v, flags=re.IGNORECASE)
+    v = re.sub(r"\s+(?:now|anymore|any more|these days|again)$", "", v, flags=re.IGNORECASE)
+    low = v.lower()
+    policy = ATTRIBUTES.get(attribute)
+    if attribute == "age" or (policy is not None and policy.money):
+        n = _zh_number(low) if attribute == "age" else None
+        m = _NUMBER.match(low) if n is None else None
+        if m:
+            num = float(m[1].replace(",", "")) * {"k": 1000, "万": 10000, "千": 1000}.get((m[2] or "").lower(), 1)
+            n = int(num) if num == int(num) else None
+            if n is None:
+                return f"{num:g}"
+        return str(n) if n is not None else low
+    for length in range(len(low), 1, -1):  # the longest gazetteer spelling the value starts with
+        if low[:length] in _aliases() and (length == len(low) or not low[length].isascii() or not low[length].isalnum()):
+            return _aliases()[low[:length]][0]
+    if any("\u4e00" <= ch <= "\u9fff" for ch in low) and attribute in ("home", "employer", "school"):
+        low = _TRIM_ZH.sub("", low) or low
+    return CANONICAL.get(low, low)
+
+
+def kind_of(value: str | None) -> str:
+    """"city", "company", "number" or "" for a canonical value."""
+    if value is None:
+        return ""
+    if value.replace(".", "", 1).isdigit():
+        return "number"
+    return next((k for canon, (k, _) in GAZETTEER.items() if canon == value), "")
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    """Two canonical values name the same thing: equal, or one the other's first words ("portland" / "portland
+    oregon", "sean" / "sean li"), or one the other's start in Chinese ("朝阳" / "朝阳区")."""
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    if kind_of(short) == "number":
+        return False
+    return long.startswith(short + " ") or (not short.isascii() and len(short) >= 2 and long.startswith(short))
+
+
+def _subject(clause: str) -> str | None:
+    """Who the clause is about, the earliest mention winning (a relation over a bare "my" at the same place):
+    "user", a relation ("husband", "dog"), a named person ("ana"), "other" (he, she), or None (none named)."""
+    en, zh = _relations()
+    found: list[tuple[int, int, str]] = []
+    for pattern in (en, zh):
+        m = pattern.search(clause)
+        if m:
+            rel = m["rel"].lower()
+            found.append((m.start(), 0, next(k for k, ws in RELATIONS.items() if rel in (w.lower() for w in ws))))
+    m = _NAMED.match(clause)
+    if m and m["name"].lower() not in {"i", "my", "we", "our", "he", "she", "they", "it", "this", "that", "the", "there"}:
+        found.append((0, 1, m["name"].lower()))
+    for pattern, who in ((_OTHER, "other"), (_USER, "user")):
+        m = pattern.search(clause)
+        if m:
+            found.append((m.start(), 2, who))
+    return min(found)[2] if found else None
+
+
+def _prepare(text: str) -> str:
+    """The wordings of "X, not Y" made one: "不是Y而是X" -> "是X，不是Y", "not Y but X" -> "X, not Y", "X not Y" -> "X, not Y"."""
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # "$120,000" is one figure, not two clauses
+    text = _ZH_NOT_BUT.sub(lambda m: f"是{m['new']}，不是{m['old']}", text)
+    text = _EN_NOT_BUT.sub(lambda m: f"{m['new']}, not {m['old']}", text)
+
+    def comma(m: re.Match[str]) -> str:
+        before = text[: m.start()].split()
+        return m.group(0) if before and before[-1].lower().strip(",") in _NOT_AFTER else f", {m[1]} "
+
+    text = _NOT_MID.sub(comma, text)
+    return _ZH_NOT.sub("，", text)
+
+
+def _clause_statements(clause: str, subject: str) -> list[Statement]:
+    """The statements one clause makes (a negated clause takes its values back)."""
+    negated = bool(_NEG.search(clause))
+    body = _NEG.sub(" ", clause).strip() if negated else clause
+    out: dict[tuple[str, str], Statement] = {}
+    for attribute, pattern, fixed in _rules():
+        for m in pattern.finditer(body):
+            groups = m.groupdict()
+            who = subject
+            if groups.get("subj"):
+                who = next(k for k, ws in RELATIONS.items() if groups["subj"].lower() in (w.lower() for w in ws))
+            if ATTRIBUTES[attribute].user_only:
+                who = "user"
+            value = canonical(fixed if fixed is not None else groups.get("v"), attribute)
+            old = canonical(groups.get("old"), attribute)
+            if not _plausible(attribute, value) or (old is not None and not _plausible(attribute, old)):
+                continue
+            if negated and who not in PETS and value is not None and old is None:
+                value, old = None, value
+            if (who, attribute) not in out and (value or old):
+                out[(who, attribute)] = Statement(subject=who, attribute=attribute, value=value, old=old, said=clause if negated else m.group(0).strip())
+    if "home" in {a for _, a in out} and _TRIP.search(clause):
+        out = {k: s for k, s in out.items() if k[1] != "home"}
+    return list(out.values())
+
+
+def _plausible(attribute: str, value: str | None) -> bool:
+    """A value the attribute can hold: an age of 1-120, a home that is no company, an employer that is no city."""
+    if value is None:
+        return True
+    kind = kind_of(value)
+    if attribute == "age":
+        return value.isdigit() and 0 < int(value) <= 120
+    return not ((attribute == "home" and kind == "company") or (attribute == "employer" and kind == "city"))
+
+
+def _bare(clause: str) -> tuple[str | None, str]:
+    """(the value a bare negation takes back, the attribute its wording names or "") for "not Shawn",
+    "not at Deloitte anymore", "不叫王晓雨"; (None, "") for any other clause."""
+    m = _BARE_EN.match(clause) or _BARE_ZH.match(clause)
+    if not m:
+        return None, ""
+    prep = (m["prep"] or "").lower()
+    hint = {"at": "employer", "with": "employer", "for": "employer", "working at": "employer", "in": "home", "living in": "home",
+            "based in": "home", "不在": "", "不住": "home", "不住在": "home", "called": "name", "named": "name", "不叫": "name"}.get(prep, "")
+    raw = m["old"].strip()
+    kind = kind_of(canonical(raw))
+    hint = {"city": "home", "company": "employer"}.get(kind, hint)
+    if not hint and len(raw.split()) > 3:
+        return None, ""
+    return raw, hint
+
+
+def read(text: str) -> list[Statement]:
+    """Every statement `text` makes, in order; a bare negation ("not Shawn", "不是王晓雨") is the old value of the
+    statement beside it of the same kind, or a statement of its own when its wording or the gazetteer names
+    the attribute ("not Nanjing anymore": home). Questions, plans and trips state nothing."""
+    return [s for _, found in read_clauses(text) for s in found]
+
+
+def read_clauses(text: str) -> list[tuple[str, list[Statement]]]:
+    """(clause, its statements) for each clause of `text`; read() flattened."""
+    out: list[tuple[str, list[Statement]]] = []
+    bare: list[tuple[int, str, str]] = []
+    subject = "user"
+    for clause in clauses(_prepare(text or "")):
+        body = _LEAD.sub("", clause).strip()
+        if not body or is_question(body) or _SKIP.search(body):
+            out.append((clause, []))
+            continue
+        subject = _subject(body) or subject
+        found = _clause_statements(body, subject)
+        if not found:
+            raw, hint = _bare(body)
+            if raw is not None:
+                bare.append((len(out), raw, hint))
+        out.append((clause, found))
+    for at, raw, hint in bare:
+        _attach(out, at, raw, hint)
+    return _merged(out)
+
+
+def _merged(out: list[tuple[str, list[Statement]]]) -> list[tuple[str, list[Statement]]]:
+    """A take-back alone ("不叫王晓雨") joins the turn's new value of the same slot ("我叫王晓宇")."""
+    given = {s.key: (i, j) for i, (_, found) in enumerate(out) for j, s in enumerate(found) if s.value is not None and s.old is None}
+    for i, (clause, found) in enumerate(out):
+        for s in [s for s in found if s.value is None and s.key in given]:
+            gi, gj = given.pop(s.key)
+            out[gi][1][gj] = out[gi][1][gj].model_copy(update={"old": s.old})
+            out[i] = (clause, [x for x in out[i][1] if x is not s])
+    return out
+
+
+def _attach(out: list[tuple[str, list[Statement]]], at: int, raw: str, hint: str) -> None:
+    """A bare negation's value joins the nearest statement of its kind (before it first), else stands alone."""
+    order = [*range(at - 1, -1, -1), *range(at + 1, len(out))]
+    for i in order:
+        for j, s in enumerate(out[i][1]):
+            old = canonical(raw, s.attribute)
+            fits = s.attribute == hint if hint else (kind_of(old) == "number") == (kind_of(s.value) == "number")
+            if fits and s.old is None and s.value is not None and not same_value(old, s.value) and _plausible(s.attribute, old):
+                out[i][1][j] = s.model_copy(update={"old": old})
+                return
+    if hint:
+        out[at] = (out[at][0], [Statement(attribute=hint, old=canonical(raw, hint), said=out[at][0])])
+
+
+def corrects(new: Statement, old: Statement) -> bool:
+    """Whether `new` makes `old` untrue: the same subject and slot (a bare figure fills any money slot), and the
+    old value taken back by name, or another value given for a single-valued slot."""
+    if new.subject != old.subject or old.value is None:
+        return False
+    policy = ATTRIBUTES.get(old.attribute)
+    if policy is None or not (new.attribute == old.attribute or (new.attribute == "amount" and policy.money)):
+        return False
+    if new.old is not None and same_value(new.old, old.value):
+        return True
+    return policy.single and new.value is not None and not same_value(new.value, old.value)
+
+
+def corrected(old: Iterable[Statement], new: Iterable[Statement]) -> list[tuple[Statement, Statement]]:
+    """(old statement, the new one that corrects it) for every pair that corrects(), unless the new value is one
+    the old text also gives that slot ("从成都搬到了上海，现在住在徐汇区" is not corrected by "I live in Shanghai")."""
+    new, old = list(new), list(old)
+    return [(o, n) for o in old for n in new if corrects(n, o)
+            and not any(x.key == o.key and same_value(n.value, x.value) for x in old)]
+
+
+def rest_of(text: str, keys: set[tuple[str, str]]) -> str:
+    """What `text` says beyond the slots `keys` (a correction took them): its other clauses, and within a clause
+    that held a corrected slot the words of its statements about someone else ("I live in Portland with my dog
+    Biscuit", the user's home corrected: "my dog Biscuit"); "" when nothing is left. Why not the user's other
+    slots of that clause: they lean on the corrected one ("I work at Ledgerly as a product manager": the job was
+    at Ledgerly), so they go with it."""
+    parts: list[str] = []
+    subjects = {who for who, _ in keys}
+    for clause, found in read_clauses(text):
+        if not any(s.key in keys for s in found):
+            parts.append(clause)
+        else:
+            parts += [s.said for s in found if s.subject not in subjects and s.value is not None]
+    return ("，" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else ", ").join(p for p in parts if p.strip())
+
+
+def from_model(statements: Iterable[Any]) -> list[Statement]:
+    """A model's statements (processors/results.SlotStatement or dicts) held to the reader's schema: a known
+    attribute, a value or an old value, both canonical; anything else is dropped."""
+    out = []
+    for s in statements:
+        data = s if isinstance(s, dict) else s.model_dump()
+        attribute = str(data.get("attribute") or "").strip().lower().replace(" ", "_").replace("-", "_")
+        if attribute not in ATTRIBUTES:
+            continue
+        subject = "user" if ATTRIBUTES[attribute].user_only else str(data.get("subject") or "user").strip().lower() or "user"
+        value, old = canonical(_text(data.get("value")), attribute), canonical(_text(data.get("old")), attribute)
+        if (value or old) and _plausible(attribute, value):
+            out.append(Statement(subject=subject, attribute=attribute, value=value or None, old=old or None))
+    return out
+
+
+def merged(given: list[Statement], text: str) -> list[Statement]:
+    """`given` (a model's), then the rules' reading of `text` for each slot the model left out."""
+    keys = {s.key for s in given}
+    return [*given, *(s for s in read(text) if s.key not in keys)]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or str(value).strip() == "" else str(value)
+
+
+def stored(statements: Iterable[Statement]) -> list[dict[str, Any]]:
+    """The statements as a record keeps them (metadata[KEY])."""
+    return [s.model_dump(exclude_none=True, exclude={"said"} if not s.said else None) for s in statements]
+
+
+def of_record(metadata: dict[str, Any], text: str) -> list[Statement]:
+    """A record's statements: those it keeps while their words are still in its text (a model may have written
+    them), else read from the text (a memory written before slots, or its text rewritten since)."""
+    kept = metadata.get(KEY)
+    if isinstance(kept, list):
+        try:
+            statements = [Statement.model_validate(s) for s in kept]
+        except ValueError:
+            statements = []
+        prepared = _prepare(text)
+        if statements and all(s.said in text or s.said in prepared for s in statements):  # a model's have no words: kept
+            return statements
+    return read(text)
