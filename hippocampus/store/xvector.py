@@ -64,6 +64,9 @@ class CrossHost(Protocol):
     _lock: threading.RLock
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    def count(self, filter_expr: str = "", partition: str | None = None) -> int: ...
+    def iterate(self, filter_expr: str, fields: Sequence[str] = ..., batch: int = ..., partition: str | None = None) -> Any: ...
+    def partition_for(self, user_id: str) -> str | None: ...
     def _create_collection(self, name: str, schema: Any = None, index_params: Any = None, **kwargs: Any) -> None: ...
 
 
@@ -321,6 +324,44 @@ class CrossVectors:
         elif vectors is None and self.load_in_background and self.searches > 1:
             self._loader.want(user_id)
         return vectors
+
+    # ------------------------------------------------------------ completeness
+    def missing(self, user_id: str | None = None) -> int | None:
+        """How many memories (of `user_id`, or all) have no row in the companion, or None where the store
+        keeps no cross vectors. Why it can be more than 0: a process killed between a memory's write and its
+        companion row's (two collections, no transaction); an older store not filled yet. Such a memory is
+        found in its own language, not across; `hippocampus reembed --crosslang` fills them. Both
+        collections' ids are read a page at a time: a difference of counts would hide a companion row left
+        behind by a delete killed the same way."""
+        scope = F.eq("user_id", user_id) if user_id is not None else ""
+        if not self.filled:  # an older store, not filled yet: none of its memories has one
+            return self.host.count(scope) if self.wanted is not None else None
+        part = self.host.partition_for(user_id) if user_id is not None else None
+        if user_id is not None and part is None:
+            return 0  # the user has no bucket: no memory
+        mine = {int(r["id"]) for page in self.host.iterate(scope, ["id"], partition=part) for r in page}
+        return len(mine - self._ids(scope, user_id)) if mine else 0
+
+    def _ids(self, scope: str, user_id: str | None) -> set[int]:
+        """The memory ids the companion holds (matching `scope`), a page at a time."""
+        with self.host._lock:
+            if not self._ensure(create=False):
+                return set()
+            parts = self._scan(user_id) if user_id is not None else None
+            if parts == []:
+                return set()
+            it = self.host._call("query_iterator", self.name, batch_size=4096, filter=scope, output_fields=["id"],
+                                 partition_names=parts)
+        have: set[int] = set()
+        try:
+            while True:
+                with self.host._lock:
+                    page = it.next()
+                if not page:
+                    return have
+                have.update(int(r["id"]) for r in page)
+        finally:
+            it.close()
 
     def close(self) -> None:
         """Before the store's client closes: stop the background read (store/xvector_copy.py `Loader.stop`)."""
