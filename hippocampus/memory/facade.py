@@ -340,7 +340,9 @@ class Memory:
 
     def stats(self, user_id: str | None = None) -> dict[str, Any]:
         """How many memories there are ("total", "episodic", "semantic"), for one user or, with
-        user_id None, the whole store; plus the store's URI and the embedder's name.
+        user_id None, the whole store; where the store keeps cross-language vectors, how many of those
+        memories lack one ("without_cross_vector": `hippocampus reembed --crosslang` fills them); plus
+        the store's URI and the embedder's name.
 
         Raises InvalidInput for a bad user_id; StoreError on failure."""
         return self._records.stats(user_id)

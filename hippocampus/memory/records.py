@@ -301,6 +301,9 @@ class RecordService:
         out: dict[str, Any] = {"total": self.ctx.store.count(scope)}
         for mtype in MemoryType:
             out[mtype.value] = self.ctx.store.count(F.and_(scope, F.eq("memory_type", mtype.value)))
+        without = self.ctx.store.cross.missing(user_id)
+        if without is not None:  # the store keeps cross-language vectors: memories lacking one (store/xvector.py)
+            out["without_cross_vector"] = without
         out["store"] = self.ctx.config.milvus_uri
         out["embedder"] = self.ctx.embedder.model_name
         return out

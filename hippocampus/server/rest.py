@@ -225,7 +225,8 @@ def stats(tenant: TenantDep, memory: MemoryDep, request: Request, user_id: str |
         out = memory.stats(scope[0])
     else:  # a tenant key without user_id: the sum over its own users
         parts = [memory.stats(u) for u in scope]
-        out = {**parts[0], **{k: sum(p[k] for p in parts) for k in ("total", *(t.value for t in MemoryType))}}
+        summed = ("total", *(t.value for t in MemoryType), *(k for k in ("without_cross_vector",) if k in parts[0]))
+        out = {**parts[0], **{k: sum(p[k] for p in parts) for k in summed}}
     out["damaged"] = sum(damaged_rows(u) for u in scope)  # rows reads met with a damaged stamp (models.py)
     if tenant.is_operator:
         out["service"] = request.app.state.service_stats()

@@ -169,8 +169,7 @@ class MilvusStore:
                                           f"{self.dim}-d vectors from {self.embedding_model!r}", uri=self.uri)
 
     def cross_vectors(self, rows: Sequence[dict[str, Any]]) -> np.ndarray | None:
-        """The rows' cross vectors when the store keeps them, else None: a writer embeds them before its lock.
-        None on a local store too: there new memories' rows are embedded behind the write (store/xvector_behind.py)."""
+        """The rows' cross vectors when the store keeps them, else None: a writer embeds them before its lock."""
         return self.cross.encode(rows)
 
     def insert(self, rows: Sequence[dict[str, Any]], cross_vectors: np.ndarray | None = None) -> list[int]:
@@ -189,7 +188,6 @@ class MilvusStore:
                 for i, pk in zip(idx, res["ids"]):
                     ids[i] = int(pk)
             self.cross.written(rows, ids, xv, fresh=True)  # ids just allocated: none is in the companion yet
-        self.cross.catch_up()
         return ids
 
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
@@ -213,7 +211,7 @@ class MilvusStore:
             # the cross-language vector follows the text: a rewrite of metadata alone (mark_used, decay) keeps it
             was = {int(r["id"]): (r.get("text"), r.get("memory_type")) for r in found}
             fresh = [r for r in rows if self.cross.legacy or was[int(r["id"])] != (r.get("text"), r.get("memory_type"))]
-            xv = self.cross.encode(fresh, now=True)
+            xv = self.cross.encode(fresh)
             rows = self.cross.inline(rows, xv)  # a version-4 collection: every row (fresh is all of them)
             for part, idx in group_by_bucket(rows).items():  # a row stays in its user's bucket
                 self._bucket_ready(part, create=True)

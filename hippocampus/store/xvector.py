@@ -40,7 +40,6 @@ from . import filters as F
 from .buckets import NUM_BUCKETS, PROP_BUCKETS, bucket_of, ensure_bucket
 from .capabilities import Capabilities
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
-from .xvector_behind import Behind
 from .xvector_copy import Loader as _Loader
 from .xvector_copy import UserVectors as _UserVectors
 from .xvector_copy import read_all
@@ -65,6 +64,9 @@ class CrossHost(Protocol):
     _lock: threading.RLock
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    def count(self, filter_expr: str = "", partition: str | None = None) -> int: ...
+    def iterate(self, filter_expr: str, fields: Sequence[str] = ..., batch: int = ..., partition: str | None = None) -> Any: ...
+    def partition_for(self, user_id: str) -> str | None: ...
     def _create_collection(self, name: str, schema: Any = None, index_params: Any = None, **kwargs: Any) -> None: ...
 
 
@@ -111,8 +113,6 @@ class CrossVectors:
         self._buckets: set[str] = set()  # its bucket partitions known to exist
         self._create_kwargs: dict[str, Any] = {}
         self._index_type = "AUTOINDEX"
-        self._behind: Behind | None = None  # local stores: new memories' rows written behind (xvector_behind.py)
-        self.write_behind = self._local
 
     @property
     def new_props(self) -> dict[str, str]:
@@ -198,29 +198,14 @@ class CrossVectors:
         return make_crosslang(NAME)  # loads only when a memory is written
 
     # ------------------------------------------------------------ writes (MilvusStore calls these)
-    def encode(self, rows: Sequence[dict[str, Any]], now: bool = False) -> np.ndarray | None:
+    def encode(self, rows: Sequence[dict[str, Any]]) -> np.ndarray | None:
         """The rows' cross vectors, from their text, when the store keeps them (else None: none kept, or no
-        rows). New memories' rows (`now` False) on a local store: None, embedded behind (`written`)."""
-        if not rows or not (self.filled or self.legacy) or (self.write_behind and not self.legacy and not now):
+        rows). Embedded by the writer before the store's lock and written with the memories, in the same
+        call, on every store: no thread writes behind the add (issue 56: a write left for a background
+        thread at exit went through milvus-lite's gRPC after the interpreter had shut its workers, and hung)."""
+        if not rows or not (self.filled or self.legacy):
             return None
         return self.embedder.encode([str(r.get("text") or "") for r in rows], role="passage")
-
-    def _behind_writer(self) -> Behind:
-        if self._behind is None:
-            self._behind = Behind(lambda texts: self.embedder.encode(texts, role="passage"),
-                                  lambda rows, ids, vecs: self._put(rows, ids, vecs, fresh=True), self.host._lock)
-        return self._behind
-
-    def catch_up(self) -> None:
-        """After a write, outside the store's lock: a backlog past its bound written now (xvector_behind.py)."""
-        if self._behind is not None:
-            self._behind.catch_up()
-
-    def settle(self, user_id: str | None = None) -> None:
-        """The user's (or every) new memories' rows in the companion now (xvector_behind.py): a reader's first
-        step, not under the store's lock, so a search finds what was added just before it."""
-        if self._behind is not None:
-            self._behind.settle(user_id)
 
     def inline(self, rows: Sequence[dict[str, Any]], vecs: np.ndarray | None) -> Sequence[dict[str, Any]]:
         """A version-4 collection's rows need `xvector` (the field is not nullable)."""
@@ -233,19 +218,8 @@ class CrossVectors:
         ids the store has just allocated (an insert), which the companion cannot hold yet, so their rows are
         inserted: milvus-lite's upsert looks every id up first (a single add ~20% faster, scripts/bench.py)."""
         self.writes += 1  # called by every insert and upsert, whether the store keeps cross vectors or not
-        if not self.filled or not rows:
+        if not self.filled or vecs is None or not rows:
             return
-        if vecs is None:
-            if fresh and self.write_behind and not self.legacy:
-                # the collection and the rows' buckets made here, under the store's lock: the writer thread
-                # only inserts rows, and changes no collection or partition beside another thread's calls
-                self._ensure(create=True)
-                for user in {str(r["user_id"]) for r in rows} if self.bucketed else ():
-                    ensure_bucket(self.host._call, self.name, self._buckets, bucket_of(user), create=True)
-                self._behind_writer().defer(rows, ids)
-            return
-        if self._behind is not None:
-            self._behind.forget(ids)  # a rewrite: its row pending from the insert must not land over this one
         self._put(rows, ids, vecs, fresh)
 
     def _put(self, rows: Sequence[dict[str, Any]], ids: Sequence[int], vecs: np.ndarray, fresh: bool) -> None:
@@ -266,8 +240,6 @@ class CrossVectors:
     def removed(self, ids: Sequence[int]) -> None:
         """After memories were deleted: their cross vectors go too (an embedding is a trace of the text)."""
         self.writes += 1
-        if self._behind is not None:
-            self._behind.forget(ids)  # a row pending for them is not written after their delete
         if not self.filled or not ids or not self._ensure(create=False):
             return
         for start in range(0, len(ids), 1000):
@@ -284,7 +256,6 @@ class CrossVectors:
         q = _units([qx])[0]
         if not scripts:
             return []
-        self.settle(user_id)
         if not self._made:
             with self.host._lock:
                 if not self._ensure(create=False):
@@ -305,7 +276,6 @@ class CrossVectors:
     def cosines(self, user_id: str, ids: Sequence[int], qx: Sequence[float]) -> dict[int, float]:
         """These memories' cosines with the query's cross vector (those the companion holds)."""
         q = _units([qx])[0]
-        self.settle(user_id)
         if not ids or not self._made:
             return {}
         with self.host._lock:
@@ -325,7 +295,6 @@ class CrossVectors:
         user's vectors are in memory; else a query of Milvus, or, with `ask` False, True (maybe)."""
         if not scripts:
             return False
-        self.settle(user_id)
         with self.host._lock:
             if not self._ensure(create=False):
                 return False
@@ -356,11 +325,55 @@ class CrossVectors:
             self._loader.want(user_id)
         return vectors
 
+    # ------------------------------------------------------------ completeness
+    def missing(self, user_id: str | None = None) -> int | None:
+        """How many memories (of `user_id`, or all) lack a companion row, or None where the store keeps no
+        cross vectors: a process killed between a memory's write and its row's leaves one (`hippocampus
+        reembed --crosslang` fills them). Two counts first; only where they differ are both collections' ids
+        read (~0.2 s a thousand memories, too slow for every `stats`), since a row left by a delete killed
+        the same way offsets the difference (equal leftovers of both kinds would read as 0)."""
+        scope = F.eq("user_id", user_id) if user_id is not None else ""
+        if not self.filled:  # an older store, not filled yet: none of its memories has one
+            return self.host.count(scope) if self.wanted is not None else None
+        part = self.host.partition_for(user_id) if user_id is not None else None
+        if user_id is not None and part is None:
+            return 0  # the user has no bucket: no memory
+        total = self.host.count(scope, partition=part)
+        if total == self._count(scope, user_id):
+            return 0
+        mine = {int(r["id"]) for page in self.host.iterate(scope, ["id"], partition=part) for r in page}
+        return len(mine - self._ids(scope, user_id)) if mine else 0
+
+    def _count(self, scope: str, user_id: str | None) -> int:
+        """The companion's rows matching `scope`."""
+        with self.host._lock:
+            parts = (self._scan(user_id) if user_id is not None else None) if self._ensure(create=False) else []
+            if parts == []:
+                return 0
+            res = self.host._call("query", self.name, filter=scope, output_fields=["count(*)"], partition_names=parts)
+        return int(res[0]["count(*)"])
+
+    def _ids(self, scope: str, user_id: str | None) -> set[int]:
+        """The memory ids the companion holds (matching `scope`), a page at a time."""
+        with self.host._lock:
+            parts = (self._scan(user_id) if user_id is not None else None) if self._ensure(create=False) else []
+            if parts == []:
+                return set()
+            it = self.host._call("query_iterator", self.name, batch_size=4096, filter=scope, output_fields=["id"],
+                                 partition_names=parts)
+        have: set[int] = set()
+        try:
+            while True:
+                with self.host._lock:
+                    page = it.next()
+                if not page:
+                    return have
+                have.update(int(r["id"]) for r in page)
+        finally:
+            it.close()
+
     def close(self) -> None:
-        """Before the store's client closes: write what is pending (xvector_behind.py), stop the background
-        read (store/xvector_copy.py `Loader.stop`)."""
-        if self._behind is not None:
-            self._behind.close()
+        """Before the store's client closes: stop the background read (store/xvector_copy.py `Loader.stop`)."""
         self._loader.stop()
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
@@ -368,9 +381,7 @@ class CrossVectors:
         return self._loader.wait(timeout)
 
     def _pages(self) -> Any:
-        """Every row of the companion, a page at a time, for the background read (xvector_copy.py `read_all`),
-        after the rows pending were written (xvector_behind.py)."""
-        self.settle()
+        """Every row of the companion, a page at a time, for the background read (xvector_copy.py `read_all`)."""
         return read_all(self)
 
 

@@ -87,7 +87,6 @@ def rank_of(memory: Memory, text: str) -> int | None:
 
 def xvec(memory: Memory, memory_id: int) -> list[float]:
     """A memory's cross vector, read from the companion collection (opened first: it opens on first use)."""
-    memory.store.cross.settle()  # new memories' rows are written behind (store/xvector_behind.py)
     assert memory.store.cross._ensure(create=False)
     rows = memory.store.client.query(memory.store.cross.name, filter=f"id == {int(memory_id)}", output_fields=[XVECTOR])
     assert len(rows) == 1

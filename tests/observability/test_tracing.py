@@ -260,16 +260,14 @@ def test_without_opentelemetry_tracing_is_a_warning_and_nothing_else() -> None:
 
 def test_the_cross_language_embedder_is_traced_like_the_other(db: Path, spans) -> None:
     """The second embedder (embeddings/crosslang.py), made by the store rather than passed in: its encode on a
-    cross-script question, and of the rows a search writes first, is a child span of the verb, with its model
-    and dimension, no text. A local store writes an add's cross vector behind it (store/xvector_behind.py):
-    not in the add's span."""
+    write and on a cross-script question is a child span of the verb, with its model and dimension, no text
+    (an add embeds its cross vector in its own call, on a local store as on a server)."""
     from hippocampus.embeddings.crosslang import DIM, MODEL_NAME
 
     with Memory(milvus_uri=str(db), collection_name="traced_cross", embedder=DeterministicEmbedder(), tracing=True,
                 crosslang_embedder="use-multilingual", llm_gate="off") as m:
-        m.ctx.store.cross._behind_writer().delay = 60  # the add's row waits for the search, which writes it first
-        for verb_name, call, embeds in (("add", lambda: m.add("My sister lives in Lisbon", user_id=USER), 0),
-                                        ("search", lambda: m.search("我的姐姐住在哪里", user_id=USER), 2)):
+        for verb_name, call, embeds in (("add", lambda: m.add("My sister lives in Lisbon", user_id=USER), 1),
+                                        ("search", lambda: m.search("我的姐姐住在哪里", user_id=USER), 1)):
             _fresh(spans)
             call()
             found = list(spans.get_finished_spans())

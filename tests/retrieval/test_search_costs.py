@@ -69,7 +69,6 @@ def test_a_first_search_reads_no_cross_vectors_the_second_starts_one_read_and_la
     searched.clear()
     assert [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all] == first and searched == []
     new = memory.add("我对青霉素过敏。", user_id="zoe", infer=False).ids[0]  # a user first written after the read
-    cross.settle("zoe")  # its row is written behind (store/xvector_behind.py), as a search of zoe's would settle it
     assert new in cross._users["zoe"].pos and searched == []
 
 
@@ -84,7 +83,6 @@ def test_a_write_during_the_background_read_is_not_lost(memory: Memory, monkeypa
             yield page
             if not added:  # after the rows were read, before they are installed: a write and a delete
                 added.extend(memory.add("我对青霉素过敏，小时候起过疹子。", user_id="mei", infer=False).ids)
-                cross.settle("mei")  # its row, written behind, lands now: during the read
                 memory.delete(ids[1], user_id="mei")
 
     monkeypatch.setattr(cross, "_pages", pages_then_writes)
@@ -140,7 +138,6 @@ def test_a_large_write_reaches_the_companion_page_by_page(memory: Memory, monkey
 
     monkeypatch.setattr(memory.store, "_call", call)
     ids = memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS, "我住在杭州。"]])
-    memory.store.cross.settle()  # the rows are written behind (store/xvector_behind.py), in one batch
     assert pages == [2, 2, 1]
     stored = memory.store.client.query(memory.store.cross.name, filter="id >= 0", output_fields=["id"])
     assert {int(r["id"]) for r in stored} == set(ids)

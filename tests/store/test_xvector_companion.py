@@ -6,6 +6,7 @@ memories collection) still opens, writes and is moved by `reembed_store(..., cro
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from pathlib import Path
 
@@ -26,7 +27,6 @@ OTHERS = ["我女儿在学钢琴，每周六上课。", "我对芒果有点过�
 
 
 def companion_ids(m: Memory) -> dict[int, list[float]]:
-    m.store.cross.settle()  # new memories' rows are written behind (store/xvector_behind.py); a reader settles first
     if not m.store.cross._ensure(create=False):  # opened (loaded) on first use
         return {}
     rows = m.store.client.query(m.store.cross.name, filter="id >= 0", output_fields=["id", XVECTOR])
@@ -73,14 +73,12 @@ def test_a_local_companion_is_searched_by_brute_force_and_an_older_one_keeps_its
     512-d vector built at each flush): a new local companion gets it, through Milvus and reopened alike;
     a companion made with AUTOINDEX by an earlier version opens, keeps it and is still searched."""
     def index_type(m: Memory) -> str:
-        m.store.cross.settle()  # new memories' rows are written behind (store/xvector_behind.py)
         c, name = m.store.client, m.store.cross.name
         return c.describe_index(name, c.list_indexes(name)[0])["index_type"]
 
     path = str(tmp_path / "m.db")
     with Memory(milvus_uri=path) as m:
         m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
-        m.store.cross.settle()  # the rows written behind (store/xvector_behind.py) land before the raw client's flush
         m.store.client.flush(m.store.cross.name)  # a segment on disk, searched through its index
         m.store.cross.load_in_background = False  # every search through Milvus, as before the copy is read
         assert index_type(m) == "FLAT" and top3(m)[0] == ANSWER
@@ -108,7 +106,6 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
         bob = m.add("I'm allergic to penicillin too.", user_id="bob", infer=False).ids[0]
         cross, c = m.store.cross, m.store.client
-        cross.settle()
         assert cross.bucketed and c.describe_collection(cross.name)["properties"][PROP_BUCKETS] == "64"
         in_bucket = {int(r["id"]) for r in c.query(cross.name, filter="id >= 0", output_fields=["id"],
                                                     partition_names=[bucket_of("mei")])}
@@ -191,20 +188,20 @@ def test_the_stage_reads_nothing_for_a_question_in_both_scripts(memory: Memory, 
     assert len(calls) == 1
 
 
-def test_cross_vectors_are_embedded_outside_the_write_lock_and_behind_the_add(memory: Memory, monkeypatch) -> None:
-    """The cross-language model runs outside the write lock, after the add returned (store/xvector_behind.py):
-    another tenant's write waits for none of it, and the add for none of it either."""
+def test_cross_vectors_are_embedded_outside_the_write_lock_and_written_with_the_add(memory: Memory, monkeypatch) -> None:
+    """The cross-language model runs outside the write lock (another tenant's write waits for none of it),
+    and the add returns with its memory's companion row written: no thread writes it later (issue 56)."""
     cross = memory.store.cross
     memory.add("warm up", user_id="mei", infer=False)  # the companion's embedder chosen
-    cross.settle()
     held: list[bool] = []
     real = cross.embedder.encode
     monkeypatch.setattr(cross.embedder, "encode",
                         lambda texts, role="passage": held.append(memory.ctx.write_lock.locked()) or real(texts, role=role))
     memory.add(ANSWER, user_id="mei", infer=False)
     memory.add_many([{"text": t, "user_id": "mei"} for t in OTHERS])
-    assert len(companion_ids(memory)) == 2 + len(OTHERS)  # a reader settles first
-    assert held and not any(held)
+    assert len(held) == 2 and not any(held)  # embedded in the add's own call, before its lock
+    assert len(companion_ids(memory)) == 2 + len(OTHERS)
+    assert not [t for t in threading.enumerate() if "xvector" in t.name]
 
 
 def test_new_memories_are_inserted_into_the_companion_and_each_has_one_row(memory: Memory, monkeypatch) -> None:
@@ -222,7 +219,6 @@ def test_new_memories_are_inserted_into_the_companion_and_each_has_one_row(memor
     monkeypatch.setattr(memory.store, "_call", call)
     ids = memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
     ids.append(memory.add("我上周去了杭州。", user_id="mei", infer=False).ids[0])
-    memory.store.cross.settle()
     assert seen and set(seen) == {"insert"}
     seen.clear()
     memory.update(ids[0], "I'm allergic to aspirin since last year.", user_id="mei")
@@ -230,6 +226,5 @@ def test_new_memories_are_inserted_into_the_companion_and_each_has_one_row(memor
     memory.delete(ids[1], user_id="mei")
     event = next(e for e in memory.history(ids[1], user_id="mei") if e.action == "deleted")
     back = memory.undo(event.event_id, user_id="mei").memory_ids
-    memory.store.cross.settle()
     rows = [int(r["id"]) for r in memory.store.client.query(name, filter="id >= 0", output_fields=["id"])]
     assert sorted(rows) == sorted({*ids, *back} - {ids[1]})  # one row each, none twice
