@@ -18,6 +18,7 @@ may trim a turn; a hit is a returned memory whose text or `source_text` is the a
     python scripts/eval_ranking.py                       # both splits, the chat hook's path
     python scripts/eval_ranking.py --split tune --misses # the tune half, with what came first when missed
     python scripts/eval_ranking.py --raw --json out.json
+    python scripts/eval_ranking.py --raw --split tune --weights ask=0,slot=0   # the answer stage off
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +45,12 @@ def texts_of(hit: Any) -> set[str]:
     return {hit.memory.text, str(meta.get("source_text") or "")} - {""}
 
 
-def run_persona(persona: dict[str, Any], root: str, raw: bool) -> list[dict[str, Any]]:
+def run_persona(persona: dict[str, Any], root: str, raw: bool, weights: dict[str, float]) -> list[dict[str, Any]]:
     """Every question of one persona, asked of a fresh store holding its memories."""
     user = persona["user"]
     with Memory(milvus_uri=str(Path(root) / f"{persona['id']}.db")) as memory:
+        if weights:  # the answer stage's weights (retrieval/answer.py), for a tuning grid
+            memory.retriever.params = replace(memory.retriever.params, **weights)
         if raw:
             memory.add_many([{"text": t, "user_id": user} for t in persona["memories"]])
         else:
@@ -82,14 +86,17 @@ def main() -> int:
     ap.add_argument("--raw", action="store_true", help="store every memory as it is (add_many, infer=False)")
     ap.add_argument("--misses", action="store_true", help="print each question whose answer is not first")
     ap.add_argument("--json", type=Path, help="write every question's rank here")
+    ap.add_argument("--weights", default="", metavar="ask=W,slot=W",
+                    help="the answer stage's weights (retrieval/answer.py) instead of the defaults, e.g. ask=0,slot=0")
     args = ap.parse_args()
+    weights = {f"{k.strip()}_weight": float(v) for k, v in (kv.split("=") for kv in args.weights.split(",") if kv)}
     data = json.loads(args.data.read_text(encoding="utf-8"))
     personas = [p for p in data["personas"] if args.split in ("all", p["split"])]
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="eval-ranking-") as root:
         for persona in personas:
-            rows += run_persona(persona, root, args.raw)
+            rows += run_persona(persona, root, args.raw, weights)
     path = "add_many (infer=False)" if args.raw else "add(..., infer=True), one turn at a time"
     for split in sorted({r["split"] for r in rows}, reverse=True):
         part = [r for r in rows if r["split"] == split]
