@@ -19,6 +19,8 @@ import numpy as np
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from . import crosslang as X
+from .answer import ASK_WEIGHT, SLOT_WEIGHT
+from .answer import apply as apply_answer
 from .context import ContextParams
 from .fusion import Candidate, FusionMethod, collect, fuse
 from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple_links
@@ -27,8 +29,6 @@ from .hubness import corrections, hub_scores
 from .params import Param, Settings, built, setting
 from .ranking import RankParams, diversify, rank
 from .rows import current_row, lite_scope, live_row
-from .answer import ASK_WEIGHT, SLOT_WEIGHT
-from .answer import apply as apply_answer
 from .subject import apply as apply_subject
 
 if TYPE_CHECKING:

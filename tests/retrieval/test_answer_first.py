@@ -97,3 +97,15 @@ def test_fusion_keeps_a_memory_both_lists_put_in_their_top_3_within_the_top_5():
     alone = fuse([_cand(0, DOG, 0.90, dense=0, bm25=5), *[_cand(i, f"我们家的事情{i}", 0.80, dense=i, hub=0.35) for i in range(1, 7)]],
                  "What is my dog's name?")
     assert [c.id for c in alone].index(0) == 6  # outside BM25's top 3: no guarantee
+
+
+def test_the_labelled_set_is_what_it_says():
+    """tests/data/ranking_questions.json (scripts/eval_ranking.py): each answer is one of its user's memories."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "ranking_questions.json").read_text(encoding="utf-8"))
+    questions = [(p, q) for p in data["personas"] for q in p["questions"]]
+    assert len(questions) >= 80 and {p["split"] for p in data["personas"]} == {"tune", "held_out"}
+    assert {q["lang"] for _, q in questions} == {"en", "zh", "en->zh", "zh->en"}
+    assert all(q["a"] and set(q["a"]) <= set(p["memories"]) for p, q in questions)
