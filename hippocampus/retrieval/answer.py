@@ -5,14 +5,15 @@ statement of the slot a question asks rises (issue 55).
                                 when the query asks or requests something
            + SLOT_WEIGHT  * +1  for a memory whose cues state a slot the question asks (slot_cues.py)
 
-Both are bounded shifts of the fused score (cosine scale, ~0.8-1.2 with the bundled e5-small), not
-filters: a question stored as a memory stays findable, last among comparable matches, and first when
-nothing else matches. A query that asks nothing ("鸭血粉丝汤", a keyword) leaves every act where it is:
-the question it names is what it looks for. Why these sizes: on the tune half of tests/data/ranking_questions.json
-(scripts/eval_ranking.py; docs/retrieval.md) a question to the assistant stood up to ~0.06 above the
-statement that answered the question, and a chatty statement ("ugh, work was so long today") up to
-~0.05 above the user's job; a bonus the size of BM25's whole vote (0.1) lets the slot outrank chatter
-without lifting a far memory from outside the slot's top few. Pure functions; no store call.
+Both are bounded shifts of the fused score (the cosine's scale), not filters: a question stored as a
+memory loses 0.1 and nothing more, so it goes below the statements of comparable relevance and stays
+findable where nothing else matches. A query that asks nothing ("鸭血粉丝汤", a keyword) leaves every act where it is:
+the question it names is what it looks for.
+
+Why these sizes: chosen on the tune half of tests/data/ranking_questions.json only (scripts/eval_ranking.py
+--raw --split tune --weights ...; docs/performance.md), hit@1 of 47: both 0 -> 26, ask 0.1 alone -> 41,
+slot 0.1 alone -> 42, every pair from 0.05 to 0.15 -> 47; 0.1 and 0.1 sit in the middle of that plateau,
+the size of BM25's whole vote in the weighted fusion (fusion.py). Pure functions; no store call.
 """
 
 from __future__ import annotations
