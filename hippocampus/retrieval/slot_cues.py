@@ -83,7 +83,8 @@ SLOTS: dict[str, tuple[str, str]] = {
         r"|\d{1,3}岁|今年\d{1,2}|属[鼠牛虎兔龙蛇马羊猴鸡狗猪]",
     ),
     "diet": (
-        r"\b(?:diet|dietary|eat|eating|food restrictions?|vegetarian|vegan)\b|忌口|吃素|不吃|不能吃|饮食",
+        r"\b(?:diet|dietary|food restrictions?|vegetarian|vegan|pescatarian)\b|\b(?:can't|cannot|don't|do not|doesn't|never) (?:i |we )?eat\b"
+        r"|\bcan (?:i|we|he|she) eat\b|忌口|吃素|不吃|不能吃|饮食",  # not "eat" alone: "why am I eating less sugar?" asks a reason
         r"\b(?:vegetarian|vegan|pescatarian|halal|kosher|gluten|lactose|intolerant|keto)\b|\bdon'?t eat\b|\bdo not eat\b|\bnever eat\b"
         r"|吃素|素食|不吃|忌口|清真|回民|乳糖不耐",
     ),
