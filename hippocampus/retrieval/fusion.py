@@ -151,11 +151,13 @@ def _agreed(c: Candidate) -> bool:
 
 
 def keep_agreed(ranked: list[Candidate], agreed: Sequence[Candidate]) -> list[Candidate]:
-    """A memory both dense search and BM25 put in their top 3 is never fused below the top 5 (issue 55:
-    "What is my dog's name?" had its memory 1st by dense, 4th by BM25 and 30th fused, once other
-    memories' corrections and bonuses piled up). Such a memory below the 5th place takes the place of
-    the last other memory in the top 5, scored just above it (`agreed` records the lift). Two lists
-    agreeing is the strongest evidence a fusion has; every other candidate keeps its order."""
+    """A memory both dense search and BM25 put in their top 3 is never fused below the top 5 (issue 55,
+    where a memory 1st by dense search was 30th after fusion). The ranks are the lists' own, while the
+    scores fused here are not only theirs: the cross-language stage gives memories in another script a
+    dense score of its own (crosslang.py), and enough of them can pass the memory both lists agree on.
+    Such a memory below the 5th place takes the place of the last other memory in the top 5, scored just
+    above it (`agreed` records the lift). Two lists agreeing is the strongest evidence a fusion has;
+    every other candidate keeps its order."""
     top = ranked[:AGREED_WITHIN]
     ids = {id(c) for c in agreed}
     late = [c for c in ranked[AGREED_WITHIN:] if id(c) in ids]
