@@ -139,7 +139,40 @@ def fuse(
             _keep_unseen_places(candidates, seen)
     else:  # pragma: no cover - guarded by the config's Literal
         raise ValueError(f"unknown fusion method {method!r}")
-    return sorted(candidates, key=_order)
+    agreed = [c for c in candidates if _agreed(c) and (not script_aware or lexical_allowed(qscripts, c.row.get("text", "")))]
+    return keep_agreed(sorted(candidates, key=_order), agreed)
+
+
+AGREED_TOP, AGREED_WITHIN = 3, 5  # in both lists' top 3 -> in the fused top 5
+
+
+def _agreed(c: Candidate) -> bool:
+    return c.dense_rank is not None and c.bm25_rank is not None and c.dense_rank < AGREED_TOP and c.bm25_rank < AGREED_TOP
+
+
+def keep_agreed(ranked: list[Candidate], agreed: Sequence[Candidate]) -> list[Candidate]:
+    """A memory both dense search and BM25 put in their top 3 is never fused below the top 5 (issue 55,
+    where a memory 1st by dense search was 30th after fusion). The ranks are the lists' own, while the
+    scores fused here are not only theirs: the cross-language stage gives memories in another script a
+    dense score of its own (crosslang.py), and enough of them can pass the memory both lists agree on.
+    Such a memory below the 5th place takes the place of the last other memory in the top 5, scored just
+    above it (`agreed` records the lift). Two lists agreeing is the strongest evidence a fusion has;
+    every other candidate keeps its order."""
+    top = ranked[:AGREED_WITHIN]
+    ids = {id(c) for c in agreed}
+    late = [c for c in ranked[AGREED_WITHIN:] if id(c) in ids]
+    if not late:
+        return ranked
+    others = [c for c in top if id(c) not in ids]
+    displaced = others[len(others) - len(late):]  # at most 3 agree, so the top 5 holds 2 others more than are late
+    below = {id(c) for c in displaced}
+    for i, c in enumerate(late):
+        lifted = displaced[0].score + 1e-9 * (len(late) - i)
+        c.parts["agreed"] = lifted - c.score
+        c.score = lifted
+    kept = [c for c in top if id(c) not in below]
+    rest = [c for c in ranked[AGREED_WITHIN:] if id(c) not in {id(x) for x in late}]
+    return [*sorted([*kept, *late], key=lambda c: -c.score), *displaced, *rest]
 
 
 def _dense(c: Candidate) -> float:

@@ -19,6 +19,8 @@ import numpy as np
 from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from . import crosslang as X
+from .answer import ASK_WEIGHT, SLOT_WEIGHT
+from .answer import apply as apply_answer
 from .context import ContextParams
 from .fusion import Candidate, FusionMethod, collect, fuse
 from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple_links
@@ -142,6 +144,14 @@ def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return cands if q.mode == "bm25" else apply_subject(cands, q.text, q.user_id, r.params.subject_weight)
 
 
+@declares(Settings(params={"ask_weight": Param(ASK_WEIGHT), "slot_weight": Param(SLOT_WEIGHT)},  # no setting: answer.py
+                   reorders=lambda p, mode, use_context, use_graph: p.ask_weight > 0 or p.slot_weight > 0))
+def answer(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+    """Statements before questions, requests and remarks; a statement of the slot a question asks
+    rises (retrieval/answer.py). Not for BM25 alone, whose scores are on another scale."""
+    return cands if q.mode == "bm25" else apply_answer(cands, q.text, r.params.ask_weight, r.params.slot_weight)
+
+
 @declares(Settings(params={"graph_on": setting("graph", lambda v: v == "on", False),  # a search may ask (`graph=`)
                            "graph": setting("rank_graph_weight", lambda v: GraphParams(weight=float(v)), GraphParams())},
                    reorders=lambda p, mode, use_context, use_graph: use_graph))
@@ -195,4 +205,4 @@ def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     return diversify(rank(cands, r.params.rank, q.now), r.params.rank.mmr_weight, r.store.vectors)
 
 
-STAGES: tuple[Stage, ...] = (gather, hubness, crosslang, fusion, subject, graph, context, current, ranking)  # the order a query walks, once
+STAGES: tuple[Stage, ...] = (gather, hubness, crosslang, fusion, subject, answer, graph, context, current, ranking)  # the order a query walks, once

@@ -114,7 +114,7 @@ def test_from_config_reads_each_stage_field() -> None:
 
 
 def test_reorder_follows_the_stages_switches() -> None:
-    quiet = replace(RetrievalParams(), hubness_weight=0.0, subject_weight=0.0)
+    quiet = replace(RetrievalParams(), hubness_weight=0.0, subject_weight=0.0, ask_weight=0.0, slot_weight=0.0)
     assert not quiet.reorders("dense", use_context=False, use_graph=False)
     assert quiet.reorders("hybrid", use_context=False, use_graph=False)  # fusion
     assert quiet.reorders("dense", use_context=True, use_graph=False)  # context
