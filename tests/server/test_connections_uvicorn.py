@@ -7,11 +7,11 @@ the internals the subclass reads (`connections`, `conn.their_state`, `cycle.resp
 from __future__ import annotations
 
 import asyncio
-import tomllib
 from pathlib import Path
 from unittest import mock
 
 import h11
+import tomllib
 import uvicorn
 from uvicorn.config import Config
 from uvicorn.server import ServerState
