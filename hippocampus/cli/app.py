@@ -209,11 +209,8 @@ def stats(
 
 
 def main() -> None:
-    """Entry point of the `hippocampus` script (and `python -m hippocampus`): first what only the command's
-    own process may decide, the stand-ins that keep pandas and httpx's command line unloaded (startup.py)."""
-    from . import startup
-
-    startup.prepare()
+    """Entry point of the `hippocampus` script (and `python -m hippocampus`). A command imports what it
+    uses when it runs: the store client (pymilvus) only on the paths that open a store (base.open_memory)."""
     try:
         app()
     except HippocampusError as exc:  # raised outside a command (e.g. while a module registers)

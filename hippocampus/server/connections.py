@@ -14,6 +14,11 @@ requests) and accepts connections until the process runs out of file descriptors
 - proxy headers (X-Forwarded-For / -Proto) are believed only from the addresses `serve --trusted-proxy`
   names (none by default), so rotating X-Forwarded-For cannot dodge the failed-key throttle;
 - WebSocket upgrades are not served (no route uses one): an upgrade request is plain HTTP, through the guard.
+
+uvicorn documents no deadline on a request's head or body and no eviction past a connection cap (its
+`limit_concurrency` answers 503, `timeout_keep_alive` runs only between requests), so the first two are a
+subclass of its h11 protocol: uvicorn is pinned to one minor version in pyproject.toml, and
+tests/server/test_connections_uvicorn.py holds the internals read here.
 """
 
 from __future__ import annotations

@@ -17,16 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-# milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
-# unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments.
-# Read once when milvus_lite is imported; an explicit environment value wins.
-os.environ.setdefault("MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES", str(8 << 20))
-
-from pymilvus import MilvusClient  # noqa: E402
-from pymilvus.exceptions import MilvusException  # noqa: E402
+from pymilvus import MilvusClient
+from pymilvus.exceptions import MilvusException
 
 from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
-from . import jieba_light, lite_index, lite_memtable
+from . import lite_index, lite_memtable
 from .private import forget_socket, lite_address, private_store, tighten_files
 
 log = logging.getLogger(__name__)
@@ -69,23 +64,51 @@ class _CaptureStartFailure(logging.Filter):
 
 
 _START_FAILURE = _CaptureStartFailure()
-logging.getLogger("milvus_lite.server_manager").addFilter(_START_FAILURE)
-logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
-logging.getLogger("pymilvus").addFilter(_DropNoise())
-# pymilvus 3 logs it from the iterator's own logger (a parent's filter does not see it); Milvus 2.3 has none either
-logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(_DropNoise())
-for _h in logging.getLogger("pymilvus").handlers:
-    _h.addFilter(_DropNoise())
-# milvus-lite's jieba analyzer announces its dictionary on stderr at DEBUG (jieba sets its logger to DEBUG when
-# imported, so a level set here would not last): a filter on its logger, without importing jieba for it
-logging.getLogger("jieba").addFilter(lambda record: record.levelno >= logging.WARNING)
+_PREPARED: set[str] = set()  # "loggers", "lite": what connect() has set up in this process (nothing at import)
+_PREPARE_LOCK = threading.Lock()
+
+
+def _quiet_loggers() -> None:
+    """Filters on the store libraries' loggers, added once, when the first store opens (not at import:
+    importing hippocampus leaves other libraries' loggers as they are)."""
+    with _PREPARE_LOCK:
+        if "loggers" in _PREPARED:
+            return
+        _PREPARED.add("loggers")
+        logging.getLogger("milvus_lite.server_manager").addFilter(_START_FAILURE)
+        logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
+        logging.getLogger("pymilvus").addFilter(_DropNoise())
+        # pymilvus 3 logs it from the iterator's own logger (a parent's filter does not see it); Milvus 2.3 has none either
+        logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(_DropNoise())
+        for handler in logging.getLogger("pymilvus").handlers:
+            handler.addFilter(_DropNoise())
+        # milvus-lite's jieba analyzer announces its dictionary on stderr at DEBUG (jieba sets its logger to DEBUG when
+        # imported, so a level set here would not last): a filter on its logger, without importing jieba for it
+        logging.getLogger("jieba").addFilter(_below_warning)
+
+
+def _below_warning(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
+
+
+def _lite_environment() -> None:
+    """milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
+    unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments. milvus-lite
+    reads its documented MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES once, as it is imported: set here, as the
+    first milvus-lite store opens and before anything of ours imports milvus_lite (an explicit value wins)."""
+    with _PREPARE_LOCK:
+        if "lite" not in _PREPARED:
+            _PREPARED.add("lite")
+            os.environ.setdefault("MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES", str(8 << 20))
 
 
 _LITE_KEEPALIVE = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
 
 def connect(uri: str, token: str | None) -> MilvusClient:
     """A client for a server URI, or for a milvus-lite path after checking it is (or can become) a store."""
+    _quiet_loggers()
     if "://" not in uri:
+        _lite_environment()
         path = Path(uri).expanduser().absolute()
         if path.suffix != ".db":
             raise StoreError(f"a milvus-lite path must end in .db, got {uri!r}", uri=uri)
@@ -103,7 +126,6 @@ def connect(uri: str, token: str | None) -> MilvusClient:
         path.parent.mkdir(parents=True, exist_ok=True)
         private_store(path)
         uri = str(path)
-        jieba_light.install()  # milvus-lite's analyzer runs in this process: no dictionary load for text without Chinese
         lite_memtable.install()  # its unflushed rows read column by column, not cell by cell
         lite_index.install()  # a FLAT index opened on the segment's vectors, not on a copy read from its file
     _START_FAILURE.take()

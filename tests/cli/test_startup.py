@@ -1,5 +1,5 @@
-"""What the command's process sets up first (cli/startup.py) and the Client's plain-http transport: each
-keeps something unloaded or unmade that a command does not use, and gives the real thing when asked."""
+"""The Client's plain-http transport makes no TLS context; and the command's process imports the real
+modules (no stand-in in sys.modules: the `hippocampus` command once put some there, issue 56)."""
 
 from __future__ import annotations
 
@@ -8,70 +8,29 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from hippocampus.remote.client import Client, _verify
 
-HTTPX_CLI = r"""
-import sys
-from hippocampus.cli import startup
-assert startup.defer("httpx._main", ("main",))
-import httpx
-assert "pygments" not in sys.modules and "httpx._main" in sys.modules
-assert httpx.Client and httpx.get  # the library itself is whole
-import httpx._main
-assert "pygments" not in sys.modules  # still the stand-in
-assert httpx.main is httpx._main.main and "pygments" not in sys.modules  # a forwarder to the real one
-helper = httpx._main.print_help  # any other attribute: the real module, loaded now
-assert "pygments" in sys.modules and type(sys.modules["httpx._main"]).__name__ == "module"
-assert helper is sys.modules["httpx._main"].print_help and httpx._main.main.name == "main"  # the real click command
-print("ok")
-"""
-
-
-REQUESTS = r"""
-import sys
-from hippocampus.cli import startup
-assert startup.defer("requests")
-import requests
-assert "urllib3" not in sys.modules and type(requests).__name__ == "_Deferred"
+NO_STAND_INS = r"""
+import sys, types
+sys.argv = ["hippocampus", "--help"]
+from hippocampus.cli.app import main
 try:
-    raise requests.exceptions.ConnectionError("down")  # an attribute: the real requests, loaded now
-except (requests.exceptions.RequestException, RuntimeError) as exc:
-    assert str(exc) == "down"
-real = sys.modules["requests"]
-assert "urllib3" in sys.modules and type(real).__name__ == "module" and real is not requests
-import requests as again
-assert again is real and requests.get is real.get
-print("ok")
-"""
-
-SUBMODULE_FIRST = r"""
-import sys
-from hippocampus.cli import startup
-assert startup.defer("requests")
-import requests
-import requests.adapters  # a submodule first: the real package, and its own module (never a second copy)
-real = sys.modules["requests"]
-assert type(real).__name__ == "module" and sys.modules["requests.adapters"] is real.adapters
-assert real.adapters.__spec__.name == "requests.adapters" and real.adapters.HTTPAdapter
+    main()
+except SystemExit:
+    pass
+odd = sorted(n for n, m in sys.modules.items() if m is not None and type(m) is not types.ModuleType
+             and n.split(".")[0] in ("pandas", "requests", "httpx", "numpy"))
+assert odd == [] and not any(type(f).__module__.startswith("hippocampus") for f in sys.meta_path), (odd, sys.meta_path)
+import httpx
+assert type(sys.modules["httpx"]) is types.ModuleType
 print("ok")
 """
 
 
-@pytest.mark.parametrize("code", [HTTPX_CLI, REQUESTS, SUBMODULE_FIRST], ids=["httpx-cli", "requests", "submodule-first"])
-def test_a_deferred_module_loads_when_used(code: str) -> None:
+def test_the_command_puts_no_stand_in_module_in_sys_modules() -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
-
-
-def test_nothing_is_deferred_that_is_imported_already() -> None:
-    import httpx  # noqa: F401 - imported by this test process already
-
-    from hippocampus.cli import startup
-
-    assert startup.defer("httpx._main") is False
+    proc = subprocess.run([sys.executable, "-c", NO_STAND_INS], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
 def test_a_plain_http_client_makes_no_tls_context_and_an_https_one_verifies() -> None:
