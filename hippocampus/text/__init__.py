@@ -14,6 +14,7 @@ import unicodedata
 from typing import Any
 
 from .lazy import lazy_compile
+from .owners import subject_zh
 
 # CJK ideographs: the unified block, extension A and the compatibility block.
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -111,20 +112,21 @@ _ZH_SUBJECT = lazy_compile(r"^(?:其实|另外|对了|还有|而且|然后)?(?:�
 def clauses(text: str) -> list[str]:
     """Clauses of the user's text, split at punctuation, line breaks and "and I".
 
-    A Chinese clause without a subject right after one that began with 我 inherits it
-    ("我叫李雷，在杭州工作" -> "我叫李雷", "我在杭州工作")."""
+    A Chinese clause without a subject right after one that began with a subject inherits that subject
+    whole ("我叫李雷，在杭州工作" -> "我叫李雷", "我在杭州工作"; "我老公叫李明，是一名建筑设计师" -> "我老公叫李明",
+    "我老公是一名建筑设计师"): a cut never moves a relative's fact to the user (text/owners.py)."""
     out: list[str] = []
     for line in (text or "").splitlines():
         line = _ROLE_PREFIX.sub("", line)
-        prev_first_person = False
+        subject = ""
         for raw in _CLAUSE_SPLIT.split(_AND_I.sub(", ", line)):
             c = (raw or "").strip(" \t\"'“”‘’()（）[]【】-—:：.。")
             if not c:
                 continue
-            if HAS_CJK.search(c[:1]) and prev_first_person and not _ZH_SUBJECT.match(c) and _ZH_SUBJECTLESS.match(c):
-                c = "我" + c
+            if HAS_CJK.search(c[:1]) and subject and not _ZH_SUBJECT.match(c) and _ZH_SUBJECTLESS.match(c):
+                c = subject + c
             else:
-                prev_first_person = bool(re.match(r"^(?:其实|另外|对了|还有|而且|然后)?我(?!们)", c))
+                subject = subject_zh(c) if HAS_CJK.search(c[:1]) else ""
             out.append(c)
     return out
 

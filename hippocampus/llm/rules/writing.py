@@ -41,6 +41,7 @@ from ...text import (
     user_lines,
 )
 from ...text.dates import event_time_iso
+from ...text.owners import other_owner
 from ...text.turns import (
     REMEMBER,
     arithmetic,
@@ -214,9 +215,8 @@ def third_person(clause: str) -> str:
         if m:
             adverb, verb, rest = m.group(1), m.group(2).lower(), m.group(3)
             head = f"The user {adverb + ' ' if adverb else ''}{_third_verb(verb)}{rest}"
-    if not head:
-        first = c.split(" ", 1)[0]
-        head = f"The user says that {first.lower() + c[len(first):] if first.lower() in _LOWER_FIRST else c}"
+    if not head:  # no first-person subject: "The user says that <imperative>" is no fact (issue 55)
+        return ""
     return head[:8] + _EN_REST.sub(_they, head[8:])  # head starts with "The user"
 
 
@@ -241,6 +241,10 @@ def _third_zh(c: str) -> str:
     c = _ZH_LEAD.sub("", c, count=1).strip("，, ")
     if c.startswith("用户"):
         return c
+    own = re.match(r"(?:我|咱)们?(家里的|家的|家|的)?", c) if other_owner(c) else None
+    if own:  # "我老公是设计师" -> "用户的老公是设计师": a relative's fact stays the relative's
+        c = ("用户家的" if "家" in (own.group(1) or "") else "用户的") + c[own.end():]
+        return re.sub(r"我们", "他们", c).replace("我", "其")
     if "我" in c:
         c = c.replace("我们家", "用户家", 1) if c.find("我们家") == c.find("我") else (
             c.replace("我们", "用户和家人", 1) if c.find("我们") == c.find("我") else c.replace("我", "用户", 1))
@@ -263,6 +267,22 @@ def _third_verb(verb: str) -> str:
     return verb + "s"
 
 
+def whole_statement(clause: str) -> bool:
+    """A clause a fact may restate: the user's own (a relative's or a friend's is restated as theirs, "用户的老公…",
+    "The user's husband…"), never one whose subject is only a pronoun ("她…", "he…": whose is unknown), nor a
+    request or a question."""
+    owner = other_owner(clause)
+    if owner and not re.match(r"^(?:[\w ,]*\b)?(?:my|our)\b|^[^我咱]{0,6}(?:我|咱)", owner, re.I):
+        return False
+    return not is_question(clause) and not _REQUEST.search(clause) and not _FRAGMENT.search(clause)
+
+
+# "I started late", "I quit early": an event verb and an adverb, no object, so no lasting fact.
+_FRAGMENT = re.compile(r"^i\s+(?:\w+\s+)?(?:started|finished|quit|joined|moved|worked|studied|ran|played|trained|got)"
+                       r"(?:\s+(?:late|early|again|too|well|already|yet|soon|later|now|today|hard|fast|slowly|badly|out|up|in|off))+$", re.I)
+_REQUEST = re.compile(r"^(?:please\s+)?(?:(?:can|could|would|will) you|please|let'?s)\b|^(?:请|麻烦|帮我|你(?:能|可以))", re.I)
+
+
 def extract_facts(episode: dict[str, Any], existing: list[str]) -> list[str]:
     """First-person stable statements of the episode, one per clause, in the third person;
     transient events and facts already known (normalised) are skipped."""
@@ -273,6 +293,8 @@ def extract_facts(episode: dict[str, Any], existing: list[str]) -> list[str]:
         # a new home, workplace or age is a lasting fact even when the turn dates it ("I moved to Porto last week")
         lasting = bool(slots(clause)) and not _PLAN.search(clause)
         if not lasting and (_TRANSIENT.search(clause) or dated or _PLAN.search(clause) or not is_personal_fact(clause)):
+            continue
+        if not whole_statement(clause):
             continue
         fact = third_person(clause)
         key = normalise_fact(fact)
