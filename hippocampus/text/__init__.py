@@ -15,6 +15,7 @@ from typing import Any
 
 from .lazy import lazy_compile
 from .owners import subject_zh
+from .references import strip_frame, with_references
 
 # CJK ideographs: the unified block, extension A and the compatibility block.
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -229,7 +230,7 @@ _FORGET_WORDS = {"forget", "said", "told", "tell", "mentioned", "about", "what",
 def forget_clauses(text: str) -> tuple[list[str], list[str]]:
     """(the clauses that ask to forget something, the other clauses) of what the user said."""
     parts = clauses(text)
-    asks = [c for c in parts if FORGET.search(c.strip())]
+    asks = with_references(parts, [c for c in parts if FORGET.search(c.strip())])  # "昨天说的网贷那件事…，别记着"
     return asks, [c for c in parts if c not in asks]
 
 
@@ -249,7 +250,7 @@ def _terms(text: str) -> set[str]:
 def forget_terms(asks: list[str]) -> set[str]:
     """The content words a forget request names ("forget that I like jazz": like, jazz; "帮我把前男友小王的事忘掉吧":
     the pairs of 前男友小王), its framing words left out."""
-    return set().union(*(_terms(_FORGET_FRAME_ZH.sub(" ", a)) for a in asks)) - _FORGET_WORDS if asks else set()
+    return set().union(*(_terms(strip_frame(_FORGET_FRAME_ZH.sub(" ", a))) for a in asks)) - _FORGET_WORDS if asks else set()
 
 
 def names_memory(memory: str, asks: list[str], coverage: float = 0.75) -> bool:
