@@ -21,8 +21,8 @@ from .references import strip_frame, with_references
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 HAS_CJK = lazy_compile(f"[{CJK}]")
 _LATIN = lazy_compile(r"[A-Za-z\u00c0-\u024f]")
-# Sentence ends, except after a title ("Dr. Wang" stays whole).
-_CLAUSE_SPLIT = lazy_compile(r"(?<=[?？])|[。！!；;，,、\n]+|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
+# Sentence ends, except after a title ("Dr. Wang" stays whole); a comma inside a number ("20,000") cuts nothing.
+_CLAUSE_SPLIT = lazy_compile(r"(?<=[?？])|[。！!；;，、\n]+|(?<!\d),+|,+(?!\d{3}\b)|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
 _ROLE_PREFIX = lazy_compile(r"^\s*(user|assistant|system|用户|助手)\s*[:：]\s*", re.IGNORECASE)
 
 _CHITCHAT = {

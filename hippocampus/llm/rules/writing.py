@@ -42,6 +42,7 @@ from ...text import (
 )
 from ...text.dates import event_time_iso
 from ...text.owners import other_owner
+from ...text.requests import standing_request
 from ...text.turns import (
     REMEMBER,
     arithmetic,
@@ -102,9 +103,11 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     remembered = remember_request(text, now)
     if remembered is not None:
         return remembered
+    if any(standing_request(c) for c in parts):  # "stop giving me Windows shortcuts? I'm on a Mac": kept whole
+        return _yes(" ".join(text.split()), "偏好" if zh else "a preference", now, text, "rules: a request that states a preference")
     if _REMIND.search(text) and substantial(text):  # a reminder is a todo: kept whole, so it reads as one
         return _yes(" ".join(text.split()), "提醒" if zh else "a reminder", now, text, "rules: reminder request")
-    statements = [c for c in parts if not is_question(c) and not is_chitchat(c)]
+    statements = [c for i, c in enumerate(parts) if not is_chitchat(c) and (not is_question(c) or relative_clause(c, parts[:i]))]
     # An episode keeps every statement of the turn ("我上个月从成都搬到了上海，现在住在徐汇区"
     # whole), not only the clause that matched; the SemanticWriter picks facts out of it later.
     thing = " ".join(text.split()) if len(statements) == len(parts) else ("，" if zh else ", ").join(statements)
@@ -122,6 +125,17 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     if any(is_question(c) for c in parts):
         return {**no, "reason": "rules: question without personal information"}
     return {**no, "reason": "rules: fragment" if not substantial(text) else "rules: reaction or remark"}
+
+
+_RELATIVE = re.compile(r"^(?:which|who|whose|where|when)\s+(?:means|meant|is|was|are|were|has|had|made|makes|gave|gives|lets|let"
+                       r"|i|we|my|he|she|they)\b", re.IGNORECASE)
+
+
+def relative_clause(clause: str, before: list[str]) -> bool:
+    """"…, which means I'm finally eligible for Premier Silver": a clause that goes on with the statement before
+    it, no question (it has no question mark and follows a clause that is no question)."""
+    return bool(before) and not clause.rstrip().endswith(("?", "？")) and bool(_RELATIVE.match(clause.strip())) \
+        and not is_question(before[-1])
 
 
 # The turns the rules never keep, whatever else they hold (each test is certain only for a turn that says
