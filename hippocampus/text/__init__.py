@@ -132,8 +132,14 @@ def clauses(text: str) -> list[str]:
     return out
 
 
+# "When I was a kid", "What I really want is…", "How I met my wife…": a wh-word with no inversion, no question.
+_WH_STATEMENT = lazy_compile(r"^(?:what|when|where|how|why|who)\s+(?:i|i'm|we|my|our)\b(?!.*[?？]\s*$)", re.IGNORECASE)
+
+
 def is_question(clause: str) -> bool:
     c = clause.strip()
+    if _WH_STATEMENT.match(c):
+        return False
     return c.endswith(("?", "？")) or bool(_QUESTION_EN.match(c)) or bool(_QUESTION_ZH.search(c.rstrip("?？ ")))
 
 

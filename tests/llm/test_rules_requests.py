@@ -39,3 +39,9 @@ def test_a_relative_clause_is_no_question_cut_from_its_statement():
                                   "我以后想当医生"])
 def test_one_off_remarks_questions_and_plans_are_no_preference(text):
     assert not said(text)["write_episodic"] or guess_category(text, MemoryType.EPISODIC) is not Category.PREFERENCE
+
+
+@pytest.mark.parametrize("text", ["When I was a kid, I lived in Ohio.", "How I met my wife is a funny story, we met at a train station.",
+                                  "What I really want is a quiet job near the sea."])
+def test_a_wh_clause_without_inversion_is_part_of_the_statement(text):
+    assert said(text)["thing"] == text
