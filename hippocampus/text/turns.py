@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import text as T
 from .lazy import lazy_compile
-from .requests import standing_request
+from .requests import prefers
 
 # --- vocabulary ---------------------------------------------------------------------------------
 
@@ -227,7 +227,7 @@ def content_request(t: Turn) -> bool:
 def states_preference(t: Turn) -> bool:
     """A clause asks the assistant to answer some way for good ("can you keep answers short?"): never skipped
     as a question or a request (text/requests.py)."""
-    return any(standing_request(c) for c in t.parts)
+    return prefers(t.parts)
 
 
 def read_turn(turns: Sequence[dict[str, Any]], now_iso: str = "") -> Turn:

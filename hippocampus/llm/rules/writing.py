@@ -42,7 +42,7 @@ from ...text import (
 )
 from ...text.dates import event_time_iso
 from ...text.owners import other_owner
-from ...text.requests import standing_request
+from ...text.requests import prefers
 from ...text.turns import (
     REMEMBER,
     arithmetic,
@@ -103,7 +103,7 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     remembered = remember_request(text, now)
     if remembered is not None:
         return remembered
-    if any(standing_request(c) for c in parts):  # "stop giving me Windows shortcuts? I'm on a Mac": kept whole
+    if prefers(parts):  # "stop giving me Windows shortcuts? I'm on a Mac": kept whole
         return _yes(" ".join(text.split()), "偏好" if zh else "a preference", now, text, "rules: a request that states a preference")
     if _REMIND.search(text) and substantial(text):  # a reminder is a todo: kept whole, so it reads as one
         return _yes(" ".join(text.split()), "提醒" if zh else "a reminder", now, text, "rules: reminder request")
@@ -294,6 +294,7 @@ def whole_statement(clause: str) -> bool:
 # "I started late", "I quit early": an event verb and an adverb, no object, so no lasting fact.
 _FRAGMENT = re.compile(r"^i\s+(?:\w+\s+)?(?:started|finished|quit|joined|moved|worked|studied|ran|played|trained|got)"
                        r"(?:\s+(?:late|early|again|too|well|already|yet|soon|later|now|today|hard|fast|slowly|badly|out|up|in|off))+$", re.I)
+_PLEASE = re.compile(r"^\s*(?:please|请)\s*", re.I)
 _REQUEST = re.compile(r"^(?:please\s+)?(?:(?:can|could|would|will) you|please|let'?s)\b|^(?:请|麻烦|帮我|你(?:能|可以))", re.I)
 
 
@@ -303,6 +304,7 @@ def extract_facts(episode: dict[str, Any], existing: list[str]) -> list[str]:
     seen = {normalise_fact(f) for f in existing}
     facts = []
     for clause in clauses(str(episode.get("text", ""))):
+        clause = _PLEASE.sub("", REMEMBER.sub(" ", clause)).strip(" ,，:：") or clause  # "Please remember that I'm…": what to remember
         dated = TIME_WORD.search(clause) and not _HABITUAL.search(clause)  # "this Thursday at 3pm", not "周末喜欢爬山"
         # a new home, workplace or age is a lasting fact even when the turn dates it ("I moved to Porto last week")
         lasting = bool(slots(clause)) and not _PLAN.search(clause)
