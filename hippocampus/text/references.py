@@ -23,7 +23,12 @@ REFERENCE = lazy_compile(
     re.IGNORECASE,
 )
 # "…你忘了吧", "…就忘掉吧", "…忘了它": the ask at the end of a Chinese clause that names what (never "我忘了…").
-ASK_AT_END = lazy_compile(r"(?<![我都别不要能])(?:你|就|都)?(?:给我)?(?:忘了|忘掉|忘记|删了|删掉)(?:它|吧|好吗|哈|啊|了)*$")
+ASK_AT_END = lazy_compile(r"(?<![我都别不要能])(?:你|就|都)?(?:给我)?(?:忘了|忘掉|忘记|删了|删掉)(?:它|吧|好吗|哈|啊|了)*$"
+                          r"|(?<!\bdon't )(?<!\bnot )\b(?:please\s+)?(?:forget|delete|erase|drop)\s+(?:it|that|about it|all of it)"
+                          r"(?:\s+please)?\s*[.!]*$", re.IGNORECASE)
+# "just forget it please", "就忘了吧": a bare ask whose thing is named by the clause beside it.
+BARE_ASK = lazy_compile(r"^(?:(?:just|so|please|and|ok|okay|then)\s+)*(?:forget|delete|erase|drop)\s+(?:it|that|about it|all of it)"
+                        r"(?:\s+please)?\s*[.!]*$|^(?:你|就|都|那就|那你)*(?:忘了|忘掉|忘记|删了|删掉)(?:它|吧|好吗|哈|啊|了)*$", re.IGNORECASE)
 # Frame words of a reference, left out of the words it names.
 FRAME = lazy_compile(
     r"那件事|那个事|那事|那些事|这件事|的事情?|说的|讲的|提到的|说过的|告诉你的|聊的|跟你|和你|对你|你|我|关于|有关|那个|这个"
@@ -57,7 +62,7 @@ def asks_by_reference(clause: str) -> bool:
 def with_references(parts: list[str], asks: list[str]) -> list[str]:
     """The asks and the references beside them: a clause next to an ask that points at what was said
     ("the thing about my loan I told you yesterday", "forget it") is part of the request."""
-    asks = asks + [c for c in parts if c not in asks and asks_by_reference(c)]
+    asks = asks + [c for c in parts if c not in asks and (asks_by_reference(c) or BARE_ASK.match(c.strip()))]
     if not asks:
         return []
     out = set(asks)

@@ -24,6 +24,8 @@ DAY = 86400
     ("上周跟你说的那个面试的事，忘掉吧", {"面试"}),
     ("the thing about my loan I told you yesterday, forget it", {"loan"}),
     ("forget what I said about the loan last week", {"loan"}),
+    ("what I told you about my divorce, just forget it please", {"divorce"}),
+    ("the stuff about my divorce I mentioned last week — please forget it", {"divorce"}),
 ])
 def test_the_reference_is_part_of_the_request(said, terms):
     asks, rest = forget_clauses(said)
@@ -33,6 +35,8 @@ def test_the_reference_is_part_of_the_request(said, terms):
 def test_look_alikes_are_no_request():
     assert forget_clauses("我说的那件事你别忘了")[0] == []
     assert forget_clauses("I forgot my keys yesterday")[0] == []
+    assert forget_clauses("the thing about the loan, don't forget it")[0] == []
+    assert forget_clauses("我把钥匙忘了")[0] == []
 
 
 @pytest.fixture(scope="module")
