@@ -46,6 +46,17 @@ CHUNK = 1024
 SEMANTIC = MemoryType.SEMANTIC.value
 
 
+def not_to_distil(row: dict[str, Any]) -> bool:
+    """Facts are built only from what is current (issue 55): never from an episode distilled already, a turn
+    still pending its decision or a merge, nor one a correction superseded ("I moved to Rome" replaced "I live
+    in Portland": "The user lives in Portland" must not come back). A forgotten memory is out of the store."""
+    meta = row.get("metadata") or {}
+    if any(meta.get(k) for k in ("distilled", "pending_decision", "merge_pending")):
+        return True
+    life = meta.get(LIFE_KEY) if isinstance(meta.get(LIFE_KEY), dict) else {}
+    return life.get("superseded_by") is not None or life.get("valid_to") is not None or life.get("state") == "forgotten"
+
+
 class Distiller:
     """The distillation phase of one consolidation run: what it needs is its constructor (the job
     hands over its store, embedder, SemanticWriter, write lock, stats and crash-test checkpoint)."""
@@ -60,8 +71,7 @@ class Distiller:
 
     def run(self, scope: str, notify: Progress) -> None:
         """SemanticWriter over episodes not yet distilled, a chunk at a time (batched searches and writes)."""
-        skip = lambda row: any((row.get("metadata") or {}).get(k) for k in ("distilled", "pending_decision", "merge_pending"))  # noqa: E731
-        by_user = ids_by_user(self.store, scope, skip)
+        by_user = ids_by_user(self.store, scope, not_to_distil)
         total, done = sum(len(v) for v in by_user.values()), 0
         for ids in by_user.values():
             for start in range(0, len(ids), CHUNK):

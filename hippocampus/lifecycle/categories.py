@@ -15,6 +15,7 @@ from ..errors import InvalidInput
 from ..models import AnyCategory, Category, CustomCategory, Lifecycle, MemoryType
 from ..text.dates import expiry
 from ..text.lazy import lazy_compile
+from ..text.requests import prefers_text
 from . import when
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ def with_declared(text: str, memory_type: MemoryType, given: AnyCategory, declar
 
 def guess_category(text: str, memory_type: MemoryType) -> Category:
     """todo, preference, decision or workflow when a pattern says so; else experience / fact."""
+    if prefers_text(text) and not _TODO.search(text):  # "can you stop giving me Windows shortcuts? I'm on a Mac" (text/requests.py)
+        return Category.PREFERENCE
     for pattern, category in ((_TODO, Category.TODO), (_PREFERENCE, Category.PREFERENCE),
                               (_DECISION, Category.DECISION), (_WORKFLOW, Category.WORKFLOW)):
         if pattern.search(text):

@@ -3,6 +3,10 @@ said in a turn ("Please forget that I like jazz", "忘掉我喜欢爵士乐") is
 names leave search and the prompt block at once, kept whole in a "forgotten" history event (restorable,
 like observe's deletions). add(infer=True) and observe both call `forget_named`, so the two agree.
 
+A request may name its memory by reference (issue 55): "昨天说的网贷那件事你忘了吧，别记着", "the thing about
+my loan I told you yesterday, forget it" (text/references.py): the reference is part of the request (never
+stored), its words pick the memories and its time words ("yesterday", "上周") pick among them (`in_window`).
+
 The offline rule is deliberately narrow (text.names_memory): a memory is named when it holds most of the
 words the request names, so "forget that I like jazz" takes "I like jazz" and "The user likes jazz" but
 not "I like cats".
@@ -34,6 +38,7 @@ from ..text import (
     substantial,
     taken_back,
 )
+from ..text.references import said_window
 from ..text.slots import corrected as slot_pairs
 from ..text.slots import of_record, rest_of
 from ..text.slots import read as read_slots
@@ -161,14 +166,31 @@ def forget_named(ctx: MemoryContext, search: Callable[..., object], user_id: str
                    memory_types=[MemoryType.EPISODIC, MemoryType.SEMANTIC])
     records = [h.memory for h in [*getattr(found, "episodic", []), *getattr(found, "semantic", [])]]
     reason = "the user asked to forget it: " + " / ".join(a.strip() for a in asks)
-    for record in records:
+    named = in_window([r for r in records if r.id not in skip and names_memory(r.text, asks)], asks, ctx, user_id)
+    for record in named:
         mid = record.id
-        if mid in skip or mid in out.deleted or not names_memory(record.text, asks):
+        if mid in out.deleted:
             continue
         rows = ctx.store.query(F.and_(F.eq("id", mid), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=1)
         if rows and _soft_delete(ctx.store, ctx.write_lock, MemoryRecord.from_row(rows[0]), reason, out, actor=actor):
             out.deleted.append(mid)
     return out
+
+
+def in_window(records: list[MemoryRecord], asks: list[str], ctx: MemoryContext, user_id: str) -> list[MemoryRecord]:
+    """Of the memories a request names, those said when it says ("昨天说的…", "what I told you last week": that
+    window of days in the user's zone, text/references.py); all of them when it names no time or none was said
+    then (the user's "yesterday" may be off by a day, and the words still name the thing)."""
+    from datetime import datetime
+
+    from ..lifecycle.when import said_ts_of, user_zone
+
+    tz = user_zone(ctx.config, user_id)
+    window = said_window(asks, datetime.now(tz), tz)
+    if window is None:
+        return records
+    then = [r for r in records if window[0] <= said_ts_of(r.metadata, r.ts) < window[1]]
+    return then or records
 
 
 def corrected(memory: MemoryRecord, takes_back: list[str], new_slots: dict[str, str]) -> str:

@@ -14,15 +14,21 @@ rewords nouns by design, so that check would drop good facts. A fact holding an 
 item makes the model answer once more with those items listed; facts that still hold one
 are dropped (`facts_path`: "model", "model_retry" or "dropped"), and the supported facts of
 both answers are kept. Dropping, not repairing: an invented count cannot be fixed from the text.
+
+Owners stay owners (issue 55): a fact stated about the user ("用户是一名建筑设计师", "The user takes aspirin")
+whose words the episode says only in a clause about someone else ("我老公…是一名建筑设计师", "my dad takes
+aspirin") is dropped, whoever wrote it; so is a fact that is no statement ("The user says that write ...").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from ..models import MemoryRecord
-from ..text import normalise_fact
+from ..text import clauses, key_terms, normalise_fact
+from ..text.owners import RELATION_WORD, owners_by_clause, states_user
 from .base import Processor, record_view
 from .facts import missing
 from .results import SemanticExtraction, SemanticFact
@@ -53,27 +59,45 @@ class SemanticWriter(Processor[SemanticExtraction]):
         episode = episode_view(episodic_memory)
         inputs = {"episode": episode, "existing_facts": existing[:MAX_EXISTING]}
         asked = self.ask(**inputs)
-        result = dedupe_facts(asked, existing).answered_by(asked.source)  # a new object: keep who answered
+        result = dedupe_facts(asked, existing, episode["text"]).answered_by(asked.source)  # a new object: keep who answered
         first_bad = {i: unsupported(f.fact, episode) for i, f in enumerate(result.facts)}
         invented = list(dict.fromkeys(x for items in first_bad.values() for x in items))
         if not invented:
             return result.guarded("model")
         good = [f for i, f in enumerate(result.facts) if not first_bad[i]]
         again = self.ask_again(invented, **inputs)
-        retry_facts = dedupe_facts(again, existing).facts if again is not None else []
+        retry_facts = dedupe_facts(again, existing, episode["text"]).facts if again is not None else []
         retry_good = [f for f in retry_facts if not unsupported(f.fact, episode)]
         path = "model_retry" if again is not None and len(retry_good) == len(retry_facts) else "dropped"
         return dedupe_facts(SemanticExtraction(facts=good + retry_good), existing).answered_by(asked.source).guarded(path, invented)
 
 
-def dedupe_facts(result: SemanticExtraction, existing: Sequence[str]) -> SemanticExtraction:
-    """Drop empty, oversized, repeated and already-known facts (normalised comparison)."""
+def moves_owner(fact: str, source: str) -> bool:
+    """The fact names the user as its subject, but the episode's clauses closest to it in words are all
+    about someone else ("用户是一名建筑设计师" from "我老公叫李明，是一名建筑设计师")."""
+    if not source or not states_user(fact) or RELATION_WORD.search(fact):  # "The user has a daughter, Emma" is his
+        return False
+    wanted = key_terms(fact) - {"user", "user's"}
+    parts = clauses(source)
+    scored = [(len(wanted & key_terms(c)), other) for c, other in zip(parts, owners_by_clause(parts))]
+    best = max((n for n, _o in scored), default=0)
+    return best > 0 and all(other for n, other in scored if n == best)
+
+
+_NO_STATEMENT = re.compile(r"^\s*the user says that\b|^\s*用户提到(?:请|帮|给)", re.IGNORECASE)
+
+
+def dedupe_facts(result: SemanticExtraction, existing: Sequence[str], source: str = "") -> SemanticExtraction:
+    """Drop empty, oversized, repeated and already-known facts (normalised comparison), and those that move a
+    fact of the episode's `source` text to another owner or state nothing."""
     seen = {normalise_fact(f) for f in existing}
     kept: list[SemanticFact] = []
     for item in result.facts:
         fact = " ".join(item.fact.split())
         key = normalise_fact(fact)
         if not key or key in seen or len(fact.encode("utf-8")) > FACT_MAX_BYTES:
+            continue
+        if _NO_STATEMENT.search(fact) or moves_owner(fact, source):
             continue
         seen.add(key)
         kept.append(SemanticFact(fact=fact))

@@ -14,13 +14,15 @@ import unicodedata
 from typing import Any
 
 from .lazy import lazy_compile
+from .owners import subject_zh
+from .references import strip_frame, with_references
 
 # CJK ideographs: the unified block, extension A and the compatibility block.
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 HAS_CJK = lazy_compile(f"[{CJK}]")
 _LATIN = lazy_compile(r"[A-Za-z\u00c0-\u024f]")
-# Sentence ends, except after a title ("Dr. Wang" stays whole).
-_CLAUSE_SPLIT = lazy_compile(r"(?<=[?？])|[。！!；;，,、\n]+|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
+# Sentence ends, except after a title ("Dr. Wang" stays whole); a comma inside a number ("20,000") cuts nothing.
+_CLAUSE_SPLIT = lazy_compile(r"(?<=[?？])|[。！!；;，、\n]+|(?<!\d),+|,+(?!\d{3}\b)|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
 _ROLE_PREFIX = lazy_compile(r"^\s*(user|assistant|system|用户|助手)\s*[:：]\s*", re.IGNORECASE)
 
 _CHITCHAT = {
@@ -111,26 +113,33 @@ _ZH_SUBJECT = lazy_compile(r"^(?:其实|另外|对了|还有|而且|然后)?(?:�
 def clauses(text: str) -> list[str]:
     """Clauses of the user's text, split at punctuation, line breaks and "and I".
 
-    A Chinese clause without a subject right after one that began with 我 inherits it
-    ("我叫李雷，在杭州工作" -> "我叫李雷", "我在杭州工作")."""
+    A Chinese clause without a subject right after one that began with a subject inherits that subject
+    whole ("我叫李雷，在杭州工作" -> "我叫李雷", "我在杭州工作"; "我老公叫李明，是一名建筑设计师" -> "我老公叫李明",
+    "我老公是一名建筑设计师"): a cut never moves a relative's fact to the user (text/owners.py)."""
     out: list[str] = []
     for line in (text or "").splitlines():
         line = _ROLE_PREFIX.sub("", line)
-        prev_first_person = False
+        subject = ""
         for raw in _CLAUSE_SPLIT.split(_AND_I.sub(", ", line)):
             c = (raw or "").strip(" \t\"'“”‘’()（）[]【】-—:：.。")
             if not c:
                 continue
-            if HAS_CJK.search(c[:1]) and prev_first_person and not _ZH_SUBJECT.match(c) and _ZH_SUBJECTLESS.match(c):
-                c = "我" + c
+            if HAS_CJK.search(c[:1]) and subject and not _ZH_SUBJECT.match(c) and _ZH_SUBJECTLESS.match(c):
+                c = subject + c
             else:
-                prev_first_person = bool(re.match(r"^(?:其实|另外|对了|还有|而且|然后)?我(?!们)", c))
+                subject = subject_zh(c) if HAS_CJK.search(c[:1]) else ""
             out.append(c)
     return out
 
 
+# "When I was a kid", "What I really want is…", "How I met my wife…": a wh-word with no inversion, no question.
+_WH_STATEMENT = lazy_compile(r"^(?:what|when|where|how|why|who)\s+(?:i|i'm|we|my|our)\b(?!.*[?？]\s*$)", re.IGNORECASE)
+
+
 def is_question(clause: str) -> bool:
     c = clause.strip()
+    if _WH_STATEMENT.match(c):
+        return False
     return c.endswith(("?", "？")) or bool(_QUESTION_EN.match(c)) or bool(_QUESTION_ZH.search(c.rstrip("?？ ")))
 
 
@@ -227,7 +236,7 @@ _FORGET_WORDS = {"forget", "said", "told", "tell", "mentioned", "about", "what",
 def forget_clauses(text: str) -> tuple[list[str], list[str]]:
     """(the clauses that ask to forget something, the other clauses) of what the user said."""
     parts = clauses(text)
-    asks = [c for c in parts if FORGET.search(c.strip())]
+    asks = with_references(parts, [c for c in parts if FORGET.search(c.strip())])  # "昨天说的网贷那件事…，别记着"
     return asks, [c for c in parts if c not in asks]
 
 
@@ -247,7 +256,7 @@ def _terms(text: str) -> set[str]:
 def forget_terms(asks: list[str]) -> set[str]:
     """The content words a forget request names ("forget that I like jazz": like, jazz; "帮我把前男友小王的事忘掉吧":
     the pairs of 前男友小王), its framing words left out."""
-    return set().union(*(_terms(_FORGET_FRAME_ZH.sub(" ", a)) for a in asks)) - _FORGET_WORDS if asks else set()
+    return set().union(*(_terms(strip_frame(_FORGET_FRAME_ZH.sub(" ", a))) for a in asks)) - _FORGET_WORDS if asks else set()
 
 
 def names_memory(memory: str, asks: list[str], coverage: float = 0.75) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import text as T
 from .lazy import lazy_compile
+from .requests import prefers
 
 # --- vocabulary ---------------------------------------------------------------------------------
 
@@ -195,7 +196,7 @@ def _asked(clause: str) -> str:
 
 def knowledge_question(t: Turn) -> bool:
     rest = [_asked(c) for c in t.parts if not small_talk(c)]
-    return bool(rest) and all(T.is_question(c) for c in rest) and impersonal(" ".join(rest))
+    return bool(rest) and all(T.is_question(c) for c in rest) and impersonal(" ".join(rest)) and not states_preference(t)
 
 
 def weather_remark(t: Turn) -> bool:
@@ -213,12 +214,20 @@ def content_request(t: Turn) -> bool:
     """"Write a haiku about the sea", "帮我写一首诗", "把这句话翻译成英文：…": "帮我"/"tell me" say who it
     is for; for a text operation (translate, proofread) the material after a colon or in quotes is what to
     work on, not about the speaker ("帮我写一封邮件：我下周请假" keeps its material and goes to the model)."""
+    if states_preference(t):  # "以后都用英文回答我": how to answer for good, a preference
+        return False
     body = (_QUOTED.sub(" ", t.text) if _TEXT_OP.search(t.text) else t.text).strip()
     head = _REQUEST_PREFIX.sub("", body, count=1).strip()
     if not _REQUEST_VERB.search(head):
         return False
     rest = _FOR_ME.sub(" ", body)
     return impersonal(rest) and not any(personal(c) for c in T.clauses(rest))
+
+
+def states_preference(t: Turn) -> bool:
+    """A clause asks the assistant to answer some way for good ("can you keep answers short?"): never skipped
+    as a question or a request (text/requests.py)."""
+    return prefers(t.parts)
 
 
 def read_turn(turns: Sequence[dict[str, Any]], now_iso: str = "") -> Turn:

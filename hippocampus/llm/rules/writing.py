@@ -41,6 +41,8 @@ from ...text import (
     user_lines,
 )
 from ...text.dates import event_time_iso
+from ...text.owners import other_owner
+from ...text.requests import prefers
 from ...text.turns import (
     REMEMBER,
     arithmetic,
@@ -101,9 +103,11 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     remembered = remember_request(text, now)
     if remembered is not None:
         return remembered
+    if prefers(parts):  # "stop giving me Windows shortcuts? I'm on a Mac": kept whole
+        return _yes(" ".join(text.split()), "偏好" if zh else "a preference", now, text, "rules: a request that states a preference")
     if _REMIND.search(text) and substantial(text):  # a reminder is a todo: kept whole, so it reads as one
         return _yes(" ".join(text.split()), "提醒" if zh else "a reminder", now, text, "rules: reminder request")
-    statements = [c for c in parts if not is_question(c) and not is_chitchat(c)]
+    statements = [c for i, c in enumerate(parts) if not is_chitchat(c) and (not is_question(c) or relative_clause(c, parts[:i]))]
     # An episode keeps every statement of the turn ("我上个月从成都搬到了上海，现在住在徐汇区"
     # whole), not only the clause that matched; the SemanticWriter picks facts out of it later.
     thing = " ".join(text.split()) if len(statements) == len(parts) else ("，" if zh else ", ").join(statements)
@@ -121,6 +125,17 @@ def decide(turns: list[dict[str, Any]], now: str = "") -> dict[str, Any]:
     if any(is_question(c) for c in parts):
         return {**no, "reason": "rules: question without personal information"}
     return {**no, "reason": "rules: fragment" if not substantial(text) else "rules: reaction or remark"}
+
+
+_RELATIVE = re.compile(r"^(?:which|who|whose|where|when)\s+(?:means|meant|is|was|are|were|has|had|made|makes|gave|gives|lets|let"
+                       r"|i|we|my|he|she|they)\b", re.IGNORECASE)
+
+
+def relative_clause(clause: str, before: list[str]) -> bool:
+    """"…, which means I'm finally eligible for Premier Silver": a clause that goes on with the statement before
+    it, no question (it has no question mark and follows a clause that is no question)."""
+    return bool(before) and not clause.rstrip().endswith(("?", "？")) and bool(_RELATIVE.match(clause.strip())) \
+        and not is_question(before[-1])
 
 
 # The turns the rules never keep, whatever else they hold (each test is certain only for a turn that says
@@ -214,9 +229,8 @@ def third_person(clause: str) -> str:
         if m:
             adverb, verb, rest = m.group(1), m.group(2).lower(), m.group(3)
             head = f"The user {adverb + ' ' if adverb else ''}{_third_verb(verb)}{rest}"
-    if not head:
-        first = c.split(" ", 1)[0]
-        head = f"The user says that {first.lower() + c[len(first):] if first.lower() in _LOWER_FIRST else c}"
+    if not head:  # no first-person subject: "The user says that <imperative>" is no fact (issue 55)
+        return ""
     return head[:8] + _EN_REST.sub(_they, head[8:])  # head starts with "The user"
 
 
@@ -241,6 +255,10 @@ def _third_zh(c: str) -> str:
     c = _ZH_LEAD.sub("", c, count=1).strip("，, ")
     if c.startswith("用户"):
         return c
+    own = re.match(r"(?:我|咱)们?(家里的|家的|家|的)?", c) if other_owner(c) else None
+    if own:  # "我老公是设计师" -> "用户的老公是设计师": a relative's fact stays the relative's
+        c = ("用户家的" if "家" in (own.group(1) or "") else "用户的") + c[own.end():]
+        return re.sub(r"我们", "他们", c).replace("我", "其")
     if "我" in c:
         c = c.replace("我们家", "用户家", 1) if c.find("我们家") == c.find("我") else (
             c.replace("我们", "用户和家人", 1) if c.find("我们") == c.find("我") else c.replace("我", "用户", 1))
@@ -263,16 +281,36 @@ def _third_verb(verb: str) -> str:
     return verb + "s"
 
 
+def whole_statement(clause: str) -> bool:
+    """A clause a fact may restate: the user's own (a relative's or a friend's is restated as theirs, "用户的老公…",
+    "The user's husband…"), never one whose subject is only a pronoun ("她…", "he…": whose is unknown), nor a
+    request or a question."""
+    owner = other_owner(clause)
+    if owner and not re.match(r"^(?:[\w ,]*\b)?(?:my|our)\b|^[^我咱]{0,6}(?:我|咱)", owner, re.I):
+        return False
+    return not is_question(clause) and not _REQUEST.search(clause) and not _FRAGMENT.search(clause)
+
+
+# "I started late", "I quit early": an event verb and an adverb, no object, so no lasting fact.
+_FRAGMENT = re.compile(r"^i\s+(?:\w+\s+)?(?:started|finished|quit|joined|moved|worked|studied|ran|played|trained|got)"
+                       r"(?:\s+(?:late|early|again|too|well|already|yet|soon|later|now|today|hard|fast|slowly|badly|out|up|in|off))+$", re.I)
+_PLEASE = re.compile(r"^\s*(?:please|请)\s*", re.I)
+_REQUEST = re.compile(r"^(?:please\s+)?(?:(?:can|could|would|will) you|please|let'?s)\b|^(?:请|麻烦|帮我|你(?:能|可以))", re.I)
+
+
 def extract_facts(episode: dict[str, Any], existing: list[str]) -> list[str]:
     """First-person stable statements of the episode, one per clause, in the third person;
     transient events and facts already known (normalised) are skipped."""
     seen = {normalise_fact(f) for f in existing}
     facts = []
     for clause in clauses(str(episode.get("text", ""))):
+        clause = _PLEASE.sub("", REMEMBER.sub(" ", clause)).strip(" ,，:：") or clause  # "Please remember that I'm…": what to remember
         dated = TIME_WORD.search(clause) and not _HABITUAL.search(clause)  # "this Thursday at 3pm", not "周末喜欢爬山"
         # a new home, workplace or age is a lasting fact even when the turn dates it ("I moved to Porto last week")
         lasting = bool(slots(clause)) and not _PLAN.search(clause)
         if not lasting and (_TRANSIENT.search(clause) or dated or _PLAN.search(clause) or not is_personal_fact(clause)):
+            continue
+        if not whole_statement(clause):
             continue
         fact = third_person(clause)
         key = normalise_fact(fact)
