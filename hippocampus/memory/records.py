@@ -27,6 +27,7 @@ from ..models import (
     SearchResult,
     now_ts,
 )
+from ..retrieval import as_of as T
 from ..retrieval import check_search_mode
 from ..store import MEMORY_FIELDS
 from ..store import agents as A
@@ -192,6 +193,7 @@ class RecordService:
         agent_id: str | None = None,
         agent_scope: str = "both",
         run_id: str | None = None,
+        as_of: Any = None,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first. Memory.search
         documents the arguments and errors."""
@@ -209,13 +211,20 @@ class RecordService:
         mode = check_search_mode(mode) if mode is not None else self.ctx.config.search_mode
         vector = self.ctx.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
         mode = mode if vector is not None else "bm25"
+        include_expired = V.check_flag("include_expired", include_expired)
+        at = T.moment(as_of, user_zone(self.ctx.config, user_id))  # retrieval/as_of.py: what was current then
+        past = at is None and not include_superseded and T.asks_past(query)  # "where did I live before?"
         result, memo = SearchResult(), {}  # memo: what the kinds share (one cross-language search)
         for kind in kinds:
             k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
-            setattr(result, kind.value, self.ctx.retriever.search(query, user_id, k, kind, caller, vector, mode,
-                                                              include_superseded=bool(include_superseded), graph=graph,
-                                                              include_expired=V.check_flag("include_expired", include_expired),
-                                                              kinds=[x.value for x in kinds], memo=memo))
+            depth = k if at is None else min(1000, 3 * k + 10)  # room for what the moment leaves out
+            hits = self.ctx.retriever.search(query, user_id, depth, kind, caller, vector, mode,
+                                             include_superseded=bool(include_superseded) or past or at is not None, graph=graph,
+                                             include_expired=include_expired or at is not None,
+                                             kinds=[x.value for x in kinds], memo=memo)
+            if at is not None:
+                hits = [h for h in hits if T.current_at(h, at, include_expired)]
+            setattr(result, kind.value, T.ordered(hits, past)[:k])
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
