@@ -71,6 +71,11 @@ _ZH_NOT_BUT = lazy_compile(r"不是(?P<old>[^，,。]+?)[，,]?而是(?P<new>[^�
 _EN_NOT_BUT = lazy_compile(r"\bnot (?P<old>[^,.;]+?),? but (?P<new>[^,.;]+)", re.IGNORECASE)
 _OTHER = lazy_compile(r"\b(?:he|she|they|his|her|their|he's|she's|they're|him|them)\b|他|她", re.IGNORECASE)
 _USER = lazy_compile(r"\b(?:i|i'm|i've|i'd|i am|me|my|we|we're|we've|our|us|the user|user)\b|我|咱|用户", re.IGNORECASE)
+# A clause about a place or things in general, not about anyone: "The rent in Paris is 2000", "the rent here is
+# crazy", "Rent in London is 2500", "A new bike costs 500" (not "The rent for the new place": the user's), "北京的房租是6000", "这边的房租太贵了". With no first-person word it states no
+# one's slot, and a bare figure after it ("3000 for a studio") is not the user's either.
+_IMPERSONAL = lazy_compile(r"^(?:a|an|average|typical)\s|^(?:the\s+)?(?:average\s+|typical\s+)?\w+\s+(?:in|around|here|there)\b"
+                           r"|^(?:这里|这边|那里|那边|当地|市区|[\u4e00-\u9fff]{1,6}的(?=房租|租金|房价|价格|工资|薪水))", re.IGNORECASE)
 _NAMED = lazy_compile(r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+(?:lives|works|is|moved|just|has|got|turned|drives|earns|makes)\b")
 _NUMBER = lazy_compile(r"^[$¥€£]?\s?(\d[\d,]*(?:\.\d+)?)\s?([kK]|万|千)?")
 _TRIM_ZH = lazy_compile(r"(?:了|的|工作|上班|生活|附近|这边|那边|住|呢|啊|吧|八年|\d+年|[一二三四五六七八九十几]+年).*$")
@@ -212,8 +217,8 @@ def _clause_statements(clause: str, subject: str) -> list[Statement]:
             who = subject
             if groups.get("subj"):
                 who = next(k for k, ws in RELATIONS.items() if groups["subj"].lower() in (w.lower() for w in ws))
-            if ATTRIBUTES[attribute].user_only:
-                who = "user"
+            if ATTRIBUTES[attribute].user_only and (who == "user" or who in RELATIONS or who in PETS or _USER.search(clause)):
+                who = "user"  # "my landlord raised the rent": the user's; "他的房租是5000" stays his
             value = canonical(fixed if fixed is not None else groups.get("v"), attribute)
             old = canonical(groups.get("old"), attribute)
             if not _plausible(attribute, value) or (old is not None and not _plausible(attribute, old)):
@@ -265,13 +270,19 @@ def read_clauses(text: str) -> list[tuple[str, list[Statement]]]:
     """(clause, its statements) for each clause of `text`; read() flattened."""
     out: list[tuple[str, list[Statement]]] = []
     bare: list[tuple[int, str, str]] = []
-    subject = "user"
+    subject: str | None = "user"  # a clause with no subject goes on with the last one named: "Moved to Denver." is the user's
     for clause in clauses(_prepare(text or "")):
         body = _LEAD.sub("", clause).strip()
         if not body or is_question(body) or _SKIP.search(body):
             out.append((clause, []))
             continue
-        subject = _subject(body) or subject
+        own = _subject(body)
+        if own is None and _IMPERSONAL.search(body):
+            subject = None  # about a place or things in general, and so is a bare figure after it
+        subject = own or subject
+        if subject is None:
+            out.append((clause, []))
+            continue
         found = _clause_statements(body, subject)
         if not found:
             raw, hint = _bare(body)
