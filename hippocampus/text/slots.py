@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import clauses, is_question
 from .lazy import lazy_compile
-from .slot_rules import RULES, VALUES
+from .slot_rules import IMPERSONAL, RULES, VALUES
 from .slot_tables import ATTRIBUTES, CANONICAL, GAZETTEER, PETS, RELATIONS, ZH_DIGITS
 
 KEY = "statements"  # where a record keeps its statements (its metadata: no schema change)
@@ -71,11 +71,7 @@ _ZH_NOT_BUT = lazy_compile(r"不是(?P<old>[^，,。]+?)[，,]?而是(?P<new>[^�
 _EN_NOT_BUT = lazy_compile(r"\bnot (?P<old>[^,.;]+?),? but (?P<new>[^,.;]+)", re.IGNORECASE)
 _OTHER = lazy_compile(r"\b(?:he|she|they|his|her|their|he's|she's|they're|him|them)\b|他|她", re.IGNORECASE)
 _USER = lazy_compile(r"\b(?:i|i'm|i've|i'd|i am|me|my|we|we're|we've|our|us|the user|user)\b|我|咱|用户", re.IGNORECASE)
-# A clause about a place or things in general, not about anyone: "The rent in Paris is 2000", "the rent here is
-# crazy", "Rent in London is 2500", "A new bike costs 500" (not "The rent for the new place": the user's), "北京的房租是6000", "这边的房租太贵了". With no first-person word it states no
-# one's slot, and a bare figure after it ("3000 for a studio") is not the user's either.
-_IMPERSONAL = lazy_compile(r"^(?:a|an|average|typical)\s|^(?:the\s+)?(?:average\s+|typical\s+)?\w+\s+(?:in|around|here|there)\b"
-                           r"|^(?:这里|这边|那里|那边|当地|市区|[\u4e00-\u9fff]{1,6}的(?=房租|租金|房价|价格|工资|薪水))", re.IGNORECASE)
+_IMPERSONAL = lazy_compile(IMPERSONAL, re.IGNORECASE)  # slot_rules.py: "The rent in Paris is 2000"
 _NAMED = lazy_compile(r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+(?:lives|works|is|moved|just|has|got|turned|drives|earns|makes)\b")
 _NUMBER = lazy_compile(r"^[$¥€£]?\s?(\d[\d,]*(?:\.\d+)?)\s?([kK]|万|千)?")
 _TRIM_ZH = lazy_compile(r"(?:了|的|工作|上班|生活|附近|这边|那边|住|呢|啊|吧|八年|\d+年|[一二三四五六七八九十几]+年).*$")
