@@ -34,6 +34,7 @@ from ..store import agents as A
 from ..store import filters as F
 from ..store.removal import remove_with_history
 from ..text import slots
+from ..text.assistant import ordinal
 
 
 def deletion_event(old: MemoryRecord, user_id: str, **details: Any) -> dict[str, Any]:
@@ -84,6 +85,7 @@ class RecordService:
         if infer and mtype is MemoryType.EPISODIC:  # the LLM path's modules load here: a CLI list or search needs none
             from ..processors.write_decider import EpisodicWriteDecider
             from .forget import forget_named, supersede_corrected
+            from .assistant_turns import keep_assistant, with_assistant
             from .online import add_inferred
 
             ctx = self.ctx
@@ -97,6 +99,7 @@ class RecordService:
 
             added = add_inferred(ctx.writer, lambda: ctx.processor(EpisodicWriteDecider), ctx.config, user_id, chat_id, who,
                                  metadata, event_ts, text, turns, forget=forget, correct=correct)
+            added = with_assistant(added, keep_assistant(ctx, user_id, chat_id, metadata, event_ts, turns, tz))
             for memory_id in added.ids if until is not None else []:  # what the decider kept expires as asked
                 old = self.get(memory_id, user_id)
                 ctx.writer.rewrite(old, old.text, expiry.stamp(old.metadata, until), HistoryAction.UPDATED, actor="api",
@@ -214,6 +217,7 @@ class RecordService:
         include_expired = V.check_flag("include_expired", include_expired)
         at = T.moment(as_of, user_zone(self.ctx.config, user_id))  # retrieval/as_of.py: what was current then
         past = at is None and not include_superseded and T.asks_past(query)  # "where did I live before?"
+        item = ordinal(query)  # "the 7th job idea": the list holding item 7 first (text/assistant.py)
         result, memo = SearchResult(), {}  # memo: what the kinds share (one cross-language search)
         for kind in kinds:
             k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
@@ -224,7 +228,7 @@ class RecordService:
                                              kinds=[x.value for x in kinds], memo=memo)
             if at is not None:
                 hits = [h for h in hits if T.current_at(h, at, include_expired)]
-            setattr(result, kind.value, T.ordered(hits, past)[:k])
+            setattr(result, kind.value, T.items_first(T.ordered(hits, past), item)[:k])
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:

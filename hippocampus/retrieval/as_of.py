@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..models import SearchHit
+from ..text.assistant import has_item
 from ..store import expiry
 
 _MAX = 253402300799  # the end of year 9999
@@ -107,3 +108,11 @@ def ordered(hits: Sequence[SearchHit], past: bool) -> list[SearchHit]:
         if not moved:
             break
     return out
+
+
+def items_first(hits: Sequence[SearchHit], n: int | None) -> list[SearchHit]:
+    """For a question naming a list item by its number ("the 7th job idea"), the hits holding a list with
+    that item first (text/assistant.py `ordinal`, `has_item`), else the hits as they are."""
+    if n is None:
+        return list(hits)
+    return sorted(hits, key=lambda h: not has_item(h.memory.text, n))  # stable: otherwise in their order
