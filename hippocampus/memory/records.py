@@ -84,8 +84,8 @@ class RecordService:
         until = expiry.resolve(expires_at, event_ts, tz)  # resolved once, from when it was said
         if infer and mtype is MemoryType.EPISODIC:  # the LLM path's modules load here: a CLI list or search needs none
             from ..processors.write_decider import EpisodicWriteDecider
-            from .forget import forget_named, supersede_corrected
             from .assistant_turns import keep_assistant, with_assistant
+            from .forget import forget_named, supersede_corrected
             from .online import add_inferred
 
             ctx = self.ctx

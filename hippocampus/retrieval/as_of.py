@@ -24,8 +24,8 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..models import SearchHit
-from ..text.assistant import has_item
 from ..store import expiry
+from ..text.assistant import has_item
 
 _MAX = 253402300799  # the end of year 9999
 
