@@ -273,7 +273,8 @@ def read_clauses(text: str) -> list[tuple[str, list[Statement]]]:
             out.append((clause, []))
             continue
         own = _subject(body)
-        if own is None and _IMPERSONAL.search(body):
+        general = _IMPERSONAL.search(body)
+        if own is None and general and (not general["place"] or kind_of(canonical(general["place"])) == "city"):
             subject = None  # about a place or things in general, and so is a bare figure after it
         subject = own or subject
         if subject is None:

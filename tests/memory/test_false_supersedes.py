@@ -24,6 +24,9 @@ STILL_THE_USERS = [
     ("我房租每月6800元", "房租涨到6950了"),
     ("My rent is $2800 a month.", "My landlord raised the rent to 3000."),
     ("The rent for the new place is 6800.", "We negotiated it down to 6650."),
+    ("I live in Portland.", "Living in Denver now."),
+    ("Please answer in English.", "Actually, answer in Chinese from now on."),
+    ("新房子的房租是5500", "新房子的房租最后定在5200"),
 ]
 
 
