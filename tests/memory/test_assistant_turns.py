@@ -83,3 +83,15 @@ def test_a_relative_clause_is_not_cut_from_a_statement(store: Memory, said: str,
     assert all(w in text for w in kept_words), text
     assert not any(is_question(c) for c in clauses(said))
     assert is_question("Which means what?") and is_question("where do I live")
+
+
+def test_observe_keeps_the_assistants_recommendation_too(store: Memory) -> None:
+    user = f"o{uuid.uuid4().hex[:8]}"
+    result = store.observe([{"role": "user", "content": "Any good ramen place in Tokyo?"},
+                            {"role": "assistant", "content": "I'd recommend Fuunji in Shinjuku for tsukemen; go before 11 to skip the line."}],
+                           user_id=user)
+    record = store.get(result.added[-1], user)
+    assert record.who == "assistant" and "Fuunji" in record.text
+    assert "Fuunji" in store.search("the ramen place you recommended", user_id=user).all[0].memory.text
+    chat = store.observe([{"role": "user", "content": "thanks!"}, {"role": "assistant", "content": "You're welcome!"}], user_id=user)
+    assert chat.added == []
