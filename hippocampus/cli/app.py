@@ -94,6 +94,8 @@ def search(
     agent: str | None = AgentOpt,
     agent_scope: str = AgentScopeOpt,
     run: str | None = RunOpt,
+    as_of: str | None = typer.Option(None, "--as-of", help="answer as the memories stood then: an ISO 8601 date or time, "
+                                     "or epoch seconds (docs/slots.md)"),
     as_json: bool = JsonOpt,
     wide: bool = WideOpt,
 ) -> None:
@@ -101,7 +103,7 @@ def search(
     with open_memory() as memory:
         result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_filters(where), mode=mode,
                                include_superseded=include_superseded, graph=graph, include_expired=include_expired,
-                               agent_id=agent, agent_scope=agent_scope, run_id=run)
+                               agent_id=agent, agent_scope=agent_scope, run_id=run, as_of=as_of)
     emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit, wide=wide),
          None if len(result) else "nothing recalled", wide=wide)
 

@@ -171,8 +171,20 @@ def records_table(records: Iterable[MemoryRecord], title: str | None = None, wid
         elif "chat / who" in keep:
             cells.append(literal(chat_who))
         text = " ".join(r.text.split()) if wide else short(r.text)
-        table.add_row(*cells, literal(text))
+        said = slots_line(r)
+        table.add_row(*cells, literal(f"{text}\n{said}" if said else text))
     return table
+
+
+def slots_line(record: MemoryRecord) -> str:
+    """The memory's slots as `list` shows them under its text (docs/slots.md): "user.home=denver
+    sister.home=lyon", a value taken back as "user.employer!=deloitte"; "" when it states none."""
+    out = []
+    for s in record.metadata.get("statements") or []:
+        if isinstance(s, dict) and s.get("attribute"):
+            value = f"={s['value']}" if s.get("value") else f"!={s.get('old')}"
+            out.append(f"{s.get('subject', 'user')}.{s['attribute']}{value}")
+    return " ".join(out)
 
 
 def hits_table(result: SearchResult, title: str | None = None, rows: int | None = None, width: int | None = None,

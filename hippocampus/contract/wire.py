@@ -88,6 +88,8 @@ class SearchRequest(_Body):
     agent_id: str | None = Field(default=None, description="the agent reading; with agent_scope; docs/agents.md")
     agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without agent) or both")
     run_id: str | None = Field(default=None, description="only memories of this run")
+    as_of: int | float | str | None = Field(default=None, description="answer as the memories stood then: epoch seconds or ISO 8601 "
+                                    "(a date alone is its end); docs/slots.md")
 
 
 class UpdateRequest(_Body):

@@ -219,4 +219,10 @@ class ChatHookService:
                  if i not in result.deleted]
         if fixed:
             result.reason = f"{result.reason}; superseded memories {fixed} (the user corrected them)".lstrip("; ")
+        from .assistant_turns import keep_assistant  # the assistant's recommendation, list, plan or answer
+
+        answered = [] if barred else keep_assistant(self.ctx, user_id, chat_id, turn_meta, event_ts, turns, tz)
+        if answered:
+            result.added += answered
+            result.reason = f"{result.reason}; kept what the assistant said as memory {answered}".lstrip("; ")
         return result

@@ -27,12 +27,14 @@ from ..models import (
     SearchResult,
     now_ts,
 )
+from ..retrieval import as_of as T
 from ..retrieval import check_search_mode
 from ..store import MEMORY_FIELDS
 from ..store import agents as A
 from ..store import filters as F
 from ..store.removal import remove_with_history
 from ..text import slots
+from ..text.assistant import ordinal
 
 
 def deletion_event(old: MemoryRecord, user_id: str, **details: Any) -> dict[str, Any]:
@@ -82,6 +84,7 @@ class RecordService:
         until = expiry.resolve(expires_at, event_ts, tz)  # resolved once, from when it was said
         if infer and mtype is MemoryType.EPISODIC:  # the LLM path's modules load here: a CLI list or search needs none
             from ..processors.write_decider import EpisodicWriteDecider
+            from .assistant_turns import keep_assistant, with_assistant
             from .forget import forget_named, supersede_corrected
             from .online import add_inferred
 
@@ -96,6 +99,7 @@ class RecordService:
 
             added = add_inferred(ctx.writer, lambda: ctx.processor(EpisodicWriteDecider), ctx.config, user_id, chat_id, who,
                                  metadata, event_ts, text, turns, forget=forget, correct=correct)
+            added = with_assistant(added, keep_assistant(ctx, user_id, chat_id, metadata, event_ts, turns, tz))
             for memory_id in added.ids if until is not None else []:  # what the decider kept expires as asked
                 old = self.get(memory_id, user_id)
                 ctx.writer.rewrite(old, old.text, expiry.stamp(old.metadata, until), HistoryAction.UPDATED, actor="api",
@@ -192,6 +196,7 @@ class RecordService:
         agent_id: str | None = None,
         agent_scope: str = "both",
         run_id: str | None = None,
+        as_of: Any = None,
     ) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first. Memory.search
         documents the arguments and errors."""
@@ -209,13 +214,21 @@ class RecordService:
         mode = check_search_mode(mode) if mode is not None else self.ctx.config.search_mode
         vector = self.ctx.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
         mode = mode if vector is not None else "bm25"
+        include_expired = V.check_flag("include_expired", include_expired)
+        at = T.moment(as_of, user_zone(self.ctx.config, user_id))  # retrieval/as_of.py: what was current then
+        past = at is None and not include_superseded and T.asks_past(query)  # "where did I live before?"
+        item = ordinal(query)  # "the 7th job idea": the list holding item 7 first (text/assistant.py)
         result, memo = SearchResult(), {}  # memo: what the kinds share (one cross-language search)
         for kind in kinds:
             k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
-            setattr(result, kind.value, self.ctx.retriever.search(query, user_id, k, kind, caller, vector, mode,
-                                                              include_superseded=bool(include_superseded), graph=graph,
-                                                              include_expired=V.check_flag("include_expired", include_expired),
-                                                              kinds=[x.value for x in kinds], memo=memo))
+            depth = k if at is None else min(1000, 3 * k + 10)  # room for what the moment leaves out
+            hits = self.ctx.retriever.search(query, user_id, depth, kind, caller, vector, mode,
+                                             include_superseded=bool(include_superseded) or past or at is not None, graph=graph,
+                                             include_expired=include_expired or at is not None,
+                                             kinds=[x.value for x in kinds], memo=memo)
+            if at is not None:
+                hits = [h for h in hits if T.current_at(h, at, include_expired)]
+            setattr(result, kind.value, T.items_first(T.ordered(hits, past), item)[:k])
         return result
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:

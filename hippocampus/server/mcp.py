@@ -77,7 +77,8 @@ class ToolBackend(Protocol):
             *, infer: bool = ..., ts: Any = ..., memory_type: Any = ..., expires_at: Any = ..., agent_id: Any = ...,
             run_id: Any = ...) -> Any: ...
     def search(self, query: str, user_id: str, limit: Any = ..., memory_type: Any = ..., filters: Any = ...,
-               include_expired: bool = ..., agent_id: Any = ..., agent_scope: Any = ..., run_id: Any = ...) -> Any: ...
+               include_expired: bool = ..., agent_id: Any = ..., agent_scope: Any = ..., run_id: Any = ...,
+               as_of: Any = ...) -> Any: ...
     def page(self, user_id: str, memory_type: Any = ..., offset: int = ..., limit: int = ..., filters: Any = ...,
              include_expired: bool = ..., *, agent_id: Any = ..., agent_scope: Any = ..., run_id: Any = ...) -> Any: ...
     def get(self, memory_id: int, user_id: str) -> Any: ...
@@ -193,7 +194,8 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
     async def search_memory(ctx: Context, query: str, user_id: UserId, limit: int | None = None,
                             memory_type: MemoryKind = None, filters: dict[str, Any] | None = None,
                             graph: bool | None = None, include_expired: bool = False, agent_id: AgentId = None,
-                            agent_scope: AgentScope = "both", run_id: RunId = None) -> dict[str, Any]:
+                            agent_scope: AgentScope = "both", run_id: RunId = None,
+                            as_of: int | str | None = None) -> dict[str, Any]:
         """Recall user_id's memories related to query; call it before answering. limit caps each kind
         (episodic, semantic); filters match chat_id, who, memory_type, category, state, ts or
         metadata.<key>, each a value or operators (eq ne gt gte lt lte in nin contains icontains exists)
@@ -202,10 +204,12 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
         entity graph (questions that join facts; the server's setting when omitted). Returns {memories:
         [{id, text, score, memory_type, time, found_by}]}, most relevant first (found_by: dense, bm25,
         graph_triple, graph_entity, graph_hop); an empty list means nothing is remembered. agent_id with agent_scope:
-        the agent's own memories, the user's shared ones, or both (default)."""
+        the agent's own memories, the user's shared ones, or both (default). as_of (epoch seconds or ISO 8601)
+        answers as the memories stood then; a question about the past ("where did I live before?") also
+        gets the values a correction replaced."""
         result = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.search, query, user_id=user_id, limit=limit,
                                 memory_type=memory_type, filters=filters, graph=graph, include_expired=include_expired,
-                                agent_scope=agent_scope, run_id=run_id)
+                                agent_scope=agent_scope, run_id=run_id, as_of=as_of)
         return {"memories": [{"id": h.memory.id, "text": h.memory.text, "score": round(h.score, 4),
                               "memory_type": h.memory.memory_type.value, "time": h.memory.time_iso,
                               "found_by": found_by(h.signals)} for h in result.all]}

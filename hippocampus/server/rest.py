@@ -88,7 +88,7 @@ def search(body: SearchRequest, tenant: TenantDep, memory: MemoryDep) -> SearchR
     return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
                          filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
                          memory_types=body.memory_types, graph=body.graph, include_expired=body.include_expired,
-                         agent_id=agent, agent_scope=body.agent_scope, run_id=body.run_id)
+                         agent_id=agent, agent_scope=body.agent_scope, run_id=body.run_id, as_of=body.as_of)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")

@@ -22,7 +22,7 @@ CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 HAS_CJK = lazy_compile(f"[{CJK}]")
 _LATIN = lazy_compile(r"[A-Za-z\u00c0-\u024f]")
 # Sentence ends, except after a title ("Dr. Wang" stays whole); a comma inside a number ("20,000") cuts nothing.
-_CLAUSE_SPLIT = lazy_compile(r"(?<=[?？])|[。！!；;，、\n]+|(?<!\d),+|,+(?!\d{3}\b)|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
+_CLAUSE_SPLIT = lazy_compile(r"(?<=[?？])|[。！!；;，、\n]+|(?<!\d),+|,+(?!\d{3}(?!\d))|(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<=\.)\s+|\.$")
 _ROLE_PREFIX = lazy_compile(r"^\s*(user|assistant|system|用户|助手)\s*[:：]\s*", re.IGNORECASE)
 
 _CHITCHAT = {
@@ -47,6 +47,8 @@ _QUESTION_EN = lazy_compile(
     r"^(what|who|whom|whose|when|where|why|how|which|is|are|am|can|could|would|should|do|does|did|will|was|were|has|have|may|shall)\b(?!['’]t\b)",
     re.IGNORECASE,
 )
+_RELATIVE = lazy_compile(r"^(?:which|who|where|when)\s+(?:means?|meant|makes?|made|is why|was why|i|i'm|i've|we|we're|my|our)\b",
+                         re.IGNORECASE)
 _QUESTION_ZH = lazy_compile(r"(吗|呢|么|没有)$|什么|怎么|为什么|为何|如何|哪里|哪儿|哪个|哪些|哪一|多少|几[个点岁天年次]|是不是|有没有|能不能|可不可以|会不会|要不要")
 
 _NOT_FACT = lazy_compile(
@@ -137,10 +139,14 @@ _WH_STATEMENT = lazy_compile(r"^(?:what|when|where|how|why|who)\s+(?:i|i'm|we|my
 
 
 def is_question(clause: str) -> bool:
+    """Asked, not told. A relative clause ("which means I'm finally eligible", "where I grew up") opens with a
+    question word but tells: it is cut from nothing."""
     c = clause.strip()
+    if c.endswith(("?", "？")):
+        return True
     if _WH_STATEMENT.match(c):
         return False
-    return c.endswith(("?", "？")) or bool(_QUESTION_EN.match(c)) or bool(_QUESTION_ZH.search(c.rstrip("?？ ")))
+    return (bool(_QUESTION_EN.match(c)) and not _RELATIVE.match(c)) or bool(_QUESTION_ZH.search(c.rstrip("?？ ")))
 
 
 def is_chitchat(clause: str) -> bool:

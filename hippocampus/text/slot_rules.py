@@ -110,3 +110,11 @@ RULES: list[tuple[str, str, str | None]] = [
     ("answer_length", r"回答(?:得)?(?:要)?(?P<v>简短|简洁|详细)", None),
     ("answer_length", r"(?P<v>简短|简洁|详细)(?:一点|些)?(?:地)?回答", None),
 ]
+
+# A clause about a place or things in general, not about anyone: "The rent in Paris is 2000", "the rent here is
+# crazy", "Rent in London is 2500", "A new bike costs 500" (not "The rent for the new place": the user's),
+# "北京的房租是6000" (a city of the gazetteer: "新房子的房租" is the user's), "这边的房租太贵了". With no subject named (no first person) it states no one's slot, and a
+# bare figure after it ("3000 for a studio") is not the user's either.
+IMPERSONAL = (r"^(?:a|an|average|typical)\s|^(?:the\s+)?(?:average\s+|typical\s+)?(?:rents?|prices?|housing|salar(?:y|ies)|wages?"
+              r"|cost of living|houses?|apartments?|flats?)\s+(?:in|around|here|there)\b"
+              r"|^(?:这里|这边|那里|那边|当地|市区)|^(?P<place>[\u4e00-\u9fffA-Za-z]{1,8})的(?=房租|租金|房价|价格|工资|薪水)")

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import clauses, is_question
 from .lazy import lazy_compile
-from .slot_rules import RULES, VALUES
+from .slot_rules import IMPERSONAL, RULES, VALUES
 from .slot_tables import ATTRIBUTES, CANONICAL, GAZETTEER, PETS, RELATIONS, ZH_DIGITS
 
 KEY = "statements"  # where a record keeps its statements (its metadata: no schema change)
@@ -71,6 +71,7 @@ _ZH_NOT_BUT = lazy_compile(r"不是(?P<old>[^，,。]+?)[，,]?而是(?P<new>[^�
 _EN_NOT_BUT = lazy_compile(r"\bnot (?P<old>[^,.;]+?),? but (?P<new>[^,.;]+)", re.IGNORECASE)
 _OTHER = lazy_compile(r"\b(?:he|she|they|his|her|their|he's|she's|they're|him|them)\b|他|她", re.IGNORECASE)
 _USER = lazy_compile(r"\b(?:i|i'm|i've|i'd|i am|me|my|we|we're|we've|our|us|the user|user)\b|我|咱|用户", re.IGNORECASE)
+_IMPERSONAL = lazy_compile(IMPERSONAL, re.IGNORECASE)  # slot_rules.py: "The rent in Paris is 2000"
 _NAMED = lazy_compile(r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+(?:lives|works|is|moved|just|has|got|turned|drives|earns|makes)\b")
 _NUMBER = lazy_compile(r"^[$¥€£]?\s?(\d[\d,]*(?:\.\d+)?)\s?([kK]|万|千)?")
 _TRIM_ZH = lazy_compile(r"(?:了|的|工作|上班|生活|附近|这边|那边|住|呢|啊|吧|八年|\d+年|[一二三四五六七八九十几]+年).*$")
@@ -212,8 +213,8 @@ def _clause_statements(clause: str, subject: str) -> list[Statement]:
             who = subject
             if groups.get("subj"):
                 who = next(k for k, ws in RELATIONS.items() if groups["subj"].lower() in (w.lower() for w in ws))
-            if ATTRIBUTES[attribute].user_only:
-                who = "user"
+            if ATTRIBUTES[attribute].user_only and (who == "user" or who in RELATIONS or who in PETS or _USER.search(clause)):
+                who = "user"  # "my landlord raised the rent": the user's; "他的房租是5000" stays his
             value = canonical(fixed if fixed is not None else groups.get("v"), attribute)
             old = canonical(groups.get("old"), attribute)
             if not _plausible(attribute, value) or (old is not None and not _plausible(attribute, old)):
@@ -265,13 +266,20 @@ def read_clauses(text: str) -> list[tuple[str, list[Statement]]]:
     """(clause, its statements) for each clause of `text`; read() flattened."""
     out: list[tuple[str, list[Statement]]] = []
     bare: list[tuple[int, str, str]] = []
-    subject = "user"
+    subject: str | None = "user"  # a clause with no subject goes on with the last one named: "Moved to Denver." is the user's
     for clause in clauses(_prepare(text or "")):
         body = _LEAD.sub("", clause).strip()
         if not body or is_question(body) or _SKIP.search(body):
             out.append((clause, []))
             continue
-        subject = _subject(body) or subject
+        own = _subject(body)
+        general = _IMPERSONAL.search(body)
+        if own is None and general and (not general["place"] or kind_of(canonical(general["place"])) == "city"):
+            subject = None  # about a place or things in general, and so is a bare figure after it
+        subject = own or subject
+        if subject is None:
+            out.append((clause, []))
+            continue
         found = _clause_statements(body, subject)
         if not found:
             raw, hint = _bare(body)

@@ -99,7 +99,7 @@ _REQUEST_VERB = lazy_compile(
     r"^(?:write|translate|tell|explain|summari[sz]e|list|generate|compose|define|describe|calculate|compute|convert"
     r"|rewrite|rephrase|paraphrase|proofread|correct|solve|give|suggest|recommend|name|brainstorm|draft|create|make|come up with)\b"
     r"(?!\s*[:：])"  # "Name: Li Wei, age 32" is a form the user fills in, not a request
-    r"|^(?:用[A-Za-z0-9+#.\u4e00-\u9fff]{1,12}?)?再?(?:写|翻译|讲|解释|总结|概括|列出|列举|生成|计算|算一下|润色|改写|转换|编|实现|推荐|出几道|出一道|查出|找出|来一?个)"
+    r"|^(?:用[A-Za-z0-9+#.\u4e00-\u9fff]{1,12}?)?再?(?:写|翻译|讲|解释|总结|概括|列出|列举|生成|计算|算一下|润色|改写|转换|编|实现|推荐|出几道|出一道|查出|找出|来一?个)(?![了过])"  # "写了周报": done, not asked
     r"|^给.{1,12}?(?:起|取|想|写|编|配)"
     r"|^把.{1,40}(?:翻译|改写|润色|总结|转换|换成|改成|改得|改一下|修改|精简|缩短|扩写)",
     re.IGNORECASE,

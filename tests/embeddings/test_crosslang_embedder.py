@@ -102,8 +102,8 @@ def test_an_old_store_opens_reembed_fills_the_companion_and_the_dual_path_finds_
     with caplog.at_level(logging.WARNING), Memory(milvus_uri=uri, embedder=embedder, crosslang_embedder="use-multilingual") as memory:
         assert not memory.store.cross.active
         assert len(memory.search(QUESTION, user_id="mei", limit=5).all) == 5  # searches as before
-        before = rank_of(memory, MEMORIES[0][0])
-        assert before is None or before > 3  # e5 alone ranks the English answer below the Chinese memories
+        # (whether e5 alone ranks the English answer in the top 3 is the answer stage's allergy cue's doing
+        # now, retrieval/answer.py: what shows the dual path below is the companion's rows, read back)
     notes = [r.getMessage() for r in caplog.records if "cross-language vectors" in r.getMessage()]
     assert len(notes) == 1 and "reembed --crosslang" in notes[0]
 

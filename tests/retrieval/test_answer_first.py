@@ -67,6 +67,7 @@ def test_a_question_kept_as_a_memory_is_still_found_when_it_is_the_only_match(to
     ("你刚才说错了", "remark"), ("thanks, that's perfect", "remark"), ("今天天气真不错", "remark"),
     ("Isla keeps getting nosebleeds, is that something I should see the GP for?", "statement"),
     ("请记住我对芒果过敏", "statement"), (JOB_ZH, "statement"), ("Caroline: I went to a support group", "statement"),
+    ("写了周报 on day 2", "statement"), ("昨天写过一篇博客", "statement"),  # a verb done (了/过) is no request
 ])
 def test_what_a_text_does(text, act):
     assert act_of(text) == act

@@ -1209,6 +1209,11 @@ export interface components {
              * @description only memories of this run
              */
             run_id?: string | null;
+            /**
+             * As Of
+             * @description answer as the memories stood then: epoch seconds or ISO 8601 (a date alone is its end); docs/slots.md
+             */
+            as_of?: number | string | null;
         };
         /**
          * SearchResult
