@@ -183,8 +183,9 @@ class Memory:
             found = self.memory.search(query, user, limit=top_k, filters=native, memory_types=KINDS,
                                        include_expired=bool(show_expired))
             hits += [(hit, hit.similarity if hit.similarity is not None else hit.score) for hit in found.all]
-        if owner is None:  # several users' hits: merged by the score mem0's caller sees (one user's keep their order)
-            hits.sort(key=lambda h: -h[1])
+        # Best first by the score mem0's caller sees, as mem0 answers (and several users' hits merged): the native
+        # ranking picks which top_k memories answer, the shown score orders them.
+        hits.sort(key=lambda h: -h[1])
         out = []
         for hit, score in hits:
             if score >= threshold:
@@ -198,7 +199,7 @@ class Memory:
         """One memory by id as mem0's dict, or None when no memory has it."""
         try:
             record, _ = self._record(memory_id)
-        except (MemoryNotFound, InvalidInput):  # an id that can name no memory is not found either, as in mem0
+        except (MemoryNotFound, InvalidInput):  # also an id that can name no memory ("non-existent-id"), as in mem0
             return None
         return S.item(record, None, with_score=True)
 
@@ -215,7 +216,10 @@ class Memory:
 
     def history(self, memory_id: Any) -> list[dict[str, Any]]:
         """Every change to a memory, oldest first, as mem0's history rows; also after it was deleted."""
-        native_id = S.memory_id(memory_id)
+        try:
+            native_id = S.memory_id(memory_id)
+        except InvalidInput:  # an id that can name no memory has no changes, as in mem0
+            return []
         owner = self.memory.owner_of(native_id)
         if owner is None:
             return []
@@ -225,7 +229,10 @@ class Memory:
 
     # ------------------------------------------------------------------ helpers
     def _record(self, memory_id: Any) -> tuple[MemoryRecord, str]:
-        native_id = S.memory_id(memory_id)
+        try:
+            native_id = S.memory_id(memory_id)
+        except InvalidInput:  # an id that can name no memory ("mem_123"): not found, as mem0 says
+            raise MemoryNotFound(f"Memory with id {memory_id} not found") from None
         owner = self.memory.owner_of(native_id)
         try:
             if owner is not None:
