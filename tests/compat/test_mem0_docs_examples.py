@@ -1,8 +1,14 @@
-"""mem0's documentation examples, written fresh from mem0 v3's open-source pages (quickstart, "Python SDK", "Add
-memory", "Search", "Multi-scope", "Group chat", "Memory expiration"), run against the drop-in as a program written
-for mem0 would run them after changing one import. Each test names the page and marks what it checks: the call
-shape mem0 documents and the answer's shape and meaning, never the exact words an LLM would keep (the offline rules
-decide here). One store for the module; each example uses its own user, agent or run."""
+"""mem0's documentation examples (issue 58's conformance suite), written fresh from mem0 v3's pages: the quickstart,
+"Python SDK", "Add memory", "Search", "Update", "Delete", "Memory types", "Enhanced metadata filtering", "Multi-scope",
+"Group chat", "Memory expiration", "Custom instructions", "Reranker search", "Async memory", "Multimodal support"
+and the v2-to-v3 migration guide. Each runs as a program written for mem0 runs after changing one import; each test
+names its page and marks what it checks: the call shape mem0 documents and the answer's shape and meaning, never the
+exact words an LLM would keep (the offline rules decide here), or the documented error where the drop-in differs.
+
+One store for the module; each example uses its own user, agent or run. Where mem0ai is installed the same examples
+run against mem0's own Memory (reference.py, `[mem0]` in the test id); an example that needs mem0's LLM, or shows a
+documented difference, is skipped there with its reason, and an answer mem0 itself does not give as documented is
+an expected failure there (`_mem0_differs`)."""
 
 from __future__ import annotations
 
@@ -160,6 +166,17 @@ def test_reset_erases_everything(mem0: Memory):
     assert mem0.reset() is None
     assert mem0.get_all(filters={"user_id": "rs_alice"})["results"] == []
     assert mem0.get_all(filters={"agent_id": "rs_agent"})["results"] == [] and mem0.history(added["id"]) == []
+
+
+def _mem0_differs(m: Any, why: str, documented: Any) -> None:
+    """The documented answer, which mem0 itself does not give on its default store (as mem0_cases.REFERENCE_DIFFERS):
+    required of the drop-in; on mem0 an expected failure, and a failure the day mem0 agrees."""
+    if not type(m).__module__.startswith("mem0."):
+        assert documented()
+    elif documented():
+        pytest.fail(f"mem0 now gives the documented answer: drop this difference ({why})")
+    else:
+        pytest.xfail(why)
 
 
 # ---------------------------------------------------------------- "Add memory" (core-concepts/memory-operations/add)
@@ -369,8 +386,9 @@ def test_filter_contains_and_icontains(tasks: Memory):
     search as the page writes it."""
     found = tasks.search("report", filters={"user_id": "mf_alice", "title": {"contains": "Report"}}, threshold=0.0)
     assert _texts(found["results"]) == ["Prepare the quarterly report"]
-    assert _listed(tasks, title={"contains": "report"}) == []
     assert _listed(tasks, title={"icontains": "report"}) == ["Prepare the quarterly report"]
+    _mem0_differs(tasks, "mem0 on Qdrant matches `contains` as full text, ignoring case",
+                  lambda: _listed(tasks, title={"contains": "report"}) == [])
 
 
 def test_filter_and_or_not(tasks: Memory):
@@ -384,8 +402,8 @@ def test_filter_and_or_not(tasks: Memory):
 def test_filter_wildcard(tasks: Memory):
     """Metadata filtering, wildcard: {"tags": "*"} matches the memories that have the key (the drop-in follows the
     README and pgvector; mem0 on Qdrant lets every memory through, docs/mem0.md)."""
-    _layer_only(m=tasks, why="on Qdrant '*' is a no-op (mem0_cases.REFERENCE_DIFFERS)")
-    assert _listed(tasks, tags="*") == ["Prepare the quarterly report"]
+    _mem0_differs(tasks, "on Qdrant '*' is a no-op, as mem0's page warns (mem0_cases.REFERENCE_DIFFERS)",
+                  lambda: _listed(tasks, tags="*") == ["Prepare the quarterly report"])
 
 
 def test_filter_an_unknown_operator_is_a_value_error(tasks: Memory):
@@ -565,3 +583,9 @@ def test_async_memory_scopes_and_gather(m: Memory):
         assert [r["results"][0]["memory"] for r in results] == ["Message 0", "Message 1", "Message 2"]
 
     asyncio.run(main())
+
+
+def test_the_suite_holds_at_least_40_documented_examples():
+    """Issue 58: at least 40 of mem0's documented examples (this check aside)."""
+    examples = [n for n in globals() if n.startswith("test_") and n != "test_the_suite_holds_at_least_40_documented_examples"]
+    assert len(examples) >= 40
