@@ -172,7 +172,11 @@ class Memory:
                rerank: bool = False, explain: bool = False, reference_date: Any = None, show_expired: bool = False,
                **kwargs: Any) -> dict[str, list[dict[str, Any]]]:
         """The best `top_k` memories of the user (and agent or run) that `filters` names, whose score is at least
-        `threshold`, best first. `rerank` and `reference_date` change nothing here (no reranker is configured)."""
+        `threshold`, best first. `rerank` changes nothing here (no reranker is configured); `reference_date` (the
+        Platform's "search as of") is refused, as mem0's open-source Memory refuses it."""
+        if reference_date is not None:
+            raise InvalidInput("The reference_date parameter is not supported by the OSS Memory SDK (nor by "
+                               "hippocampus.compat.mem0): search reads the memories as they are now")
         _no_top_level_ids(kwargs, "search")
         _check_top_k(top_k)
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:

@@ -159,13 +159,37 @@ def test_procedural_memory_of_an_agent(m: Memory):
     assert {r["id"] for r in m.get_all(filters={"agent_id": "pr_agent"})["results"]} == {r["id"] for r in added}
 
 
-def test_reset_erases_everything(mem0: Memory):
+@pytest.fixture(params=BACKENDS)
+def fresh(request: Any, shared_db: Any, embedder: Any, tmp_path: Any) -> Iterator[Memory]:
+    """A store of its own (reset erases the whole store): the drop-in's, or mem0's own where mem0ai is installed."""
+    if request.param == "mem0":
+        from .reference import open_reference
+
+        memory = open_reference(tmp_path, embedder)
+    else:
+        memory = open_mem0(shared_db, embedder)
+    yield memory
+    memory.close()
+
+
+def _async_memory(m: Any, tmp_path: Any, embedder: Any) -> Any:
+    """mem0's AsyncMemory as a program opens it: the drop-in's over the module's store, or mem0's own (reference.py)."""
+    if type(m).__module__.startswith("mem0."):
+        from .reference import open_reference
+
+        return open_reference(tmp_path, embedder, asynchronous=True)
+    from hippocampus.compat.mem0 import AsyncMemory
+
+    return AsyncMemory(memory=m.memory)
+
+
+def test_reset_erases_everything(fresh: Memory):
     """Python SDK, reset(): every memory of every user is gone. Checks get_all and history after it."""
-    (added,) = mem0.add("A memory to erase", user_id="rs_alice", infer=False)["results"]
-    mem0.add("Another", agent_id="rs_agent", infer=False)
-    assert mem0.reset() is None
-    assert mem0.get_all(filters={"user_id": "rs_alice"})["results"] == []
-    assert mem0.get_all(filters={"agent_id": "rs_agent"})["results"] == [] and mem0.history(added["id"]) == []
+    (added,) = fresh.add("A memory to erase", user_id="rs_alice", infer=False)["results"]
+    fresh.add("Another", agent_id="rs_agent", infer=False)
+    assert fresh.reset() is None
+    assert fresh.get_all(filters={"user_id": "rs_alice"})["results"] == []
+    assert fresh.get_all(filters={"agent_id": "rs_agent"})["results"] == [] and fresh.history(added["id"]) == []
 
 
 def _mem0_differs(m: Any, why: str, documented: Any) -> None:
@@ -327,12 +351,18 @@ def test_search_a_session_by_user_agent_and_run(m: Memory):
 
 
 def test_search_the_platform_or_of_entities_is_refused(m: Memory):
-    """"Search", the Platform's {"OR": [{"user_id": ...}, {"agent_id": {"in": [...]}}]}: the drop-in reads one
-    user per call, so a user_id inside OR is a documented ValueError (docs/mem0.md, "Filters")."""
-    _layer_only(m, "the Platform's form; mem0's open-source Memory reads it otherwise")
+    """"Search", the Platform's {"OR": [{"user_id": ...}, {"agent_id": {"in": [...]}}]}: mem0's open-source Memory
+    and the drop-in need the entity at the top of filters, so it is a ValueError (docs/mem0.md, "Filters")."""
     filters = {"OR": [{"user_id": "alice"}, {"agent_id": {"in": ["travel-assistant", "customer-support"]}}]}
     with pytest.raises(ValueError, match="user_id"):
         m.search("What do you know about me?", filters=filters)
+
+
+def test_search_from_a_reference_date_is_refused(drinks: Memory):
+    """Platform "Temporal reasoning", search(..., reference_date="2025-03-21T00:00:00Z"): mem0's open-source Memory
+    refuses it as a Platform feature, and so does the drop-in. Checks the ValueError names the parameter."""
+    with pytest.raises(ValueError, match="reference_date"):
+        drinks.search("What happened last week?", filters={"user_id": "se_alice"}, reference_date="2025-03-21T00:00:00Z")
 
 
 def test_search_by_created_at(drinks: Memory):
@@ -533,16 +563,14 @@ def test_custom_instructions_from_config(tmp_path: Any, monkeypatch: Any):
 
 
 # ---------------------------------------------------------------- "Async memory" (open-source/features/async-memory)
-def test_async_memory_operations(m: Memory):
+def test_async_memory_operations(m: Memory, tmp_path: Any, embedder: Any):
     """"Async memory", the operations: add, search, get_all, get, update, delete, delete_all, awaited. Checks each
     answer is mem0's."""
-    _layer_only(m, "the reference fixture is mem0's sync Memory")
     import asyncio
 
-    from hippocampus.compat.mem0 import AsyncMemory
+    memory = _async_memory(m, tmp_path, embedder)
 
     async def main() -> None:
-        memory = AsyncMemory(memory=m.memory)
         result = await memory.add(messages=[{"role": "user", "content": "I'm travelling to SF"},
                                             {"role": "assistant", "content": "That's great to hear!"}],
                                   user_id="as_alice", infer=False)
@@ -558,19 +586,20 @@ def test_async_memory_operations(m: Memory):
         await memory.delete_all(user_id="as_alice")
         assert (await memory.get_all(filters={"user_id": "as_alice"}))["results"] == []
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        memory.close()
 
 
-def test_async_memory_scopes_and_gather(m: Memory):
+def test_async_memory_scopes_and_gather(m: Memory, tmp_path: Any, embedder: Any):
     """"Async memory", multi-scope get_all (user, user+agent, user+run, all three) and adds gathered at once.
     Checks each scope reads the memory and every gathered add answers its own ADD."""
-    _layer_only(m, "the reference fixture is mem0's sync Memory")
     import asyncio
 
-    from hippocampus.compat.mem0 import AsyncMemory
+    memory = _async_memory(m, tmp_path, embedder)
 
     async def main() -> None:
-        memory = AsyncMemory(memory=m.memory)
         await memory.add(messages=[{"role": "user", "content": "I prefer vegetarian food"}], user_id="asc_alice",
                          agent_id="diet-assistant", run_id="consultation-001", infer=False)
         for filters in ({"user_id": "asc_alice"}, {"user_id": "asc_alice", "agent_id": "diet-assistant"},
@@ -582,7 +611,10 @@ def test_async_memory_scopes_and_gather(m: Memory):
         results = await asyncio.gather(*tasks, return_exceptions=True)
         assert [r["results"][0]["memory"] for r in results] == ["Message 0", "Message 1", "Message 2"]
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        memory.close()
 
 
 def test_the_suite_holds_at_least_40_documented_examples():
