@@ -12,13 +12,11 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Iterator, Sequence
-from datetime import timezone
 from typing import Any
 
 from .. import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
-from ..lifecycle import expiry
-from ..models import MemoryRecord, now_ts
+from ..models import MemoryRecord
 from . import mem0_shapes as S
 from .mem0_config import native_config
 
@@ -72,13 +70,13 @@ class Memory:
         user, agent, run = (S.entity_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"), (run_id, "run_id")))
         owner = S.owner_of(user, agent, run)
         said = S.turns(messages)
+        expiration_date = S.expiration_date(expiration_date)
         metadata = _callers(metadata, S.IMMUTABLE_KEYS, "add")
         common = dict(user_id=owner, agent_id=agent, run_id=run, ts=timestamp, expires_at=expiration_date,
                       memory_type="procedural" if memory_type else "episodic")
         if infer and not memory_type:
             # The native decision counts a turn said again as a use of the memory it repeats (stored False): mem0's
             # NONE, which answers no event. The expiry is set on what was stored only, never on the repeated one.
-            expiry.resolve(expiration_date, now_ts(), timezone.utc)  # a bad date refused before anything is written
             done = self.memory.add(said, metadata=metadata, infer=True, **{**common, "expires_at": None})  # type: ignore[arg-type]
             fresh = done.ids if done.stored else []
             if fresh and expiration_date is not None:
@@ -103,7 +101,8 @@ class Memory:
             raise InvalidInput("At least one of text, metadata, or expiration_date must be provided.")
         record, owner = self._record(memory_id)
         meta = _callers(metadata, S.IMMUTABLE_KEYS, "update")  # fixed at creation, as mem0's
-        until = None if expiration_date is _UNSET else S.NEVER if expiration_date is None else expiration_date
+        until = None if expiration_date is _UNSET else S.NEVER if expiration_date is None else \
+            S.expiration_date(expiration_date)
         self.memory.update(record.id, record.text if text is None else text, owner, meta or None, until)
         return {"message": "Memory updated successfully!"}
 

@@ -5,7 +5,7 @@ MemoryRecord or a HistoryEvent into mem0's result dicts. Pure functions: compat/
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 from ..errors import InvalidInput
@@ -124,6 +124,24 @@ def turns(messages: Any) -> list[dict[str, str]]:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
             raise InvalidInput("each message is a dict with a string role and content")
     return messages
+
+
+def expiration_date(value: Any) -> str | None:
+    """mem0's rule for an expiration_date: None, a date, a datetime (its day) or a YYYY-MM-DD string, as the day
+    "YYYY-MM-DD"; anything else (a number, "in 3 days", "2030/01/31") is refused with mem0's message, never read
+    as something else (a number would be epoch seconds natively)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            raise InvalidInput("expiration_date must be a valid date in YYYY-MM-DD format.") from None
+    raise InvalidInput("expiration_date must be a date string in YYYY-MM-DD format.")
 
 
 def iso(epoch: int | None) -> str | None:

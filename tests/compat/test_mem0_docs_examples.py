@@ -236,6 +236,24 @@ def test_add_with_an_expiration_date(m: Memory):
     assert [r["id"] for r in m.get_all(filters={"user_id": "add_exp"})["results"]] == [added["id"]]
 
 
+@pytest.mark.parametrize("when", ["next friday", "2030/01/31", 20300131])
+def test_add_with_an_expiration_date_not_in_the_documented_form(m: Memory, when: Any):
+    """"Add memory": expiration_date is a date "YYYY-MM-DD". Another form (words, slashes, a number) is mem0's
+    ValueError, and nothing is written."""
+    with pytest.raises(ValueError, match="expiration_date must be a"):
+        m.add("Renew the visa", user_id="add_badexp", expiration_date=when, infer=False)
+    assert m.get_all(filters={"user_id": "add_badexp"}, show_expired=True)["results"] == []
+
+
+def test_update_merges_metadata(m: Memory):
+    """"Update", update(memory_id, metadata=...): mem0 merges the keys given into the memory's metadata and keeps
+    its text. Checks the merged metadata and the text."""
+    (added,) = m.add("Likes tea", user_id="up_meta", metadata={"category": "drinks", "priority": 1}, infer=False)["results"]
+    m.update(added["id"], metadata={"priority": 2, "mood": "calm"})
+    got = m.get(added["id"])
+    assert (got["memory"], got["metadata"]) == ("Likes tea", {"category": "drinks", "priority": 2, "mood": "calm"})
+
+
 def test_add_one_message_dict(m: Memory):
     """"Python SDK", add(): `messages` may be one {"role", "content"} dict. Checks it is stored as that message."""
     (added,) = m.add({"role": "user", "content": "I am allergic to peanuts"}, user_id="add_dict", infer=False)["results"]

@@ -193,6 +193,6 @@ def test_a_metadata_key_the_library_writes_itself_is_refused(mem0: Memory, key: 
 
 
 def test_a_bad_expiration_date_with_inference_writes_nothing(mem0: Memory):
-    with pytest.raises(ValueError, match="expires_at"):
+    with pytest.raises(ValueError, match="expiration_date must be a valid date in YYYY-MM-DD format"):
         mem0.add("Remember my dentist appointment on Monday", user_id="bob", expiration_date="not a date")
     assert mem0.get_all(filters={"user_id": "bob"}, show_expired=True)["results"] == []
