@@ -69,6 +69,8 @@ class Memory:
             raise InvalidInput(f"memory_type must be None or 'procedural_memory', got {memory_type!r}")
         user, agent, run = (S.entity_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"), (run_id, "run_id")))
         owner = S.owner_of(user, agent, run)
+        if isinstance(messages, list) and not messages:
+            return {"results": []}  # nothing said: nothing kept, as mem0 answers
         said = S.turns(messages)
         expiration_date = S.expiration_date(expiration_date)
         metadata = _callers(metadata, S.IMMUTABLE_KEYS, "add")

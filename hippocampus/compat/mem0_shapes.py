@@ -203,5 +203,5 @@ def history_item(event: HistoryEvent, said: dict[str, Any] | None = None) -> dic
     name = _EVENTS.get(event.action, event.action.value.upper())
     return {"id": str(event.event_id), "memory_id": str(event.memory_id), "old_memory": event.old_text,
             "new_memory": event.new_text, "event": name, "created_at": iso(event.at),
-            "updated_at": iso(event.at) if name != "ADD" else None, "is_deleted": name == "DELETE",
+            "updated_at": iso(event.at), "is_deleted": name == "DELETE",  # mem0's ADD row too: its creation time
             "actor_id": (said or {}).get("actor_id"), "role": (said or {}).get("role")}

@@ -84,6 +84,7 @@ def test_python_sdk_the_lifecycle_of_one_memory(m: Memory):
     assert m.delete(memory_id=added["id"]) == {"message": "Memory deleted successfully!"}
     history = m.history(memory_id=added["id"])
     assert [h["event"] for h in history] == ["ADD", "UPDATE", "DELETE"]
+    assert history[0]["updated_at"] == history[0]["created_at"]  # mem0 stamps its ADD row's update time too
     assert (history[1]["old_memory"], history[1]["new_memory"]) == ("Likes to play cricket on weekends",
                                                                       "Likes to play tennis on weekends")
 
@@ -252,6 +253,13 @@ def test_update_merges_metadata(m: Memory):
     m.update(added["id"], metadata={"priority": 2, "mood": "calm"})
     got = m.get(added["id"])
     assert (got["memory"], got["metadata"]) == ("Likes tea", {"category": "drinks", "priority": 2, "mood": "calm"})
+
+
+def test_add_an_empty_conversation(m: Memory):
+    """"Add memory", add(messages, user_id, infer=False) where the conversation holds no turn yet: nothing is kept. Checks mem0's
+    {"results": []} and no memory."""
+    assert m.add([], user_id="add_empty", infer=False) == {"results": []}
+    assert m.get_all(filters={"user_id": "add_empty"})["results"] == []
 
 
 def test_add_one_message_dict(m: Memory):
