@@ -12,13 +12,11 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Iterator, Sequence
-from datetime import timezone
 from typing import Any
 
 from .. import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
-from ..lifecycle import expiry
-from ..models import MemoryRecord, now_ts
+from ..models import MemoryRecord
 from . import mem0_shapes as S
 from .mem0_config import native_config
 
@@ -71,14 +69,16 @@ class Memory:
             raise InvalidInput(f"memory_type must be None or 'procedural_memory', got {memory_type!r}")
         user, agent, run = (S.entity_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"), (run_id, "run_id")))
         owner = S.owner_of(user, agent, run)
+        if isinstance(messages, list) and not messages:
+            return {"results": []}  # nothing said: nothing kept, as mem0 answers
         said = S.turns(messages)
+        expiration_date = S.expiration_date(expiration_date)
         metadata = _callers(metadata, S.IMMUTABLE_KEYS, "add")
         common = dict(user_id=owner, agent_id=agent, run_id=run, ts=timestamp, expires_at=expiration_date,
                       memory_type="procedural" if memory_type else "episodic")
         if infer and not memory_type:
             # The native decision counts a turn said again as a use of the memory it repeats (stored False): mem0's
             # NONE, which answers no event. The expiry is set on what was stored only, never on the repeated one.
-            expiry.resolve(expiration_date, now_ts(), timezone.utc)  # a bad date refused before anything is written
             done = self.memory.add(said, metadata=metadata, infer=True, **{**common, "expires_at": None})  # type: ignore[arg-type]
             fresh = done.ids if done.stored else []
             if fresh and expiration_date is not None:
@@ -103,7 +103,8 @@ class Memory:
             raise InvalidInput("At least one of text, metadata, or expiration_date must be provided.")
         record, owner = self._record(memory_id)
         meta = _callers(metadata, S.IMMUTABLE_KEYS, "update")  # fixed at creation, as mem0's
-        until = None if expiration_date is _UNSET else S.NEVER if expiration_date is None else expiration_date
+        until = None if expiration_date is _UNSET else S.NEVER if expiration_date is None else \
+            S.expiration_date(expiration_date)
         self.memory.update(record.id, record.text if text is None else text, owner, meta or None, until)
         return {"message": "Memory updated successfully!"}
 
@@ -172,7 +173,11 @@ class Memory:
                rerank: bool = False, explain: bool = False, reference_date: Any = None, show_expired: bool = False,
                **kwargs: Any) -> dict[str, list[dict[str, Any]]]:
         """The best `top_k` memories of the user (and agent or run) that `filters` names, whose score is at least
-        `threshold`, best first. `rerank` and `reference_date` change nothing here (no reranker is configured)."""
+        `threshold`, best first. `rerank` changes nothing here (no reranker is configured); `reference_date` (the
+        Platform's "search as of") is refused, as mem0's open-source Memory refuses it."""
+        if reference_date is not None:
+            raise InvalidInput("The reference_date parameter is not supported by the OSS Memory SDK (nor by "
+                               "hippocampus.compat.mem0): search reads the memories as they are now")
         _no_top_level_ids(kwargs, "search")
         _check_top_k(top_k)
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
@@ -183,8 +188,9 @@ class Memory:
             found = self.memory.search(query, user, limit=top_k, filters=native, memory_types=KINDS,
                                        include_expired=bool(show_expired))
             hits += [(hit, hit.similarity if hit.similarity is not None else hit.score) for hit in found.all]
-        if owner is None:  # several users' hits: merged by the score mem0's caller sees (one user's keep their order)
-            hits.sort(key=lambda h: -h[1])
+        # Best first by the score mem0's caller sees, as mem0 answers (and several users' hits merged): the native
+        # ranking picks which top_k memories answer, the shown score orders them.
+        hits.sort(key=lambda h: -h[1])
         out = []
         for hit, score in hits:
             if score >= threshold:
@@ -198,7 +204,7 @@ class Memory:
         """One memory by id as mem0's dict, or None when no memory has it."""
         try:
             record, _ = self._record(memory_id)
-        except (MemoryNotFound, InvalidInput):  # an id that can name no memory is not found either, as in mem0
+        except (MemoryNotFound, InvalidInput):  # also an id that can name no memory ("non-existent-id"), as in mem0
             return None
         return S.item(record, None, with_score=True)
 
@@ -215,7 +221,10 @@ class Memory:
 
     def history(self, memory_id: Any) -> list[dict[str, Any]]:
         """Every change to a memory, oldest first, as mem0's history rows; also after it was deleted."""
-        native_id = S.memory_id(memory_id)
+        try:
+            native_id = S.memory_id(memory_id)
+        except InvalidInput:  # an id that can name no memory has no changes, as in mem0
+            return []
         owner = self.memory.owner_of(native_id)
         if owner is None:
             return []
@@ -225,7 +234,10 @@ class Memory:
 
     # ------------------------------------------------------------------ helpers
     def _record(self, memory_id: Any) -> tuple[MemoryRecord, str]:
-        native_id = S.memory_id(memory_id)
+        try:
+            native_id = S.memory_id(memory_id)
+        except InvalidInput:  # an id that can name no memory ("mem_123"): not found, as mem0 says
+            raise MemoryNotFound(f"Memory with id {memory_id} not found") from None
         owner = self.memory.owner_of(native_id)
         try:
             if owner is not None:

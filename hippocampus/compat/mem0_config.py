@@ -9,6 +9,7 @@ instead: a mem0 program never runs on a store or a model it did not ask for with
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..errors import InvalidInput
 
 # provider -> (the config key of its base URL, its default base URL (None: the provider's own), appended path)
 _OPENAI_LIKE: dict[str, tuple[str, str | None, str]] = {
-    "openai": ("openai_base_url", None, ""),
+    "openai": ("openai_base_url", None, ""),  # None: OPENAI_BASE_URL or OPENAI_API_BASE, else OPENAI_URL
     "ollama": ("ollama_base_url", "http://localhost:11434", "/v1"),  # mem0 names Ollama's root; its OpenAI API is /v1
     "lmstudio": ("lmstudio_base_url", "http://localhost:1234/v1", ""),
     "vllm": ("vllm_base_url", "http://localhost:8000/v1", ""),
@@ -24,6 +25,7 @@ _OPENAI_LIKE: dict[str, tuple[str, str | None, str]] = {
     "together": ("together_base_url", "https://api.together.xyz/v1", ""),
     "xai": ("xai_base_url", "https://api.x.ai/v1", ""),
 }
+OPENAI_URL = "https://api.openai.com/v1"
 # mem0's default models where its config names none
 _LLM_MODELS = {"openai": "gpt-4.1-nano-2025-04-14", "ollama": "llama3.1:70b", "deepseek": "deepseek-chat"}
 _EMBED_MODELS = {"openai": "text-embedding-3-small", "ollama": "nomic-embed-text"}
@@ -115,6 +117,8 @@ def _provider(name: str, value: Any, ignored: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {f"{prefix}_provider": "openai"}
     out.update({maps[k]: v for k, v in inner.items() if k in maps and v is not None})
     out.setdefault(f"{prefix}_model", models.get(provider))
+    if provider == "openai":  # mem0's OpenAI client: the environment's base URL, else OpenAI's own API
+        default_url = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or OPENAI_URL
     url = inner.get(url_key) or default_url
     if url:
         out[f"{prefix}_base_url"] = url.rstrip("/") + (suffix if not url.rstrip("/").endswith(suffix) else "")

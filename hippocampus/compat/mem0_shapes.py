@@ -5,7 +5,7 @@ MemoryRecord or a HistoryEvent into mem0's result dicts. Pure functions: compat/
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 from ..errors import InvalidInput
@@ -126,6 +126,24 @@ def turns(messages: Any) -> list[dict[str, str]]:
     return messages
 
 
+def expiration_date(value: Any) -> str | None:
+    """mem0's rule for an expiration_date: None, a date, a datetime (its day) or a YYYY-MM-DD string, as the day
+    "YYYY-MM-DD"; anything else (a number, "in 3 days", "2030/01/31") is refused with mem0's message, never read
+    as something else (a number would be epoch seconds natively)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            raise InvalidInput("expiration_date must be a valid date in YYYY-MM-DD format.") from None
+    raise InvalidInput("expiration_date must be a date string in YYYY-MM-DD format.")
+
+
 def iso(epoch: int | None) -> str | None:
     """Epoch seconds as mem0's timestamps: ISO 8601 in UTC."""
     return None if epoch is None else datetime.fromtimestamp(int(epoch), timezone.utc).isoformat()
@@ -185,5 +203,5 @@ def history_item(event: HistoryEvent, said: dict[str, Any] | None = None) -> dic
     name = _EVENTS.get(event.action, event.action.value.upper())
     return {"id": str(event.event_id), "memory_id": str(event.memory_id), "old_memory": event.old_text,
             "new_memory": event.new_text, "event": name, "created_at": iso(event.at),
-            "updated_at": iso(event.at) if name != "ADD" else None, "is_deleted": name == "DELETE",
+            "updated_at": iso(event.at), "is_deleted": name == "DELETE",  # mem0's ADD row too: its creation time
             "actor_id": (said or {}).get("actor_id"), "role": (said or {}).get("role")}

@@ -22,13 +22,14 @@ class _MemZeroEmbedder:
         return [v.tolist() for v in self.embedder.encode(texts, role="passage")]
 
 
-def open_reference(where: Path, embedder: Any) -> Any:
-    """mem0.Memory on a fresh local Qdrant under `where`; no LLM is called (the suite adds with infer=False)."""
+def open_reference(where: Path, embedder: Any, *, asynchronous: bool = False) -> Any:
+    """mem0.Memory (mem0.AsyncMemory with `asynchronous`) on a fresh local Qdrant under `where`; no LLM is called
+    (the suite adds with infer=False)."""
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     os.environ.setdefault("OPENAI_API_KEY", "sk-unused")  # mem0 makes its OpenAI client eagerly; it is never called
-    from mem0 import Memory as Mem0Memory
+    from mem0 import AsyncMemory, Memory
 
-    m = Mem0Memory.from_config({
+    m = (AsyncMemory if asynchronous else Memory).from_config({
         "vector_store": {"provider": "qdrant", "config": {"path": str(where / "qdrant"), "collection_name": "suite",
                                                           "embedding_model_dims": embedder.dim, "on_disk": True}},
         "history_db_path": str(where / "history.db")})

@@ -66,7 +66,7 @@ def test_add_with_inference_keeps_what_the_write_decision_keeps(mem0: Memory):
     (lambda m: m.update("1"), "At least one of text, metadata, or expiration_date"),
     (lambda m: m.update("999999", text="y"), "not found"),
     (lambda m: m.delete("999999"), "not found"),
-    (lambda m: m.delete("abc"), "memory_id must be"),
+    (lambda m: m.delete("abc"), "Memory with id abc not found"),
     (lambda m: m.delete_all(), "use the `reset\\(\\)` method"),
     (lambda m: m.batch_delete([{"id": "1"}]), "each item is a dict with memory_id"),
     (lambda m: m.batch_update([]), "a list of 1 to 1000"),

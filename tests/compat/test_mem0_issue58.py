@@ -150,7 +150,9 @@ def test_a_mem0_config_yaml_in_the_working_directory_does_not_break_memory(tmp_p
         assert m.get(added["id"])["memory"] == "I like tea"
 
 
-def test_mem0s_config_dict_maps_what_has_a_counterpart():
+def test_mem0s_config_dict_maps_what_has_a_counterpart(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     from hippocampus.compat.mem0_config import native_config
 
     got = native_config({"vector_store": {"provider": "milvus", "config": {"url": "http://m:19530", "token": "t",
@@ -159,6 +161,7 @@ def test_mem0s_config_dict_maps_what_has_a_counterpart():
                          "embedder": {"provider": "lmstudio", "config": {"model": "nomic", "embedding_dims": 768}}})
     assert got == {"milvus_uri": "http://m:19530", "milvus_token": "t", "collection_name": "c", "embedding_dim": 768,
                    "llm_provider": "openai", "llm_model": "gpt-4.1-mini", "llm_api_key": "sk-x", "llm_max_tokens": 900,
+                   "llm_base_url": "https://api.openai.com/v1",
                    "embedding_provider": "openai", "embedding_model": "nomic", "embedding_base_url": "http://localhost:1234/v1"}
 
 
@@ -190,6 +193,6 @@ def test_a_metadata_key_the_library_writes_itself_is_refused(mem0: Memory, key: 
 
 
 def test_a_bad_expiration_date_with_inference_writes_nothing(mem0: Memory):
-    with pytest.raises(ValueError, match="expires_at"):
+    with pytest.raises(ValueError, match="expiration_date must be a valid date in YYYY-MM-DD format"):
         mem0.add("Remember my dentist appointment on Monday", user_id="bob", expiration_date="not a date")
     assert mem0.get_all(filters={"user_id": "bob"}, show_expired=True)["results"] == []
