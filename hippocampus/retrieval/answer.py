@@ -94,6 +94,8 @@ def shifts(query: str, rows: Sequence[Mapping[str, Any] | str], ask_weight: floa
     """(ask, slot) shift of each row's score for `query` (a row: a store row with `text` and `metadata`, or a text)."""
     slots = asked(query) if slot_weight > 0 else frozenset()
     owner = owner_of(query, user_id) if slots else None
+    if owner in slots:  # "Who's my boss?" asks the user's boss slot, not the boss's
+        owner = "user"
     seeks = ask_weight > 0 and (bool(slots) or act_of(query) in ("question", "request"))
     out = []
     for row in rows:

@@ -118,6 +118,8 @@ def test_a_named_persons_pet_is_theirs_not_the_users():
     assert slot("What's Dana's dog called?", [WAFFLES, LUNA]) == [0.0, 0.1]
     assert slot("刘洋的狗叫什么？", [OUR_DOG, WANG_DOG]) == [0.0, 0.1]
     assert slot("我姐家的猫叫什么名字？", ["We used to have a cat called Mimi", "我姐家养了一只英短，叫年糕"]) == [0.0, 0.1]
+    # a question about the boss asks the user's boss slot: a boss by any title ("主任", "head chef") answers it
+    assert slot("Who's my boss?", ["我们科室的主任叫老周，很严格", "I have a corgi named Waffles"]) == [0.1, 0.0]
 
 
 def test_the_answer_stage_reads_the_records_statements_where_it_has_them():
