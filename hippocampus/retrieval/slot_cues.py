@@ -10,11 +10,12 @@ the answer stage (stages.py) gives a candidate that states a slot the question a
 A cue in either language serves a question in the other: "我们房租多少？" asks the rent, and
 "We pay £950 a month rent" states it.
 
-These are cues, not a reader: a statement's owner is the subject stage's business (subject.py; "my
-sister's dog" states the dog slot of someone else and loses there), and no value is extracted. A full
-slot reader (subject + attribute + value) is being built on the `slots` branch for the write path; when
-it lands, `stated` should read the record's slot where there is one and these statement cues remain
-the fallback for records written without it. Keep both tables' slot names the same.
+These are cues, not a reader, and no value is extracted. The slot names are the slot reader's
+(text/slot_tables.py: `job` and `employer`, `home`, `name`, `age`, `diet`, `allergy`, `rent`, `vehicle`;
+`boss` is one of its relations, `cat` and `dog` its pets) plus two it has no attribute for (`birthday`,
+`hometown`). A question's cues are the only reading of what it asks; a statement's cues (`stated`) are the
+answer stage's fallback for a record without the reader's statements (`metadata["statements"]`: written
+before slots, or a text the narrow reader finds nothing in, such as "We have a golden retriever called Max").
 
 Pure functions of the text; the table is data: slot -> (question cue, statement cue).
 """
@@ -40,7 +41,7 @@ _ZH_OCCUPATION = (r"老师|教师|医生|护士|工程师|程序员|设计师|�
 
 # slot -> (question cue, statement cue). A question may ask several slots ("what pet do we have": pet).
 SLOTS: dict[str, tuple[str, str]] = {
-    "work": (
+    "job": (
         r"\bwhere (?:do|does|did) (?:i|we|you) work\b|\bwhat (?:do|does|did) (?:i|you|he|she|they|my \w+|[a-z]+'s \w+) do\b(?! (?:at|on|for fun|in (?:my|his|her) free|last|yesterday|today|this|next))|\bfor a living\b"
         r"|\bmy (?:job|occupation|profession|employer|work)\b|\bwhat(?:'s| is) (?:my|your) (?:job|line of work)\b|\bwho do i work for\b"
         r"|\bwhich company\b|做什么工作|做什么的|干什么的|什么工作|职业|在哪(?:里|儿|家公司)?(?:上班|工作)|哪家公司|什么单位",
@@ -105,7 +106,7 @@ SLOTS: dict[str, tuple[str, str]] = {
         r"\brent\b|房租|租金",
         r"\brent\b.{0,40}\d|\d.{0,40}\brent\b|房租|租金|押一付",
     ),
-    "car": (
+    "vehicle": (
         r"\bwhat (?:car|vehicle)\b|\bmy car\b|\bdo (?:i|we) drive\b|什么车|开的车|哪辆车",
         r"\b(?:i|we) drive\b|\bmy car(?:'s| is)\b|\bour car\b|开(?:一辆|的是|着)|我的车|我们的车",
     ),
@@ -119,16 +120,23 @@ _QUESTION = {slot: re.compile(q, _I) for slot, (q, _) in SLOTS.items()}
 _STATEMENT = {slot: re.compile(s, _I) for slot, (_, s) in SLOTS.items()}
 # A pet question about a named kind asks that kind: "our cat's name" is not answered by the dog.
 _NARROWER = {"cat": "pet", "dog": "pet"}
+# One cue, two of the slot reader's attributes: "where do I work" asks the employer or the job, and
+# "I work at X as Y" states either.
+_ALSO = {"job": "employer"}
+# The slots that are the slot reader's pets (its statements' subjects, text/slot_tables.PETS), not attributes.
+PETS = frozenset({"cat", "dog", "pet"})
 
 
 def asked(question: str) -> frozenset[str]:
-    """The slots a question asks about (empty for most questions)."""
+    """The slots a question asks about (empty for most questions), by the slot reader's attribute names."""
     found = {slot for slot, cue in _QUESTION.items() if cue.search(question)}
-    return frozenset(found - {_NARROWER[s] for s in found if s in _NARROWER})
+    found -= {_NARROWER[s] for s in found if s in _NARROWER}
+    return frozenset(found | {_ALSO[s] for s in found if s in _ALSO})
 
 
 @lru_cache(maxsize=8192)
 def stated(text: str) -> frozenset[str]:
-    """The slots a statement states by its cues (a cat or dog also states a pet)."""
+    """The slots a statement states by its cues (a cat or dog also states a pet): the fallback for a record
+    without the slot reader's statements (answer.py)."""
     found = {slot for slot, cue in _STATEMENT.items() if cue.search(text)}
-    return frozenset(found | {_NARROWER[s] for s in found if s in _NARROWER})
+    return frozenset(found | {_NARROWER[s] for s in found if s in _NARROWER} | {_ALSO[s] for s in found if s in _ALSO})

@@ -149,7 +149,7 @@ def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 def answer(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Statements before questions, requests and remarks; a statement of the slot a question asks
     rises (retrieval/answer.py). Not for BM25 alone, whose scores are on another scale."""
-    return cands if q.mode == "bm25" else apply_answer(cands, q.text, r.params.ask_weight, r.params.slot_weight)
+    return cands if q.mode == "bm25" else apply_answer(cands, q.text, r.params.ask_weight, r.params.slot_weight, q.user_id)
 
 
 @declares(Settings(params={"graph_on": setting("graph", lambda v: v == "on", False),  # a search may ask (`graph=`)

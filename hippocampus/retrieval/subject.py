@@ -8,8 +8,8 @@ one of four subjects, from plain markers in English and Chinese:
 - *self*: the user; first person ("I", "me", "my", "我"), the user's household ("we", "our", "我们", "家里"),
   "the user" / "用户", or the user's own id as a word ("alice");
 - *other*: people around the user; a relation named through a possessive ("my sister", "alice's
-  husband", "我妹妹") and, in a memory only, anyone's relations ("his wife", "她的朋友") and
-  third-person pronouns ("she", "他");
+  husband", "我妹妹") and, in a memory only, anyone's relations ("his wife", "她的朋友"), a named
+  person's pet or thing ("Jess's dog") and third-person pronouns ("she", "他");
 - *both*: a memory with both ("I visited my sister in Lisbon");
 - none: neither.
 
@@ -40,6 +40,13 @@ _EN_OTHER = re.compile(
     rf"(?:{_EN_RELATIONS})(?:s|es|'s)?\b",
     re.IGNORECASE,
 )
+# A named person's pet or thing in a memory ("Jess's dog is a husky called Luna"): theirs, not the user's (issue 55:
+# it outranked "I have a beagle named Waffles" for "What's my dog's name?"). Only nouns that never follow a
+# contracted "is" ("Max's four", "Kevin's going"); the user's own id is the user (`_the_users`).
+_EN_NAMED = re.compile(
+    r"\b[A-Z][a-z]+'s\s+(?:(?:new|old|little|big|first|second)\s+)?(?:dogs?|cats?|pupp(?:y|ies)|kittens?|pets?|husky|beagle|"
+    r"birthday|car|house|flat|apartment|job|rent|salary|phone|email|address|school|company)\b"
+)
 _EN_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|he's|she's|they're)\b", re.IGNORECASE)
 # "we", "our", "my family", "our dog": the user's own household speaks with the user (issue 40: "We have a golden
 # retriever called Max" was ranked 9th of 10 for "What is my dog's name?"); "the user" is how a prompt names them.
@@ -58,9 +65,12 @@ _ZH_HOUSEHOLD = re.compile(r"我们|咱|家里|家人")
 def subject_of(text: str, user_id: str = "", pronouns: bool = True) -> Subject | None:
     """Whom `text` is about: 'self' (the user), 'other', 'both' or None. `pronouns`: whether "she" or
     "他" make it 'other' (a memory: yes; a question: no, see the module's docstring)."""
-    relations = [m.group(0) for m in (*_EN_OTHER.finditer(text), *_ZH_OTHER.finditer(text))]
+    named = [m.group(0) for m in _EN_NAMED.finditer(text) if pronouns and not _the_users(m.group(0), user_id)]
+    relations = [m.group(0) for m in (*_EN_OTHER.finditer(text), *_ZH_OTHER.finditer(text))] + named
     other = any(pronouns or _the_users(r, user_id) for r in relations)
     rest = _ZH_OTHER.sub(" ", _EN_OTHER.sub(" ", text))  # "my sister" / "我妹妹" are not the user
+    for phrase in named:
+        rest = rest.replace(phrase, " ")
     if pronouns and (_EN_PRONOUN.search(rest) or _ZH_PRONOUN.search(rest)):
         other = True
     me = bool(_EN_SELF.search(rest) or _ZH_SELF.search(rest) or _names(rest, user_id))
@@ -141,3 +151,59 @@ def apply(items: Sequence[Any], query: str, user_id: str, weight: float) -> list
         it.score += loss + trip
     order = {id(it): i for i, it in enumerate(items)}
     return sorted(items, key=lambda it: (-it.score, order[id(it)]))
+
+
+# --- whose slot a question asks (the answer stage's slot bonus, answer.py) -----------------------------------
+# "What's Jess's dog called?", "王琳的狗叫什么？": a named person's; "我老公做什么工作": a relation's (issue 55).
+_EN_POSSESSOR = re.compile(r"\b([A-Z][a-z]+)'s\b")
+_ZH_POSSESSOR = re.compile(r"(?:^|[，,。？?！!\s])([\u4e00-\u9fff]{2,3}?)家?的")
+_NOT_A_NAME = frozenset({"what", "who", "where", "when", "how", "why", "which", "that", "this", "it", "there", "here", "he",
+                         "she", "let", "today", "everyone", "everybody", "nobody", "one", "tomorrow", "yesterday"})
+_ZH_NOT_A_NAME = re.compile(r"^[我你他她咱它谁]|今天|昨天|明天|上周|下周|这个|那个|什么|哪个|现在|以前|家里|自己|大家")
+# Chinese short forms of a relation ("我姐", "我妈") -> the slot reader's relation (text/slot_tables.RELATIONS)
+_ZH_SHORT = {"姐": "sister", "妹": "sister", "哥": "brother", "弟": "brother", "妈": "mother", "爸": "father"}
+
+
+def _relation_key(word: str) -> str:
+    """The slot reader's name of a relation word ("my husband" / "老公" -> "husband"); the word itself when the
+    reader's table does not know it ("neighbour")."""
+    from ..text.slot_tables import RELATIONS
+
+    w = re.sub(r"^(?:my|our|[a-z][\w-]*'s)\s+|^[我你他她]们?的?|'s$", "", word.strip().lower())
+    w = re.sub(r"^(?:(?:older|younger|little|big|baby|best|twin|ex|step|new|old)[- ]?)", "", w).strip()
+    for key, words in RELATIONS.items():
+        if w in (x.lower() for x in words) or (w.endswith("s") and w[:-1] in (x.lower() for x in words)):
+            return key
+    return _ZH_SHORT.get(w[:1], w) if len(w) == 1 or w in ("爸妈",) else w
+
+
+def owner_of(question: str, user_id: str = "") -> str | None:
+    """Whose slot a question asks: "user" (the user's own: "my", "我", "our"), a relation as the slot reader names
+    it ("husband" for "我老公", "sister" for "我姐家的猫"), a named person in lower case ("jess", "王琳"), or None."""
+    for m in _EN_POSSESSOR.finditer(question):
+        name = m.group(1)
+        if name.lower() not in _NOT_A_NAME and not _names(name, user_id):
+            return name.lower()
+    for m in _ZH_POSSESSOR.finditer(question):
+        name = m.group(1)
+        if not _ZH_NOT_A_NAME.search(name) and not _ZH_OTHER.search(name) and not _names(name, user_id):
+            return name
+    relations = [m.group(0) for m in (*_EN_OTHER.finditer(question), *_ZH_OTHER.finditer(question)) if _the_users(m.group(0), user_id)]
+    if relations:
+        return _relation_key(relations[0])
+    return "user" if subject_of(question, user_id, pronouns=False) in ("self", "both") else None
+
+
+def mentions(text: str, owner: str) -> bool:
+    """Whether a memory names `owner` (a relation key or a person, owner_of's answer): "Jess's dog ..." names
+    "jess"; "我姐家养了一只英短" and "My sister Jing ..." name "sister"."""
+    from ..text.slot_tables import RELATIONS
+
+    words = [owner, *RELATIONS.get(owner, ()), *(k for k, v in _ZH_SHORT.items() if v == owner)]
+    for w in words:
+        if re.match(r"[\u4e00-\u9fff]", w):
+            if w in text:
+                return True
+        elif re.search(rf"(?<!\w){re.escape(w)}(?:s|'s)?(?!\w)", text, re.IGNORECASE):
+            return True
+    return False

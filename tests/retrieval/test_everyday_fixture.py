@@ -3,7 +3,8 @@ issue 40): 72 memories in English and Chinese with distractors (her home, a trip
 parents' home; our dog, the neighbour's cat, her sister's cat; her shoe size and her husband's), 15 of
 the questions cross-language. Real milvus-lite, the bundled embedders, the default ranking. Measured when
 the subject stage learnt "we"/"our" and home questions: 71 of 80 first, 75 in the top 3 (68 and 72 before);
-the floors sit a little under that."""
+when the answer stage's slot bonus learnt whose slot a question asks (issue 55: "王琳的狗叫什么？", "我姐家的猫叫
+什么名字？", "我姐是做什么工作的？"): 74 first, 77 in the top 3. The floors sit a little under that."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_everyday_questions_find_their_memory(ranked):
     answer = lambda q: {DATA["memories"][i] for i in q["answers"]}  # noqa: E731
     first = [q["q"] for q, texts in ranked if texts[0] not in answer(q)]
     top3 = [q["q"] for q, texts in ranked if not set(texts) & answer(q)]
-    assert len(ranked) - len(first) >= 69, first
-    assert len(ranked) - len(top3) >= 73, top3
+    assert len(ranked) - len(first) >= 72, first
+    assert len(ranked) - len(top3) >= 75, top3
     about_user = [q for q, texts in ranked if q["about"] == "user"]
     assert sum(texts[0] in answer(q) for q, texts in ranked if q["about"] == "user") >= len(about_user) - 4
