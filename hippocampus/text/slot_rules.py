@@ -40,6 +40,9 @@ RULES: list[tuple[str, str, str | None]] = [
     ("name", r"(?i:\b(?:my|our|the user's)\s+)(?P<subj>(?i:{PETS}))(?:'s name is|,?\s+(?i:named|called|is called|is named)|,)?\s+"
              r"(?P<v>[A-Z][a-z]+)\b", None),
     ("name", r"(?:我|我们|用户)(?:的|家)?(?:的)?(?P<subj>{PETSZH})(?:的名字)?(?:叫做|名叫|叫|是)(?P<v>{ZHNAME})", None),
+    # "I have a cat called Mochi", "we adopted a puppy named Rex": the pet's name, never the user's
+    ("name", r"(?i:\b(?:have|has|got|adopted|own|owns)\s+(?:a|an)\s+(?:[a-z]+\s+)?)(?P<subj>(?i:{PETS}))(?:,)?\s+"
+             r"(?i:called|named)\s+(?P<v>[A-Z][a-z]+)\b", None),
     ("name", r"(?i:\bmy name(?:'s| is)|\bname's|\bcall me|\bi'?m called|\bi am called|\bi go by|\bname is)\s+(?P<v>{NAME})", None),
     ("name", r"(?:名字(?:是|叫)|(?<![不别])叫(?:做)?)(?P<v>{ZHNAME})", None),
     ("age", r"(?i:\bi'?m|\bi am|\bhe'?s|\bshe'?s|\bhe is|\bshe is|\bis|\bturned|\bturn|\bage|\baged|\bwe'?re)\s+"

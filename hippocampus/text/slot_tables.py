@@ -61,6 +61,8 @@ RELATIONS: dict[str, tuple[str, ...]] = {
     "roommate": ("roommate", "flatmate", "室友", "舍友"),
     "landlord": ("landlord", "房东"),
     "colleague": ("colleague", "coworker", "co-worker", "同事"),
+    "cousin": ("cousin", "表姐", "表妹", "表哥", "表弟", "堂姐", "堂妹", "堂哥", "堂弟"),
+    "neighbor": ("neighbor", "neighbour", "邻居"),
     "dog": ("dog", "puppy", "狗狗", "小狗", "狗"),
     "cat": ("cat", "kitten", "猫咪", "小猫", "猫"),
 }

@@ -73,6 +73,17 @@ _OTHER = lazy_compile(r"\b(?:he|she|they|his|her|their|he's|she's|they're|him|th
 _USER = lazy_compile(r"\b(?:i|i'm|i've|i'd|i am|me|my|we|we're|we've|our|us|the user|user)\b|我|咱|用户", re.IGNORECASE)
 _IMPERSONAL = lazy_compile(IMPERSONAL, re.IGNORECASE)  # slot_rules.py: "The rent in Paris is 2000"
 _NAMED = lazy_compile(r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+(?:lives|works|is|moved|just|has|got|turned|drives|earns|makes)\b")
+# A pet brought in by what it is, its name in the same or the next clause: "家里养了一只橘猫，叫大橘",
+# "我表姐养了一只英短，叫年糕" (the cousin's pet); that clause and the next are the pet's, not the user's.
+_KEEPS = lazy_compile(r"养了?(?:一|两|几)?(?:只|条|头)(?P<animal>[\u4e00-\u9fffA-Za-z]{1,6}?)(?=$|[，,。\s]|叫|名叫)")
+# "X(家)?的狗": the pet of someone else ("我邻居家的狗叫小黑").
+_WHOSE_PET = lazy_compile(r"(?:家)?的?(?P<pet>狗狗|小狗|狗|猫咪|小猫|猫|\s*(?:dog|cat|puppy|kitten)\b)", re.IGNORECASE)
+# A move in the past, dated by an age or a year: "moved to New York at 22", "in 2015", "22岁搬到北京" (no current home).
+_PAST_MOVE = lazy_compile(r"\b(?:at (?:age |the age of )?\d{1,2}\b|in (?:19|20)\d\d\b|back in\b|when (?:i|we) (?:was|were)\b"
+                          r"|(?:\d+|a few|several|many) years ago\b|as a (?:kid|child|teen|teenager|student)\b)"
+                          r"|\d{1,2}岁(?:的时候|那年|时)?(?:就|才)?搬|(?:19|20)\d\d年(?:的时候|时)?(?:就|才)?搬|(?:那年|当年|几年前|小时候)", re.IGNORECASE)
+# Before a bare "叫Y", what makes Y the user's own name: the first person, or nothing at all (an elided "我").
+_MY_NAME = lazy_compile(r"(?:^|我|我们|本人)(?:就|现在|其实|也|还|的)?(?:真名|大名|全名|中文名|英文名|小名|网名|名字)?\s*$")
 _NUMBER = lazy_compile(r"^[$¥€£]?\s?(\d[\d,]*(?:\.\d+)?)\s?([kK]|万|千)?")
 _TRIM_ZH = lazy_compile(r"(?:了|的|工作|上班|生活|附近|这边|那边|住|呢|啊|吧|八年|\d+年|[一二三四五六七八九十几]+年).*$")
 
@@ -83,7 +94,7 @@ def _relations() -> tuple[Any, Any]:
     zh = "|".join(sorted((w for ws in RELATIONS.values() for w in ws if not w.isascii()), key=len, reverse=True))
     return (re.compile(rf"\b(?:my|our|the user's|user's)\s+(?:(?:little|older|younger|big|elder|baby|new|old|best)\s+)?(?P<rel>{en})\b",
                        re.IGNORECASE),
-            re.compile(rf"(?:我|我们|用户)(?:的|家)?(?P<rel>{zh})"))
+            re.compile(rf"(?:我|我们|用户)(?:的|家的?)?(?:新|前|老|现任|现在的|以前的)?(?P<rel>{zh})"))
 
 
 @functools.cache
@@ -177,7 +188,11 @@ def _subject(clause: str) -> str | None:
         m = pattern.search(clause)
         if m:
             rel = m["rel"].lower()
-            found.append((m.start(), 0, next(k for k, ws in RELATIONS.items() if rel in (w.lower() for w in ws))))
+            who = next(k for k, ws in RELATIONS.items() if rel in (w.lower() for w in ws))
+            pet = _WHOSE_PET.match(clause, m.end()) if who not in PETS else None
+            if pet:  # "我邻居家的狗": the neighbour's dog, not the neighbour
+                who = f"{who}'s {_pet_kind(pet['pet'])}"
+            found.append((m.start(), 0, who))
     m = _NAMED.match(clause)
     if m and m["name"].lower() not in {"i", "my", "we", "our", "he", "she", "they", "it", "this", "that", "the", "there"}:
         found.append((0, 1, m["name"].lower()))
@@ -186,6 +201,20 @@ def _subject(clause: str) -> str | None:
         if m:
             found.append((m.start(), 2, who))
     return min(found)[2] if found else None
+
+
+def _pet_kind(word: str) -> str:
+    word = word.strip().lower()
+    return next((k for k in PETS if word in (w.lower() for w in RELATIONS[k]) or RELATIONS[k][-1] in word), "pet")
+
+
+def _with_pet(clause: str, own: str | None) -> str | None:
+    """The subject of a clause that brings a pet in ("养了一只橘猫"): the pet (the user's), or "cousin's pet"."""
+    m = _KEEPS.search(clause)
+    if not m:
+        return own
+    pet = _pet_kind(m["animal"])
+    return pet if own in (None, "user") or own in PETS else f"{own}'s {pet}"
 
 
 def _prepare(text: str) -> str:
@@ -212,7 +241,12 @@ def _clause_statements(clause: str, subject: str) -> list[Statement]:
             groups = m.groupdict()
             who = subject
             if groups.get("subj"):
-                who = next(k for k, ws in RELATIONS.items() if groups["subj"].lower() in (w.lower() for w in ws))
+                pet = next(k for k, ws in RELATIONS.items() if groups["subj"].lower() in (w.lower() for w in ws))
+                mine = re.match(r"(?i)(?:my|our|the user's|我|用户)", m.group(0))
+                who = pet if mine or subject in (None, "user") or subject in PETS else f"{subject}'s {pet}"
+            elif attribute == "name" and who == "user" and not re.match(r"(?i:my name|name|call me|i|我|名字)", m.group(0)) \
+                    and not _MY_NAME.search(body[: m.start()]):
+                continue  # "他的狗叫小黑", "家里的猫叫大橘": a bare 叫 after someone else names no user
             if ATTRIBUTES[attribute].user_only and (who == "user" or who in RELATIONS or who in PETS or _USER.search(clause)):
                 who = "user"  # "my landlord raised the rent": the user's; "他的房租是5000" stays his
             value = canonical(fixed if fixed is not None else groups.get("v"), attribute)
@@ -225,6 +259,8 @@ def _clause_statements(clause: str, subject: str) -> list[Statement]:
                 out[(who, attribute)] = Statement(subject=who, attribute=attribute, value=value, old=old, said=clause if negated else m.group(0).strip())
     if "home" in {a for _, a in out} and _TRIP.search(clause):
         out = {k: s for k, s in out.items() if k[1] != "home"}
+    if _PAST_MOVE.search(clause):  # "moved to New York at 22", "22岁搬到了北京": then, not now (no home, no age)
+        out = {k: s for k, s in out.items() if k[1] not in ("home", "age")}
     return list(out.values())
 
 
@@ -272,7 +308,7 @@ def read_clauses(text: str) -> list[tuple[str, list[Statement]]]:
         if not body or is_question(body) or _SKIP.search(body):
             out.append((clause, []))
             continue
-        own = _subject(body)
+        own = _with_pet(body, _subject(body))
         general = _IMPERSONAL.search(body)
         if own is None and general and (not general["place"] or kind_of(canonical(general["place"])) == "city"):
             subject = None  # about a place or things in general, and so is a bare figure after it
