@@ -40,7 +40,7 @@ from ..text import (
 )
 from ..text.references import said_window
 from ..text.slots import corrected as slot_pairs
-from ..text.slots import of_record, rest_of
+from ..text.slots import of_record, past_move, rest_of
 from ..text.slots import read as read_slots
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def correction_of(said: str) -> tuple[list[str], dict[str, str]]:
     takes_back = taken_back(said)
     new_slots: dict[str, str] = {}
     for clause in clauses(said):
-        if clause not in takes_back and CHANGE.search(clause):
+        if clause not in takes_back and CHANGE.search(clause) and not past_move(clause):  # not "moved to NYC at 22"
             new_slots.update({k: v for k, v in slots(clause).items() if k not in new_slots})
     return takes_back, new_slots
 

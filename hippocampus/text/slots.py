@@ -203,6 +203,12 @@ def _subject(clause: str) -> str | None:
     return min(found)[2] if found else None
 
 
+def past_move(clause: str) -> bool:
+    """Whether a clause tells of a move in the past, dated by an age or a year ("moved to New York at 22",
+    "I moved to Seattle in 2015", "我22岁搬到了北京"): it names no current home (nor a current age)."""
+    return bool(_PAST_MOVE.search(clause))
+
+
 def _pet_kind(word: str) -> str:
     word = word.strip().lower()
     return next((k for k in PETS if word in (w.lower() for w in RELATIONS[k]) or RELATIONS[k][-1] in word), "pet")
