@@ -151,13 +151,17 @@ def test_search_threshold_and_top_k(m: Memory):
 
 
 def test_procedural_memory_of_an_agent(m: Memory):
-    """"Procedural memory": add(messages, agent_id, memory_type="procedural_memory"). Checks an ADD per step kept,
-    read back by the agent alone."""
+    """"Procedural memory": add(messages, agent_id, memory_type="procedural_memory"). Checks ONE memory for the whole
+    procedure (one ADD), with metadata memory_type "procedural_memory", read back by the agent alone. mem0's summary
+    is its LLM's; offline the drop-in's is the steps in order, numbered (docs/mem0.md)."""
     _layer_only(m, "procedural memory calls mem0's LLM")
     steps = [{"role": "user", "content": "Open the dashboard"}, {"role": "assistant", "content": "Filter by last week"}]
-    added = m.add(steps, agent_id="pr_agent", memory_type="procedural_memory")["results"]
-    assert added and all(r["event"] == "ADD" for r in added)
-    assert {r["id"] for r in m.get_all(filters={"agent_id": "pr_agent"})["results"]} == {r["id"] for r in added}
+    (added,) = m.add(steps, agent_id="pr_agent", memory_type="procedural_memory")["results"]
+    assert added["event"] == "ADD" and added["memory"] == "1. user: Open the dashboard\n2. assistant: Filter by last week"
+    (got,) = m.get_all(filters={"agent_id": "pr_agent"})["results"]
+    assert (got["id"], got["metadata"], got["agent_id"]) == (added["id"], {"memory_type": "procedural_memory"}, "pr_agent")
+    assert [r["id"] for r in m.get_all(filters={"agent_id": "pr_agent", "memory_type": "procedural_memory"})["results"]] \
+        == [added["id"]]
 
 
 @pytest.fixture(params=BACKENDS)
