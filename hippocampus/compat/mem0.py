@@ -63,7 +63,9 @@ class Memory:
             metadata: dict[str, Any] | None = None, timestamp: Any = None, expiration_date: Any = None, infer: bool = True,
             memory_type: str | None = None, prompt: str | None = None) -> dict[str, Any]:
         """Remember messages: with `infer` (mem0's default) the native write decision picks what to keep; without,
-        each non-system message is one memory, as mem0 stores it. Returns {"results": [{id, memory, event: "ADD"}]}."""
+        each non-system message is one memory, as mem0 stores it. With memory_type="procedural_memory" and an
+        agent_id, one memory summarises the whole procedure (_add_procedure). With custom instructions and no model,
+        `infer` is refused (the offline rules cannot follow free text). Returns {"results": [{id, memory, event}]}."""
         if prompt is not None:
             raise InvalidInput("prompt= is not supported: set `instructions` in the Hippocampus config (custom_instructions)")
         if memory_type not in (None, "procedural_memory"):
