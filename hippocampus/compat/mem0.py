@@ -10,6 +10,7 @@ the library keeps memories per user, so such a call asks each user of the store 
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -62,7 +63,9 @@ class Memory:
             metadata: dict[str, Any] | None = None, timestamp: Any = None, expiration_date: Any = None, infer: bool = True,
             memory_type: str | None = None, prompt: str | None = None) -> dict[str, Any]:
         """Remember messages: with `infer` (mem0's default) the native write decision picks what to keep; without,
-        each non-system message is one memory, as mem0 stores it. Returns {"results": [{id, memory, event: "ADD"}]}."""
+        each non-system message is one memory, as mem0 stores it. With memory_type="procedural_memory" and an
+        agent_id, one memory summarises the whole procedure (_add_procedure). With custom instructions and no model,
+        `infer` is refused (the offline rules cannot follow free text). Returns {"results": [{id, memory, event}]}."""
         if prompt is not None:
             raise InvalidInput("prompt= is not supported: set `instructions` in the Hippocampus config (custom_instructions)")
         if memory_type not in (None, "procedural_memory"):
@@ -74,9 +77,22 @@ class Memory:
         said = S.turns(messages)
         expiration_date = S.expiration_date(expiration_date)
         metadata = _callers(metadata, S.IMMUTABLE_KEYS, "add")
+        if memory_type and agent is None:
+            # mem0 makes a procedural memory only for an agent; without agent_id it adds as usual (memory_type unused)
+            warnings.warn("hippocampus.compat.mem0: memory_type='procedural_memory' applies only with an agent_id, "
+                          "as in mem0; added as ordinary memories", stacklevel=2)
+            memory_type = None
         common = dict(user_id=owner, agent_id=agent, run_id=run, ts=timestamp, expires_at=expiration_date,
                       memory_type="procedural" if memory_type else "episodic")
-        if infer and not memory_type:
+        if memory_type:
+            return self._add_procedure(said, metadata, common)
+        if infer and self.memory.config.instructions and self._offline():
+            raise InvalidInput(
+                "custom_instructions are followed only by a model, and no llm is configured (Hippocampus's offline "
+                "rules cannot read free-text instructions): add(infer=True) would store what the instructions may "
+                "exclude, so nothing was stored. Configure an llm, or pass infer=False to store the messages as said "
+                "(mem0 applies custom_instructions only when inferring). docs/mem0.md, 'Differences'")
+        if infer:
             # The native decision counts a turn said again as a use of the memory it repeats (stored False): mem0's
             # NONE, which answers no event. The expiry is set on what was stored only, never on the repeated one.
             done = self.memory.add(said, metadata=metadata, infer=True, **{**common, "expires_at": None})  # type: ignore[arg-type]
@@ -91,6 +107,32 @@ class Memory:
         ids = self.memory.add_many(items) if items else []
         return {"results": [{"id": str(i), "memory": m["content"], "event": "ADD", "actor_id": m.get("name"), "role": m["role"]}
                             for i, m in zip(ids, kept)]}
+
+    def _offline(self) -> bool:
+        """Whether the native chat model is the offline rules provider (no llm configured, none set by the caller)."""
+        from ..llm.rules import RulesProvider
+
+        return isinstance(self.memory.llm, RulesProvider)
+
+    def _add_procedure(self, said: list[dict[str, Any]], metadata: dict[str, Any] | None,
+                       common: dict[str, Any]) -> dict[str, Any]:
+        """mem0's procedural memory: ONE memory, a summary of the whole procedure, with metadata memory_type
+        "procedural_memory", and one ADD. The configured model writes the summary; offline (the rules provider) it
+        is the messages' steps in order, numbered, as said: a degraded summary, never a made-up one."""
+        steps = [m for m in said if m["role"] != "system" and str(m["content"]).strip()]
+        if not steps:
+            raise InvalidInput("procedural memory needs at least one user or assistant message")
+        if self._offline():
+            summary = "\n".join(f"{i}. {m['role']}: {str(m['content']).strip()}" for i, m in enumerate(steps, 1))
+        else:
+            transcript = "\n".join(f"{m['role']}: {m['content']}" for m in said)
+            summary = _unfenced(self.memory.llm.chat(PROCEDURE_PROMPT, f"{transcript}\n\nCreate procedural memory of "
+                                                                      "the above conversation."))
+            if not summary:
+                raise InvalidInput("The LLM returned no content for the procedural memory summary; nothing was stored")
+        meta = {**(metadata or {}), "memory_type": "procedural_memory"}
+        (memory_id,) = self.memory.add_many([{"messages": summary, "metadata": meta, **common}])
+        return {"results": [{"id": str(memory_id), "memory": summary, "event": "ADD"}]}
 
     def _added(self, memory_id: int, owner: str) -> dict[str, Any]:
         return {"id": str(memory_id), "memory": self.memory.get(memory_id, owner).text, "event": "ADD"}
@@ -253,6 +295,19 @@ class Memory:
         if user is not None:
             return [user]
         return [u for u in self.memory.user_ids() if _any(self.memory.iter_all(u, filters=native, include_expired=expired))]
+
+
+PROCEDURE_PROMPT = """You record an AI agent's procedure so that the agent can continue or repeat it without ambiguity.
+Summarise the conversation below as: the task objective; its progress; then every step the agent took, numbered in
+order, each with what was done (parameters and targets included) and its result quoted exactly as it was given.
+Keep every URL, number, name, error message and output verbatim. Answer with the summary only."""
+
+
+def _unfenced(text: str) -> str:
+    """A model's answer without a surrounding code fence, as mem0's remove_code_blocks."""
+    text = (text or "").strip()
+    fenced = re.match(r"^```[a-zA-Z0-9]*\n([\s\S]*?)\n?```$", text)
+    return (fenced.group(1) if fenced else text).strip()
 
 
 def _any(records: Iterator[MemoryRecord]) -> bool:

@@ -24,7 +24,7 @@ DATE_KEYS = ("created_at", "updated_at")
 _SCOPE_KEYS = ("agent_id", "run_id")
 # Metadata the library writes, or mem0 shows at the top level of a result instead of under "metadata".
 _NOT_CALLERS = frozenset({*LIBRARY_KEYS, "life", "chatid", "who", "said_at", "write_reason", "event_time", "agent_id",
-                          "run_id", "role", "actor_id", "expires_at", "named_date"})
+                          "run_id", "role", "actor_id", "expires_at", "named_date", "procedure"})
 # Keys the library writes into a memory's metadata itself: a caller's key of that name could be neither kept nor shown.
 LIBRARY_ONLY = _NOT_CALLERS - set(IMMUTABLE_KEYS)
 _EVENTS = {HistoryAction.CREATED: "ADD", HistoryAction.UPDATED: "UPDATE", HistoryAction.DELETED: "DELETE",

@@ -150,14 +150,30 @@ def test_search_threshold_and_top_k(m: Memory):
     assert above and all(r["score"] >= cut for r in above)
 
 
-def test_procedural_memory_of_an_agent(m: Memory):
-    """"Procedural memory": add(messages, agent_id, memory_type="procedural_memory"). Checks an ADD per step kept,
-    read back by the agent alone."""
-    _layer_only(m, "procedural memory calls mem0's LLM")
+class _Summariser:
+    """mem0's LLM interface (generate_response) answering one fixed summary: mem0's procedural path runs offline."""
+
+    def generate_response(self, messages: Any, **_: Any) -> str:
+        return "Task: weekly report. 1. Open the dashboard 2. Filter by last week"
+
+
+def test_procedural_memory_of_an_agent(m: Memory, monkeypatch: Any):
+    """"Procedural memory": add(messages, agent_id, memory_type="procedural_memory"). Checks ONE memory for the whole
+    procedure (one ADD), with metadata memory_type "procedural_memory", read back by the agent alone. The summary is
+    the LLM's (on mem0, a stub of its LLM); the drop-in's offline is the steps in order, numbered (docs/mem0.md)."""
     steps = [{"role": "user", "content": "Open the dashboard"}, {"role": "assistant", "content": "Filter by last week"}]
-    added = m.add(steps, agent_id="pr_agent", memory_type="procedural_memory")["results"]
-    assert added and all(r["event"] == "ADD" for r in added)
-    assert {r["id"] for r in m.get_all(filters={"agent_id": "pr_agent"})["results"]} == {r["id"] for r in added}
+    on_mem0 = type(m).__module__.startswith("mem0.")
+    if on_mem0:
+        monkeypatch.setattr(m, "llm", _Summariser())
+    summary = _Summariser().generate_response(steps) if on_mem0 else \
+        "1. user: Open the dashboard\n2. assistant: Filter by last week"
+    result = m.add(steps, agent_id="pr_agent", memory_type="procedural_memory")
+    assert result == {"results": [{"id": result["results"][0]["id"], "memory": summary, "event": "ADD"}]}
+    (got,) = m.get_all(filters={"agent_id": "pr_agent"})["results"]
+    assert (got["id"], got["memory"], got["metadata"], got["agent_id"]) == \
+        (result["results"][0]["id"], summary, {"memory_type": "procedural_memory"}, "pr_agent")
+    assert [r["id"] for r in m.get_all(filters={"agent_id": "pr_agent", "memory_type": "procedural_memory"})["results"]] \
+        == [got["id"]]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -196,3 +196,57 @@ def test_a_bad_expiration_date_with_inference_writes_nothing(mem0: Memory):
     with pytest.raises(ValueError, match="expiration_date must be a valid date in YYYY-MM-DD format"):
         mem0.add("Remember my dentist appointment on Monday", user_id="bob", expiration_date="not a date")
     assert mem0.get_all(filters={"user_id": "bob"}, show_expired=True)["results"] == []
+
+
+STEPS = [{"role": "system", "content": "You are a browser agent"},
+         {"role": "user", "content": "Find the cheapest flight to Lyon"},
+         {"role": "assistant", "content": "Opened example.com/flights, sorted by price: 89 EUR on 2030-05-01"}]
+
+
+def test_procedural_memory_is_one_memory_for_the_whole_procedure(mem0: Memory):
+    """mem0 stores one summary of the procedure (metadata memory_type: procedural_memory) and answers one ADD; offline
+    the summary is the user's and assistant's steps in order, numbered (the system message is not a step)."""
+    result = mem0.add(STEPS, agent_id="browser", metadata={"site": "flights"}, memory_type="procedural_memory")
+    (added,) = result["results"]
+    assert result == {"results": [{"id": added["id"], "memory": added["memory"], "event": "ADD"}]}
+    assert added["memory"] == ("1. user: Find the cheapest flight to Lyon\n"
+                               "2. assistant: Opened example.com/flights, sorted by price: 89 EUR on 2030-05-01")
+    (got,) = mem0.get_all(filters={"agent_id": "browser"})["results"]
+    assert got["memory"] == added["memory"] and got["agent_id"] == "browser"
+    assert got["metadata"] == {"site": "flights", "memory_type": "procedural_memory"}
+    assert mem0.memory.get(int(added["id"]), mem0.memory.owner_of(int(added["id"]))).memory_type.value == "procedural"
+
+
+def test_procedural_memory_is_the_configured_models_summary(mem0: Memory):
+    from hippocampus.testing import ScriptedChatModel
+
+    model = ScriptedChatModel().queue("```markdown\nTask: cheapest flight to Lyon. Step 1: sorted by price (89 EUR)\n```")
+    with mem0.memory.override(llm=model):
+        (added,) = mem0.add(STEPS, agent_id="browser", memory_type="procedural_memory")["results"]
+    assert added["memory"] == "Task: cheapest flight to Lyon. Step 1: sorted by price (89 EUR)" and model.calls == 1
+    assert "example.com/flights" in model.prompts[0].user and "system: You are a browser agent" in model.prompts[0].user
+    assert mem0.get(added["id"])["metadata"] == {"memory_type": "procedural_memory"}
+
+
+def test_procedural_memory_without_an_agent_is_an_ordinary_add_with_a_warning(mem0: Memory):
+    """mem0 2.2.1 makes a procedural memory only when agent_id is given; otherwise it adds as usual (here infer=False:
+    one memory per message, no memory_type). The drop-in does the same, and says so."""
+    with pytest.warns(UserWarning, match="only with an agent_id"):
+        added = mem0.add(STEPS[1:], user_id="ana", memory_type="procedural_memory", infer=False)["results"]
+    assert [r["memory"] for r in added] == [s["content"] for s in STEPS[1:]]
+    assert all(r["metadata"] is None for r in mem0.get_all(filters={"user_id": "ana"})["results"])
+
+
+def test_custom_instructions_with_no_model_refuse_to_infer_and_store_nothing(shared_db, embedder):
+    """The offline rules cannot follow free-text instructions ("only order information"): add(infer=True) says so
+    instead of storing "I like going to hikes"; infer=False stores as said, as mem0 (it applies instructions only
+    when inferring)."""
+    with Memory({"custom_instructions": "Only store order information."}, milvus_uri=str(shared_db),
+                collection_name="m0_instr_offline", embedder=embedder) as m:
+        with pytest.raises(ValueError, match="custom_instructions are followed only by a model"):
+            m.add("I like going to hikes", user_id="ana")
+        assert m.get_all(filters={"user_id": "ana"}, show_expired=True)["results"] == []
+        (kept,) = m.add("I like going to hikes", user_id="ana", infer=False)["results"]
+        assert kept["memory"] == "I like going to hikes"
+        steps = [{"role": "user", "content": "Export the orders"}]
+        assert len(m.add(steps, agent_id="bot", memory_type="procedural_memory")["results"]) == 1
