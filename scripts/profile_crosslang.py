@@ -5,11 +5,10 @@
 
 Builds bench.py's store (its texts, one in seven Chinese, so every user has memories in both scripts:
 the case where every English question pays the stage; `--embed-max` rows embedded for real, the rest
-real vectors plus noise), opens it as a service would, waits for the in-memory copy of the cross
-vectors (store/xvector_copy.py), then runs `--queries` dense searches (the e5 query vector computed
+real vectors plus noise), opens it as a service would, then runs `--queries` dense searches (the e5 query vector computed
 beforehand, as bench.py's `dense` column) for random users, timing each part of every search:
 the dense gathering, the hubness stage, and the stage's own parts: the USE query embedding, the
-nearest cross vectors in memory, the read of the gathered rows from Milvus, the USE cosines of the
+nearest cross vectors (a search of the companion in the user's bucket), the read of the gathered rows from Milvus, the USE cosines of the
 query's own candidates, the rest of the rescoring. Then the same searches with the stage off.
 Prints a table of medians per search (ms) and each part's share of the default's median.
 """
@@ -108,9 +107,8 @@ def run(rows: int, users: int, queries: int, embed_max: int) -> list[dict[str, A
                 mem = Memory(milvus_uri=path, embedder=emb)
                 on = setting is None
                 if on:
-                    for q, v, user in asked[:2]:  # the second search starts the background read
+                    for q, v, user in asked[:2]:  # the model loaded and the companion opened, as in a service
                         mem.retriever.search(q, user, 10, query_vector=v, mode="dense")
-                    mem.store.cross.wait_loaded(600)  # the in-memory copy, as a service has it after its first minute
                 times = searches(mem, asked, on)
                 mem.close()
             finally:
