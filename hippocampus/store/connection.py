@@ -26,7 +26,7 @@ from pymilvus import MilvusClient  # noqa: E402
 from pymilvus.exceptions import MilvusException  # noqa: E402
 
 from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
-from . import jieba_light, lite_index, lite_memtable
+from . import jieba_light
 from .private import forget_socket, lite_address, private_store, tighten_files
 
 log = logging.getLogger(__name__)
@@ -104,8 +104,6 @@ def connect(uri: str, token: str | None) -> MilvusClient:
         private_store(path)
         uri = str(path)
         jieba_light.install()  # milvus-lite's analyzer runs in this process: no dictionary load for text without Chinese
-        lite_memtable.install()  # its unflushed rows read column by column, not cell by cell
-        lite_index.install()  # a FLAT index opened on the segment's vectors, not on a copy read from its file
     _START_FAILURE.take()
     try:
         address = uri if "://" in uri else lite_address(uri)
