@@ -5,11 +5,12 @@
 
 Builds bench.py's store (its texts, one in seven Chinese, so every user has memories in both scripts:
 the case where every English question pays the stage; `--embed-max` rows embedded for real, the rest
-real vectors plus noise), opens it as a service would, then runs `--queries` dense searches (the e5 query vector computed
-beforehand, as bench.py's `dense` column) for random users, timing each part of every search:
-the dense gathering, the hubness stage, and the stage's own parts: the USE query embedding, the
-nearest cross vectors (a search of the companion in the user's bucket), the read of the gathered rows from Milvus, the USE cosines of the
-query's own candidates, the rest of the rescoring. Then the same searches with the stage off.
+real vectors plus noise), opens it as a service would, then runs `--queries` dense searches (the e5
+query vector computed beforehand, as bench.py's `dense` column) for random users, timing each part of
+every search: the dense gathering, the hubness stage, and the stage's own parts: the USE query
+embedding, the nearest cross vectors (a search of the companion in the user's bucket), the read of the
+gathered rows from Milvus, the USE cosines of the query's own candidates (a read of the companion), the
+rest of the rescoring. Then the same searches with the stage off.
 Prints a table of medians per search (ms) and each part's share of the default's median.
 """
 
@@ -29,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import fill_store, make_embedder, size_args, texts  # noqa: E402
 
-PARTS = ("dense gathering", "hubness", "USE query embedding", "nearest cross vectors (memory)",
+PARTS = ("dense gathering", "hubness", "USE query embedding", "nearest cross vectors (Milvus)",
          "read of the gathered rows", "own candidates' USE cosines", "rest of the stage")
 
 
@@ -62,7 +63,7 @@ def searches(mem: Any, queries: list[tuple[str, np.ndarray, str]], crosslang: bo
     cross = mem.store.cross if crosslang else None
     if cross is not None:
         _timed(cross.embedder, "encode", "USE query embedding", spent)
-        _timed(cross, "nearest", "nearest cross vectors (memory)", spent)
+        _timed(cross, "nearest", "nearest cross vectors (Milvus)", spent)
         _timed(cross, "cosines", "own candidates' USE cosines", spent)
     out: dict[str, list[float]] = {}
     try:

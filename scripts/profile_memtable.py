@@ -45,9 +45,9 @@ import numpy as np
 
 
 def run_one(rows: int, dim: int, searches: int) -> dict:
-    from hippocampus.store import connection  # noqa: F401  (sets the memtable budget as the store does)
-
     from pymilvus import DataType, MilvusClient
+
+    from hippocampus.store import connection  # noqa: F401  (sets the memtable budget as the store does)
 
     with tempfile.TemporaryDirectory(prefix="memtable-", ignore_cleanup_errors=True) as tmp:  # milvus-lite may still write
         c = MilvusClient(str(Path(tmp) / "m.db"))
@@ -135,10 +135,10 @@ def insert_rss(n: int, index_type: str = "AUTOINDEX", per_call: int = 500) -> di
     `per_call` a call; then the time of a flush and of searches filtered by user (through the index)."""
     import ctypes
 
-    from hippocampus.store import connection  # noqa: F401  (the store's memtable budget)
-
     import pyarrow as pa
     from pymilvus import DataType, MilvusClient
+
+    from hippocampus.store import connection  # noqa: F401  (the store's memtable budget)
 
     def rss() -> float:
         with open("/proc/self/statm") as fh:
