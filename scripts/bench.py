@@ -325,8 +325,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
         for r in measured:
             cells = [f"{r['rss_phases'][p][0]:.0f} / {r['rss_phases'][p][1]:.0f}" if p in r["rss_phases"] else "" for p in PHASES]
             print(f"| {r['crosslang']} | {r.get('rows', r['n']):.0f} | " + " | ".join(cells) + " |")
-        print("resident MB after each phase of that process, now / peak so far ('searches': after the timed searches, "
-              "while the background read of the cross vectors may still run)")
+        print("resident MB after each phase of that process, now / peak so far ('searches': after the timed searches)")
 
 
 if __name__ == "__main__":

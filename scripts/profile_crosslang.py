@@ -5,12 +5,12 @@
 
 Builds bench.py's store (its texts, one in seven Chinese, so every user has memories in both scripts:
 the case where every English question pays the stage; `--embed-max` rows embedded for real, the rest
-real vectors plus noise), opens it as a service would, waits for the in-memory copy of the cross
-vectors (store/xvector_copy.py), then runs `--queries` dense searches (the e5 query vector computed
-beforehand, as bench.py's `dense` column) for random users, timing each part of every search:
-the dense gathering, the hubness stage, and the stage's own parts: the USE query embedding, the
-nearest cross vectors in memory, the read of the gathered rows from Milvus, the USE cosines of the
-query's own candidates, the rest of the rescoring. Then the same searches with the stage off.
+real vectors plus noise), opens it as a service would, then runs `--queries` dense searches (the e5
+query vector computed beforehand, as bench.py's `dense` column) for random users, timing each part of
+every search: the dense gathering, the hubness stage, and the stage's own parts: the USE query
+embedding, the nearest cross vectors (a search of the companion in the user's bucket), the read of the
+gathered rows from Milvus, the USE cosines of the query's own candidates (a read of the companion), the
+rest of the rescoring. Then the same searches with the stage off.
 Prints a table of medians per search (ms) and each part's share of the default's median.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import fill_store, make_embedder, size_args, texts  # noqa: E402
 
-PARTS = ("dense gathering", "hubness", "USE query embedding", "nearest cross vectors (memory)",
+PARTS = ("dense gathering", "hubness", "USE query embedding", "nearest cross vectors (Milvus)",
          "read of the gathered rows", "own candidates' USE cosines", "rest of the stage")
 
 
@@ -63,7 +63,7 @@ def searches(mem: Any, queries: list[tuple[str, np.ndarray, str]], crosslang: bo
     cross = mem.store.cross if crosslang else None
     if cross is not None:
         _timed(cross.embedder, "encode", "USE query embedding", spent)
-        _timed(cross, "nearest", "nearest cross vectors (memory)", spent)
+        _timed(cross, "nearest", "nearest cross vectors (Milvus)", spent)
         _timed(cross, "cosines", "own candidates' USE cosines", spent)
     out: dict[str, list[float]] = {}
     try:
@@ -108,9 +108,8 @@ def run(rows: int, users: int, queries: int, embed_max: int) -> list[dict[str, A
                 mem = Memory(milvus_uri=path, embedder=emb)
                 on = setting is None
                 if on:
-                    for q, v, user in asked[:2]:  # the second search starts the background read
+                    for q, v, user in asked[:2]:  # the model loaded and the companion opened, as in a service
                         mem.retriever.search(q, user, 10, query_vector=v, mode="dense")
-                    mem.store.cross.wait_loaded(600)  # the in-memory copy, as a service has it after its first minute
                 times = searches(mem, asked, on)
                 mem.close()
             finally:

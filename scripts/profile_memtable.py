@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What milvus-lite's unflushed rows cost a search and a flush, with store/lite_memtable.py and without.
+"""What milvus-lite's unflushed rows cost a search and a flush, milvus-lite as it ships.
 
     python scripts/profile_memtable.py                       # 512-d (the companion) and 384-d rows
     python scripts/profile_memtable.py --rows 3000 --dims 512 --searches 30
@@ -9,9 +9,10 @@
     python scripts/profile_memtable.py --insert-rss 10000 --index AUTOINDEX,FLAT   # the companion's index either way
     python scripts/profile_memtable.py --insert-rss 10000 --per-call 1   # one row a call, as a chat hook writes
 
-milvus-lite keeps the rows written since its last flush in memory and, as it ships, turns each of them
-into Python objects cell by cell on every search and on every flush. Each configuration runs in a fresh
-process (`HIPPOCAMPUS_LITE_MEMTABLE=off` for milvus-lite as it ships): a local collection with 2,000
+milvus-lite keeps the rows written since its last flush in memory and turns each of them into Python
+objects cell by cell on every search and on every flush (this package once replaced those two methods at
+run time, store/lite_memtable.py; issue 56 removed that: docs/performance.md, "No run-time patches of
+milvus-lite"). Each configuration runs in a fresh process: a local collection with 2,000
 flushed rows, then `--rows` more left in the memtable (under the store's 8 MB budget, store/connection.py); the table
 gives the search p50 with those rows unflushed (a user filter, no partition: as the cross-language
 companion is searched; and within one of 8 partitions: as the memories are), the time of their flush
@@ -44,10 +45,9 @@ import numpy as np
 
 
 def run_one(rows: int, dim: int, searches: int) -> dict:
-    from hippocampus.store import connection, lite_memtable  # noqa: F401  (sets the memtable budget as the store does)
-
-    installed = lite_memtable.install()
     from pymilvus import DataType, MilvusClient
+
+    from hippocampus.store import connection  # noqa: F401  (sets the memtable budget as the store does)
 
     with tempfile.TemporaryDirectory(prefix="memtable-", ignore_cleanup_errors=True) as tmp:  # milvus-lite may still write
         c = MilvusClient(str(Path(tmp) / "m.db"))
@@ -77,7 +77,7 @@ def run_one(rows: int, dim: int, searches: int) -> dict:
         c.flush("t")
         insert(2000, rows)
         time.sleep(1.0)  # background index builds of the flushed rows done
-        out = {"rows": rows, "dim": dim, "column_path": installed}
+        out = {"rows": rows, "dim": dim}
         for name, kw in (("search_p50_ms", {}), ("partition_search_p50_ms", {"partition_names": ["p3"]})):
             lat = []
             for q in range(searches):
@@ -109,7 +109,7 @@ def run_memory(n: int, searches: int, single: bool = False) -> dict:
                 mem.add(t, user_id=f"user-{i % 20}", infer=False)
         else:
             mem.add_many([{"text": t, "user_id": f"user-{i % 20}", "ts": 1_700_000_000 + i} for i, t in enumerate(texts(n, seed=2))])
-        out = {"memories": n, "how": "add" if single else "add_many", "writes_s": time.perf_counter() - t0, "column_path": bool(lite_installed())}
+        out = {"memories": n, "how": "add" if single else "add_many", "writes_s": time.perf_counter() - t0}
         questions = texts(searches, seed=4)
         vectors = [mem.embedder.encode([q], role="query")[0] for q in questions]
 
@@ -135,11 +135,10 @@ def insert_rss(n: int, index_type: str = "AUTOINDEX", per_call: int = 500) -> di
     `per_call` a call; then the time of a flush and of searches filtered by user (through the index)."""
     import ctypes
 
-    from hippocampus.store import connection, lite_memtable  # noqa: F401  (the store's memtable budget)
-
-    lite_memtable.install()
     import pyarrow as pa
     from pymilvus import DataType, MilvusClient
+
+    from hippocampus.store import connection  # noqa: F401  (the store's memtable budget)
 
     def rss() -> float:
         with open("/proc/self/statm") as fh:
@@ -183,12 +182,6 @@ def insert_rss(n: int, index_type: str = "AUTOINDEX", per_call: int = 500) -> di
     return out
 
 
-def lite_installed() -> bool:
-    from hippocampus.store import lite_memtable
-
-    return bool(lite_memtable.ORIGINAL)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=3000, help="rows left unflushed")
@@ -210,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_memory(args.one_memory, args.searches, args.one_at_a_time)))
         return 0
     if args.one_insert:
-        r = insert_rss(int(args.one_insert[0]), args.one_insert[1], int(args.one_insert[2]))  # installs the column path first
-        print(json.dumps({"variant": "column path" if lite_installed() else "as shipped", "column_path": True, **r}))
+        r = insert_rss(int(args.one_insert[0]), args.one_insert[1], int(args.one_insert[2]))
+        print(json.dumps({"variant": "as shipped", **r}))
         return 0
     if args.insert_rss:
         rows = []
@@ -231,13 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     runs = [["--one-memory", str(args.memories), *(["--one-at-a-time"] if args.one_at_a_time else [])]] if args.memories else [["--one", str(args.rows), d] for d in args.dims.split(",")]
     for run in runs:
-        for variant in ("as shipped", "column path"):
-            env = {**os.environ, "HIPPOCAMPUS_LITE_MEMTABLE": "off" if variant == "as shipped" else "on"}
-            proc = subprocess.run([sys.executable, __file__, *run, "--searches", str(args.searches)], capture_output=True, text=True, env=env)
-            if proc.returncode != 0:
-                print(proc.stderr, file=sys.stderr)
-                return proc.returncode
-            results.append({"variant": variant, **json.loads(proc.stdout.strip().splitlines()[-1])})
+        proc = subprocess.run([sys.executable, __file__, *run, "--searches", str(args.searches)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(proc.stderr, file=sys.stderr)
+            return proc.returncode
+        results.append({"variant": "as shipped", **json.loads(proc.stdout.strip().splitlines()[-1])})
     if args.memories:
         cols = [("variant", "variant", "{}"), ("memories", "memories", "{}"), ("written by", "how", "{}"), ("writes s", "writes_s", "{:.1f}"),
                 ("dense p50 ms, rows unflushed", "live_search_p50_ms", "{:.1f}"),
@@ -254,8 +245,6 @@ def table(results: list[dict], cols: list[tuple[str, str, str]]) -> int:
     print(" | ".join(h for h, _, _ in cols))
     print(" | ".join("---" for _ in cols))
     for r in results:
-        if r["variant"] == "column path" and not r["column_path"]:
-            r["variant"] = "column path (not installed)"
         print(" | ".join(f.format(r[k]) for _, k, f in cols))
     return 0
 

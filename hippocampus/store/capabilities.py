@@ -57,9 +57,8 @@ class Capabilities:
         """The cross-language companion's vector index. milvus-lite: brute force (FLAT), which searches the
         segment's own vector matrix (exact, and only the rows the user filter keeps), where AUTOINDEX
         builds a faiss HNSW beside it at every flush and compaction: a second copy of every 512-d vector
-        (8-31 MB more resident for 10,000 rows, scripts/profile_memtable.py --insert-rss) that a local store's
-        in-memory copy (store/xvector_copy.py) leaves nearly unused. A Milvus server: AUTOINDEX, which
-        serves every companion search there."""
+        (8-31 MB more resident for 10,000 rows, scripts/profile_memtable.py --insert-rss) where every search
+        names one user's bucket, small enough for brute force. A Milvus server: AUTOINDEX."""
         return "FLAT" if self.engine == "milvus-lite" else "AUTOINDEX"
 
     def create_kwargs(self) -> dict[str, Any]:

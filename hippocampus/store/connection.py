@@ -21,7 +21,6 @@ from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
-from . import lite_index, lite_memtable
 from .private import forget_socket, lite_address, private_store, tighten_files
 
 log = logging.getLogger(__name__)
@@ -126,8 +125,6 @@ def connect(uri: str, token: str | None) -> MilvusClient:
         path.parent.mkdir(parents=True, exist_ok=True)
         private_store(path)
         uri = str(path)
-        lite_memtable.install()  # its unflushed rows read column by column, not cell by cell
-        lite_index.install()  # a FLAT index opened on the segment's vectors, not on a copy read from its file
     _START_FAILURE.take()
     try:
         address = uri if "://" in uri else lite_address(uri)

@@ -97,8 +97,6 @@ class MilvusStore:
                 self.leases.close()  # the id worker number and any lease held go back at once
             except Exception:  # pragma: no cover - best effort: they expire
                 log.debug("releasing leases failed", exc_info=True)
-        if getattr(self, "cross", None) is not None:
-            self.cross.close()  # its background read stops before the client goes
         client, self._client = getattr(self, "_client", None), None
         if client is None:
             return

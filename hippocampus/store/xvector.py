@@ -14,14 +14,12 @@ so every one of them keeps the companion right without knowing it. A collection 
 companion gets it on every write, whatever the setting; the setting (`crosslang_embedder`) decides
 whether a new store is made with it and whether search uses it.
 
-Nearest neighbours: on a server (several processes may write) the companion is searched by Milvus. On a
-local milvus-lite path this process is the store's only user (the directory lock), so the vectors are
-also read into memory and kept current by the writes above; the search is then one matrix product
-(~1 ms). That read is not paid by a search (issue 41: 1.7 s for a user's first search at 10k memories,
-once per user per process): the process's second search starts one paged read of every user's vectors in
-a background thread (store/xvector_copy.py `Loader`), and searches go through Milvus until it is done,
-so a CLI that searches once never pays for it, and a closing store stops it. Measured against reading in the search, against Milvus
-alone and against per-user reads: scripts/bench_xvector_load.py, docs/crosslang.md.
+Nearest neighbours, cosines and "does this user have a memory in that script": always read from the
+companion in Milvus, in the user's bucket (store/buckets.py), on a server and on a local path alike, so a
+write is seen by the next search, whatever user it is for. A local store once also kept an in-memory copy
+of every user's vectors, filled by a background read; a user whose first memory was written during that
+read got an empty copy until the process restarted (issue 56: a Chinese memory never found by an English
+question). One read path has no such window; what it costs per search: docs/crosslang.md, "Cost".
 """
 
 from __future__ import annotations
@@ -40,10 +38,6 @@ from . import filters as F
 from .buckets import NUM_BUCKETS, PROP_BUCKETS, bucket_of, ensure_bucket
 from .capabilities import Capabilities
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
-from .xvector_copy import Loader as _Loader
-from .xvector_copy import UserVectors as _UserVectors
-from .xvector_copy import read_all
-from .xvector_copy import units as _units
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +85,7 @@ def xvec_row(row: dict[str, Any], memory_id: int, vec: Any) -> dict[str, Any]:
 
 class CrossVectors:
     """What the store knows of the cross-language vectors: whether its companion exists and is complete,
-    the embedder that fills it, and (local stores) the vectors of the users searched so far."""
+    and the embedder that fills it. The vectors themselves are only ever read from Milvus."""
 
     def __init__(self, host: CrossHost, wanted: Any = None):
         self.host = host
@@ -101,13 +95,7 @@ class CrossVectors:
         self.filled = False  # the companion exists: every write keeps it current
         self.present = False  # ... and holds every memory (made with the store, or a finished reembed)
         self.legacy = False  # a version-4 collection with `xvector` inside: written, never searched
-        self._local = "://" not in host.uri
-        self._users: dict[str, _UserVectors] = {}
         self.writes = 0  # writes through the store so far (local stores: what a cached count is keyed on)
-        self.searches = 0  # searches that asked for the companion (`holds`): the second starts the background read
-        self.load_in_background = self._local  # False: Milvus serves every search (scripts/bench_xvector_load.py)
-        self._loader = _Loader(self)
-        self.all_loaded = False  # the background read installed every user's vectors (local stores)
         self._made = False
         self.bucketed = False  # made with the user buckets (PROP_BUCKETS): a user's reads scan their bucket only
         self._buckets: set[str] = set()  # its bucket partitions known to exist
@@ -223,16 +211,12 @@ class CrossVectors:
         self._put(rows, ids, vecs, fresh)
 
     def _put(self, rows: Sequence[dict[str, Any]], ids: Sequence[int], vecs: np.ndarray, fresh: bool) -> None:
-        """The rows in the companion and in the loaded copy (under the store's lock)."""
+        """The rows in the companion, a page at a time (under the store's lock)."""
         self._ensure(create=True)
         for start in range(0, len(rows), WRITE_PAGE):  # 512 Python floats a row: a page at a time, not the whole batch
             end = start + WRITE_PAGE
             data = [xvec_row(r, i, v) for r, i, v in zip(rows[start:end], ids[start:end], vecs[start:end])]
             self._write("insert" if fresh else "upsert", data)
-            for user in {d["user_id"] for d in data}:
-                if user in self._users or self.all_loaded:  # every user is in memory: a new one too
-                    self._users.setdefault(user, _UserVectors([], self.embedder.dim)).put([d for d in data if d["user_id"] == user])
-            self._loader.journal(("put", data))
 
     def _write(self, method: str, data: list[dict[str, Any]]) -> None:
         write_rows(self.host._call, self.name, self._buckets if self.bucketed else None, method, data)
@@ -244,15 +228,12 @@ class CrossVectors:
             return
         for start in range(0, len(ids), 1000):
             self.host._call("delete", self.name, filter=F.in_("id", [int(i) for i in ids[start:start + 1000]]))
-        for vectors in self._users.values():
-            vectors.drop(ids)
-        self._loader.journal(("drop", list(ids)))
 
     # ------------------------------------------------------------ search
     def nearest(self, user_id: str, qx: Sequence[float], kinds: Sequence[str] | None, scripts: Sequence[str],
                 k: int) -> list[tuple[int, float]]:
         """The user's `k` memories (of `kinds`, written in `scripts`) nearest the query's cross vector:
-        (id, cosine), best first. In memory where this user's vectors are loaded, else by Milvus."""
+        (id, cosine), best first, searched by Milvus in the user's bucket."""
         q = _units([qx])[0]
         if not scripts:
             return []
@@ -260,10 +241,6 @@ class CrossVectors:
             with self.host._lock:
                 if not self._ensure(create=False):
                     return []
-        with self.host._lock:
-            loaded = self._loaded(user_id)
-            if loaded is not None:
-                return loaded.nearest(q, kinds, scripts, k)
         flt = F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts)), F.in_("memory_type", list(kinds)) if kinds else None)
         with self.host._lock:
             parts = self._scan(user_id)
@@ -279,9 +256,6 @@ class CrossVectors:
         if not ids or not self._made:
             return {}
         with self.host._lock:
-            loaded = self._loaded(user_id)
-            if loaded is not None:
-                return {int(i): c for i in ids if (c := loaded.cosine(i, q)) is not None}
             parts = self._scan(user_id)
             if parts == []:
                 return {}
@@ -291,17 +265,14 @@ class CrossVectors:
 
     def holds(self, user_id: str, scripts: Sequence[str], ask: bool = True) -> bool:
         """Whether the user has a memory written in one of `scripts` (the stage embeds the question by the
-        cross-language model only then: a CLI search of a one-language store never loads it). Free where the
-        user's vectors are in memory; else a query of Milvus, or, with `ask` False, True (maybe)."""
+        cross-language model only then: a CLI search of a one-language store never loads it). A query of
+        Milvus (one row at most, in the user's bucket), or, with `ask` False, True (maybe): the stage
+        passes False once the model is loaded, when embedding the question costs less than asking."""
         if not scripts:
             return False
         with self.host._lock:
             if not self._ensure(create=False):
                 return False
-            self.searches += 1  # the stage asks this once per search, first
-            loaded = self._loaded(user_id)
-            if loaded is not None:
-                return loaded.holds(scripts)
             if not ask:
                 return True
             parts = self._scan(user_id)
@@ -310,20 +281,6 @@ class CrossVectors:
             rows = self.host._call("query", self.name, filter=F.and_(F.eq("user_id", user_id), F.in_("script", list(scripts))),
                                    output_fields=["id"], limit=1, partition_names=parts)
         return bool(rows)
-
-    def _loaded(self, user_id: str) -> _UserVectors | None:
-        """This user's vectors in memory (local stores, under the store's lock), or None: then Milvus
-        answers, and from the process's second search on, every user's vectors are read in the background.
-        Why not from the first: a process that searches once (a CLI command) would pay the read of the whole
-        companion beside its search and stop it at exit (a 10,000-memory store: seconds of its CPU)."""
-        if not self._local:
-            return None
-        vectors = self._users.get(user_id)
-        if vectors is None and self.all_loaded:  # every user was read: this one has no row (yet)
-            vectors = self._users[user_id] = _UserVectors([], self.embedder.dim)
-        elif vectors is None and self.load_in_background and self.searches > 1:
-            self._loader.want(user_id)
-        return vectors
 
     # ------------------------------------------------------------ completeness
     def missing(self, user_id: str | None = None) -> int | None:
@@ -372,17 +329,12 @@ class CrossVectors:
         finally:
             it.close()
 
-    def close(self) -> None:
-        """Before the store's client closes: stop the background read (store/xvector_copy.py `Loader.stop`)."""
-        self._loader.stop()
 
-    def wait_loaded(self, timeout: float | None = None) -> bool:
-        """Until the background read is done (tests, benchmarks); False on timeout."""
-        return self._loader.wait(timeout)
-
-    def _pages(self) -> Any:
-        """Every row of the companion, a page at a time, for the background read (xvector_copy.py `read_all`)."""
-        return read_all(self)
+def _units(vecs: Any) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero): the companion's cosines are dot products."""
+    m = np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
+    n = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(n > 0, n, 1.0)
 
 
 def write_rows(call: Any, name: str, buckets: set[str] | None, method: str, data: list[dict[str, Any]]) -> None:

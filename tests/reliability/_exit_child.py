@@ -29,8 +29,8 @@ def main(way: str, path: str) -> None:
 
         memory = Memory(milvus_uri=path)
         memory.add(TEXTS[0], user_id="alice", infer=False)
-        for question in ("Where do I live?", "我住在哪里？", "我女儿学什么？"):  # the second search on starts the
-            memory.search(question, user_id="alice")  # background read of the cross vectors (store/xvector_copy.py)
+        for question in ("Where do I live?", "我住在哪里？", "我女儿学什么？"):  # cross-language searches too
+            memory.search(question, user_id="alice")
         memory.add(TEXTS[1], user_id="alice", infer=False)  # the last step an add: nothing read after it
     sys.stdout.write("added\n")
     sys.stdout.flush()

@@ -15,7 +15,7 @@ def test_every_part_of_a_search_is_timed_with_the_stage_on_and_off(tmp_path, cap
     assert default["cross-language"] == "default" and off["cross-language"] == "off"
     assert set(profile_crosslang.PARTS) | {"search"} <= set(default)
     assert set(off) == {"cross-language", "dense gathering", "hubness", "search"}  # no stage, no parts of it
-    assert default["USE query embedding"] > 0 and default["nearest cross vectors (memory)"] > 0  # every user has both scripts
+    assert default["USE query embedding"] > 0 and default["nearest cross vectors (Milvus)"] > 0  # every user has both scripts
     assert all(default[p] <= default["search"] for p in profile_crosslang.PARTS)
     table = capsys.readouterr().out
     assert "| read of the gathered rows |" in table and "default / off =" in table

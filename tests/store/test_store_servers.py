@@ -374,7 +374,7 @@ def test_the_cross_language_companion_works_on_each_server(server: str, request,
     uri, _ = request.getfixturevalue(server)
     name = f"x_{uuid.uuid4().hex[:8]}"
     with Memory(milvus_uri=uri, collection_name=name, embedder=embedder) as m:
-        assert m.store.cross.active and not m.store.cross._local
+        assert m.store.cross.active
         ids = m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
         index = m.store.client.describe_index(m.store.cross.name, m.store.client.list_indexes(m.store.cross.name)[0])
         assert index["index_type"] == ("FLAT" if server == "lite_server" else "AUTOINDEX")  # Capabilities.companion_index

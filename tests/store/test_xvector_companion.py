@@ -18,7 +18,6 @@ from hippocampus.store.buckets import PROP_BUCKETS, bucket_of
 from hippocampus.store.reembed import reembed_store
 from hippocampus.store.schema import PROP_CROSS, PROP_MODEL, PROP_VERSION, XVECTOR, memories_schema
 from hippocampus.store.xvector import xvec_schema
-from hippocampus.store.xvector_copy import read_all
 from hippocampus.testing import DeterministicEmbedder
 
 QUESTION = "我对哪种药过敏？"
@@ -80,10 +79,8 @@ def test_a_local_companion_is_searched_by_brute_force_and_an_older_one_keeps_its
     with Memory(milvus_uri=path) as m:
         m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
         m.store.client.flush(m.store.cross.name)  # a segment on disk, searched through its index
-        m.store.cross.load_in_background = False  # every search through Milvus, as before the copy is read
         assert index_type(m) == "FLAT" and top3(m)[0] == ANSWER
     with Memory(milvus_uri=path) as m:
-        m.store.cross.load_in_background = False
         assert index_type(m) == "FLAT" and top3(m)[0] == ANSWER
         c, name = m.store.client, m.store.cross.name
         c.release_collection(name)
@@ -92,7 +89,6 @@ def test_a_local_companion_is_searched_by_brute_force_and_an_older_one_keeps_its
         index.add_index(XVECTOR, index_type="AUTOINDEX", metric_type="COSINE")
         c.create_index(name, index)
     with Memory(milvus_uri=path) as m:
-        m.store.cross.load_in_background = False
         assert index_type(m) == "AUTOINDEX" and top3(m)[0] == ANSWER
 
 
@@ -110,13 +106,9 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         in_bucket = {int(r["id"]) for r in c.query(cross.name, filter="id >= 0", output_fields=["id"],
                                                     partition_names=[bucket_of("mei")])}
         assert set(ids) <= in_bucket and (bob in in_bucket) == (bucket_of("bob") == bucket_of("mei"))
-        cross.load_in_background = False  # every read through Milvus
         assert top3(m)[0] == ANSWER and "too" not in " ".join(top3(m))
         qx = cross.embedder.encode([QUESTION], role="query")[0]
         assert cross.holds("mei", ["latin"]) and set(cross.cosines("mei", ids, qx)) == set(ids)
-        everything = {*ids, bob}
-        for size, whole in ((200, 400), (2, 3), (2, 0)):  # buckets read whole, or listed and read by id
-            assert sorted(int(r["id"]) for page, _ in read_all(cross, size=size, whole=whole) for r in page) == sorted(everything)
         nobody = next(f"u{i}" for i in range(1000) if bucket_of(f"u{i}") not in c.list_partitions(cross.name))
         assert cross.nearest(nobody, qx, None, ["latin"], 5) == [] and not cross.holds(nobody, ["latin"])
         rows = c.query(cross.name, filter="id >= 0", output_fields=["id", "user_id", "memory_type", "script", XVECTOR])
@@ -126,9 +118,7 @@ def test_the_companion_is_split_into_user_buckets_and_an_older_one_is_searched_w
         c.insert(cross.name, data=rows)
     with Memory(milvus_uri=path) as m:
         cross = m.store.cross
-        cross.load_in_background = False
         assert not cross.bucketed and top3(m)[0] == ANSWER
-        assert sorted(int(r["id"]) for page, _ in read_all(cross, size=2, listing=3) for r in page) == sorted(everything)
         new = m.add("我对青霉素过敏，小时候起了荨麻疹。", user_id="mei", infer=False).ids[0]
         assert set(m.store.client.list_partitions(cross.name)) == {"_default"} and new in companion_ids(m)
 
