@@ -141,6 +141,8 @@ OWNED_KEYS: dict[str, str] = {
     "agent_id": "the agent the memory belongs to, set by add's agent_id (store/agents.py; absent: shared)",
     "run_id": "the run the memory was written in, set by add's run_id (store/agents.py)",
     "statements": "who the memory is about and which slots it fills (text/slots.py): corrections supersede by slot",
+    "said_by": "'assistant' on the assistant's memory of a turn (memory/assistant_turns.py)",
+    "assistant_kind": "what the assistant's memory of a turn keeps: a recommendation, a list, a plan or an answer",
 }
 _INT64 = (-(2**63), 2**63 - 1)
 

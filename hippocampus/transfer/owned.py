@@ -19,7 +19,7 @@ from ..models import LIFE_KEY, Lifecycle
 _TIMES = ("created_at", "updated_at", "expires_at", "formed_at", "compression_failed_at")
 _FLAGS = ("pending_decision", "merge_pending", "distilled", "contradictions_checked")
 _ID_LISTS = ("merged_from_ids", "separated_from", "semantic_ids", "source_memory_ids", "compressed_from", "compressed_into")
-_STRINGS = ("source_text", "merge_key", "source_hash")
+_STRINGS = ("source_text", "merge_key", "source_hash", "said_by", "assistant_kind")
 _NAMES = ("agent_id", "run_id")  # as add's agent_id / run_id: an id string
 _LIFE_TIMES = ("last_activated", "valid_to", "expires_at", "reviewed_at")
 _COMPRESSION = ("facts", "pattern")
