@@ -18,7 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 import hippocampus
@@ -27,14 +26,6 @@ from hippocampus.cli.app import app
 from tests.service_support import free_port
 
 runner = CliRunner(env={"COLUMNS": "200"})
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A HIPPOCAMPUS_HOME of this test's own (services/ lives there); a started service inherits it."""
-    monkeypatch.setenv("HIPPOCAMPUS_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("HIPPOCAMPUS_SERVER", raising=False)
-    return tmp_path / "home"
 
 
 def invoke(*args: str, code: int = 0):

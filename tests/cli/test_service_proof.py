@@ -14,7 +14,6 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from hippocampus.cli import registry
@@ -24,13 +23,6 @@ from hippocampus.server import KeyRing, create_app
 from tests.service_support import served
 
 runner = CliRunner(env={"COLUMNS": "200"})
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HIPPOCAMPUS_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("HIPPOCAMPUS_SERVER", raising=False)
-    return tmp_path / "home"
 
 
 def _record(url: str, pid: int, store: str, secret: str | None, started_at: str = "2026-01-01T00:00:00+00:00"):
