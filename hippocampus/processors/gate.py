@@ -33,11 +33,9 @@ from typing import Any, Literal
 
 from .. import text as T
 from ..llm.rules.writing import remember_request as _remember_decision  # answered as the write rule answers it
-from ..text.slots import read as read_slots
 from ..text.turns import (
     Turn,
     arithmetic,
-    asks_to_remember,
     content_request,
     forget_request,
     fragment,
@@ -45,7 +43,6 @@ from ..text.turns import (
     knowledge_question,
     laughter,
     read_turn,
-    small_talk,
     weather_remark,
 )
 from .results import WriteDecision
@@ -67,22 +64,12 @@ def remember_request(t: Turn) -> bool:
     return bool(decision and decision["write_episodic"])  # one that names nothing ("记住这个") goes to the model
 
 
-def slot_statement(t: Turn) -> bool:
-    """A short turn that is one slot statement (one clause, small talk aside, that text/slots.py reads a statement
-    from): "I'm 29", "ok I'm 41", "我29岁", "今年35了", "My name is Sean". A fragment to a word count, yet the new
-    value of a slot a later turn may correct: certain to be kept (issue 55). A longer turn, or a clause the reader
-    finds nothing in (a question, a plan), is the model's."""
-    rest = [c for c in t.parts if not small_talk(c)]
-    return len(rest) == 1 and not asks_to_remember(t.text) and bool(read_slots(rest[0]))  # "记住这个": the model's
-
-
 RULES: tuple[GateRule, ...] = (
     GateRule("forget request", "skip", forget_request, when_answering=True,
              note="not stored; deleting what it names is not done here"),
     GateRule("remember request", "store", remember_request, when_answering=True),
     GateRule("laughter", "skip", laughter),
     GateRule("greeting", "skip", greeting),
-    GateRule("slot statement", "store", slot_statement),
     GateRule("fragment", "skip", fragment),
     GateRule("arithmetic", "skip", arithmetic),
     GateRule("knowledge question", "skip", knowledge_question),
@@ -132,9 +119,5 @@ def gate(turns: Sequence[dict[str, Any]], now_iso: str = "") -> WriteDecision | 
     reason = f"gate: {row.name}" + (f" ({row.note})" if row.note else "")
     if row.outcome == "skip":
         return WriteDecision(write_episodic=False, reason=reason)
-    said = T.user_lines(list(turns))
-    if row.name == "slot statement":  # the turn as said: it is short
-        decided = {"write_episodic": True, "thing": " ".join(said.split()), "context": "个人信息" if T.has_cjk(said) else "personal information"}
-    else:
-        decided = _remember_decision(said, now_iso) or {}
+    decided = _remember_decision(T.user_lines(list(turns)), now_iso) or {}
     return WriteDecision.model_validate({**decided, "reason": reason})

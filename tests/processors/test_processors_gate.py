@@ -80,40 +80,6 @@ FOR_THE_MODEL = [
 ]
 
 
-# A short turn that states a slot (text/slots.py): a fragment to a word count, kept by the gate (issue 55).
-SLOT_STATEMENTS = ["I'm 29", "I'm 41", "I'm 27", "我29岁", "今年35了", "ok I'm 41", "My name is Sean", "我住在杭州"]
-
-
-@pytest.mark.parametrize("text", SLOT_STATEMENTS)
-def test_a_short_turn_that_states_a_slot_is_kept(text: str):
-    decision = gate(said(text), NOW)
-    assert decision is not None and decision.write_episodic is True and decision.reason == "gate: slot statement"
-    assert decision.thing == text and decision.context
-
-
-@pytest.mark.parametrize("text", ["29", "I'm 29, what should I get my wife for her birthday?", "I might be 30 soon",
-                                  "Am I 29?", "我可能要搬到杭州"])
-def test_a_number_a_question_or_a_plan_is_no_slot_statement(text: str):
-    decision = gate(said(text), NOW)
-    assert decision is None or decision.reason != "gate: slot statement"
-
-
-def test_a_short_slot_statement_is_kept_by_add_infer_true_on_every_write_path(shared_db, embedder, scripted):
-    """Offline (the rules decide), deferred (the gate decides first) and with a model (the gate, no model call)."""
-    user = f"u-{uuid.uuid4().hex[:8]}"
-    paths = [Memory(milvus_uri=str(shared_db), collection_name=f"t_{uuid.uuid4().hex[:12]}", embedder=embedder),
-             Memory(milvus_uri=str(shared_db), collection_name=f"t_{uuid.uuid4().hex[:12]}", embedder=embedder,
-                    write_decision="deferred"),
-             _memory(shared_db, embedder, scripted)]
-    for memory, gated in zip(paths, (False, True, True)):
-        with memory as mem:
-            for text in ("I'm 29", "我29岁", "今年35了"):
-                res = mem.add(text, user_id=user, infer=True)
-                assert res.stored and not res.pending_decision, (text, res.reason)
-                assert res.reason.startswith("gate: slot statement") if gated else "fragment" not in res.reason or "kept" in res.reason
-    assert scripted.calls == 0
-
-
 def test_the_table_has_one_row_per_name_and_a_known_outcome():
     names = [row.name for row in RULES]
     assert len(names) == len(set(names)) and {row.outcome for row in RULES} == {"skip", "store"}
