@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .. import Memory as NativeMemory
+from ..memory import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
 from ..models import MemoryRecord
 from . import mem0_shapes as S
