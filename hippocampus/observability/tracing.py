@@ -265,6 +265,9 @@ def store_call(fn: Callable[..., Any], method: str, *args: Any, **kwargs: Any) -
     attributes = {"db.system": "milvus", "db.system.name": "milvus", "db.operation.name": method}
     if collection:
         attributes["db.collection.name"] = collection
+    partitions = kwargs.get("partition_names")
+    if partitions:  # the buckets read or written (a tenant's bucket, never a user id)
+        attributes["hippocampus.store.partitions"] = [str(p) for p in partitions]
     data = kwargs.get("data")
     if method in ("insert", "upsert") and isinstance(data, list):
         attributes["hippocampus.store.rows"] = len(data)
