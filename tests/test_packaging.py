@@ -85,3 +85,13 @@ def test_the_wheel_holds_the_top_level_prompts_at_hippocampus_prompts(tmp_path):
     assert sorted(n.rpartition("/")[2] for n in names if n.startswith("hippocampus/prompts/")) == source
     assert not [n for n in names if n.startswith("prompts/")], "the prompts ship inside the package only"
     assert "hippocampus/py.typed" in names, "PEP 561: the wheel marks the package typed"
+
+
+def test_the_version_is_pyprojects_installed_or_not():
+    """hippocampus/_version.py: the installed metadata, or in a source checkout never installed the
+    [project] version of the pyproject.toml beside the package; both are pyproject.toml's."""
+    import hippocampus
+    from hippocampus import _version
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert hippocampus.__version__ == _version.__version__ == _version._from_source() == declared
