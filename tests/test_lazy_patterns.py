@@ -12,7 +12,7 @@ from hippocampus.text.lazy import LazyPattern, lazy_compile
 
 def test_a_lazy_pattern_answers_as_the_compiled_one() -> None:
     lazy, real = lazy_compile(r"\bi (like|love) (\w+)", re.IGNORECASE), re.compile(r"\bi (like|love) (\w+)", re.IGNORECASE)
-    assert isinstance(lazy, LazyPattern) and lazy._compiled is None
+    assert isinstance(lazy, LazyPattern) and not lazy.is_compiled
     text = "I like tea. i LOVE rain."
     assert lazy.search(text).group(2) == real.search(text).group(2) == "tea"
     assert lazy.findall(text) == real.findall(text) and lazy.sub("x", text) == real.sub("x", text)
