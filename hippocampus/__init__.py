@@ -3,6 +3,7 @@
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__ as __version__  # a leaf module: nothing inside the package imports the root for it
 from .errors import (
     AuthError,
     ConfigError,
@@ -61,7 +62,6 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__version__ = "0.1.0"
 __all__ = [
     "Memory",
     "AsyncMemory",

@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "hippocampus.consolidation", "hippocampus.retrieval", "hippocampus.processors")),
     ("store/embeddings/llm", ("hippocampus.store", "hippocampus.embeddings", "hippocampus.llm",
                               "hippocampus.observability")),
-    ("kernel", ("hippocampus.config", "hippocampus.config_file", "hippocampus.models", "hippocampus.errors", "hippocampus.validation",
+    ("kernel", ("hippocampus._version", "hippocampus.config", "hippocampus.config_file", "hippocampus.models", "hippocampus.errors", "hippocampus.validation",
                 "hippocampus.text", "hippocampus.contract", "hippocampus.data")),
 )
 

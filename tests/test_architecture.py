@@ -92,3 +92,22 @@ def test_the_client_reaches_no_service_and_not_the_facade():
     faces = {m for m in above_kernel if m.startswith("hippocampus.remote")} | {"hippocampus"}
     assert above_kernel - faces == {"hippocampus.transfer", "hippocampus.transfer.files"}
     assert reached({"a": {"b"}, "a.x": {"c"}, "b": set(), "c": {"d"}, "d": set(), "e": set()}, "a") == {"a", "a.x", "b", "c", "d"}
+
+
+def test_no_module_imports_the_package_root_from_inside_it():
+    """`from .. import __version__` (or `from hippocampus import Memory`) reads a name of the public face from
+    below it (`from .. import validation`, a module, is fine); the version lives in the leaf hippocampus/_version.py (issue 59)."""
+    found, every = [], modules()
+    for name, path in every.items():
+        if name == "hippocampus":
+            continue
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                if target == "hippocampus" and any(f"hippocampus.{a.name}" not in every for a in node.names):
+                    found.append(f"{name}:{node.lineno}")  # a name of the root, not one of its modules
+            elif isinstance(node, ast.Import) and any(alias.name == "hippocampus" for alias in node.names):
+                found.append(f"{name}:{node.lineno}")
+    assert found == [], f"import the package root from inside it: {found}"

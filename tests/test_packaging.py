@@ -41,6 +41,14 @@ def test_every_tracked_package_file_is_installed():
     assert not missing, f"not in any package or package-data glob of pyproject.toml: {missing}"
 
 
+def test_the_package_is_marked_typed():
+    """PEP 561: hippocampus/py.typed ships, so a type checker reads the Client's and Memory's annotations
+    (docs/architecture.md); the wheel test below finds it in the built wheel too."""
+    assert (ROOT / "hippocampus" / "py.typed").is_file()
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "hippocampus" in config["packages"] and "py.typed" in config.get("package-data", {}).get("hippocampus", [])
+
+
 def _setuptools_for_build() -> bool:
     """Whether this environment's setuptools can build the wheel itself (else pip fetches one, isolated)."""
     try:
@@ -76,3 +84,14 @@ def test_the_wheel_holds_the_top_level_prompts_at_hippocampus_prompts(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert sorted(n.rpartition("/")[2] for n in names if n.startswith("hippocampus/prompts/")) == source
     assert not [n for n in names if n.startswith("prompts/")], "the prompts ship inside the package only"
+    assert "hippocampus/py.typed" in names, "PEP 561: the wheel marks the package typed"
+
+
+def test_the_version_is_pyprojects_installed_or_not():
+    """hippocampus/_version.py: the installed metadata, or in a source checkout never installed the
+    [project] version of the pyproject.toml beside the package; both are pyproject.toml's."""
+    import hippocampus
+    from hippocampus import _version
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert hippocampus.__version__ == _version.__version__ == _version._from_source() == declared

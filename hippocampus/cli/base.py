@@ -111,7 +111,7 @@ _SERVER: dict[str, str | None] = {"url": None}
 
 def _print_version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from .._version import __version__
 
         typer.echo(f"hippocampus {__version__}")
         raise typer.Exit()

@@ -15,8 +15,8 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .. import Memory as NativeMemory
 from ..errors import InvalidInput, NotFound
+from ..memory import Memory as NativeMemory
 from ..models import MemoryRecord
 from . import mem0_shapes as S
 from .mem0_config import native_config

@@ -24,6 +24,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._version import __version__
+
 try:  # the [otel] extra; opentelemetry-api alone is enough to make spans (an SDK exports them)
     from opentelemetry import trace as _otel
     from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -105,8 +107,6 @@ def enabled(config: MemoryConfig) -> bool:
 @functools.lru_cache(maxsize=1)
 def tracer() -> Any:
     """Hippocampus's tracer from the global provider (a proxy that follows a provider set later)."""
-    from .. import __version__  # lazily: this module loads while the package does
-
     return _otel.get_tracer("hippocampus", __version__)
 
 
@@ -265,6 +265,9 @@ def store_call(fn: Callable[..., Any], method: str, *args: Any, **kwargs: Any) -
     attributes = {"db.system": "milvus", "db.system.name": "milvus", "db.operation.name": method}
     if collection:
         attributes["db.collection.name"] = collection
+    partitions = kwargs.get("partition_names")
+    if partitions:  # the buckets read or written (a tenant's bucket, never a user id)
+        attributes["hippocampus.store.partitions"] = [str(p) for p in partitions]
     data = kwargs.get("data")
     if method in ("insert", "upsert") and isinstance(data, list):
         attributes["hippocampus.store.rows"] = len(data)

@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import __version__
+from .._version import __version__
 from ..contract import liveness
 from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT
 from ..contract.wire import error_body

@@ -22,6 +22,11 @@ class LazyPattern:
         self._compiled: re.Pattern[str] | None = None
 
     @property
+    def is_compiled(self) -> bool:
+        """Whether a use has compiled it yet (reading this compiles nothing)."""
+        return self._compiled is not None
+
+    @property
     def compiled(self) -> re.Pattern[str]:
         if self._compiled is None:
             self._compiled = re.compile(*self._args)  # two threads may both compile: the same pattern either way

@@ -5,12 +5,42 @@ search, with no background read of every user's vectors (issue 56: tests/store/t
 from __future__ import annotations
 
 import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
 
 from hippocampus import Memory
+
+otel = pytest.importorskip("opentelemetry.sdk.trace")
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 QUESTION = "我对哪种药过敏？"
 ANSWER = "I'm allergic to penicillin; it gave me hives when I was a kid."
 OTHERS = ["我女儿在学钢琴，每周六上课。", "I take the 8:15 train to work.", "我每天早上喝一杯黑咖啡。"]
+
+
+@pytest.fixture
+def traced(shared_db, embedder) -> Iterator[tuple[Memory, InMemorySpanExporter]]:
+    """A Memory with `tracing: true` and the SDK's in-memory exporter: every store call a verb makes is a
+    client span (docs: observability; operation, collection, partitions, rows), the documented seam we count."""
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, otel.TracerProvider):
+        trace.set_tracer_provider(otel.TracerProvider())
+        provider = trace.get_tracer_provider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))  # type: ignore[attr-defined]
+    with Memory(milvus_uri=str(shared_db), collection_name=f"t_{uuid.uuid4().hex[:12]}", embedder=embedder, tracing=True) as m:
+        yield m, exporter
+    exporter.shutdown()
+
+
+def _store_calls(exporter: InMemorySpanExporter, operations: tuple[str, ...], collection: str) -> list[dict]:
+    return [dict(s.attributes or {}) for s in exporter.get_finished_spans()
+            if (s.attributes or {}).get("db.operation.name") in operations
+            and (s.attributes or {}).get("db.collection.name") == collection]
 
 
 def _spy_counts(memory: Memory, monkeypatch) -> list[str]:
@@ -34,27 +64,21 @@ def test_search_issues_no_count_until_the_next_write(memory: Memory, monkeypatch
     assert new in {h.id for h in hits}
 
 
-def test_every_cross_language_search_reads_the_companion_in_the_users_bucket(memory: Memory, monkeypatch) -> None:
+def test_every_cross_language_search_reads_the_companion_in_the_users_bucket(traced) -> None:
     from hippocampus.store.buckets import bucket_of
 
+    memory, exporter = traced
     memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
     memory.add("I'm allergic to penicillin too.", user_id="bob", infer=False)
     cross = memory.store.cross
-    parts: list[list[str]] = []
-    real_call = memory.store._call
-
-    def call(method, *args, **kwargs):
-        if method == "search" and args and args[0] == cross.name:
-            parts.append(kwargs.get("partition_names"))
-        return real_call(method, *args, **kwargs)
-
-    monkeypatch.setattr(memory.store, "_call", call)
     threads = set(threading.enumerate())
+    exporter.clear()
     first = [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all]
     assert ANSWER in first and "too" not in " ".join(first)
     for _ in range(2):
         assert [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all] == first
-    assert parts == [[bucket_of("mei")]] * 3  # Milvus answered each, from mei's bucket alone
+    reads = _store_calls(exporter, ("search",), cross.name)
+    assert [tuple(r.get("hippocampus.store.partitions", ())) for r in reads] == [(bucket_of("mei"),)] * 3  # Milvus answered each, from mei's bucket alone
     assert set(threading.enumerate()) <= threads  # and nothing reads behind the searches
     new = memory.add("我对青霉素过敏。", user_id="zoe", infer=False).ids[0]  # a user first written now
     assert new in {h.id for h in memory.search("which medicine am I allergic to?", user_id="zoe").all}
@@ -76,20 +100,14 @@ def test_a_question_no_memory_of_another_script_can_answer_leaves_the_model_unlo
         assert fresh._model is not None  # mei has English memories for a Chinese question
 
 
-def test_a_large_write_reaches_the_companion_page_by_page(memory: Memory, monkeypatch) -> None:
+def test_a_large_write_reaches_the_companion_page_by_page(traced, monkeypatch) -> None:
     from hippocampus.store import xvector
 
+    memory, exporter = traced
     monkeypatch.setattr(xvector, "WRITE_PAGE", 2)
-    pages: list[int] = []
-    real_call = memory.store._call
-
-    def call(method, *args, **kwargs):
-        if method in ("insert", "upsert") and args and args[0] == memory.store.cross.name:
-            pages.append(len(kwargs["data"]))
-        return real_call(method, *args, **kwargs)
-
-    monkeypatch.setattr(memory.store, "_call", call)
+    exporter.clear()
     ids = memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS, "我住在杭州。"]])
+    pages = [r["hippocampus.store.rows"] for r in _store_calls(exporter, ("insert", "upsert"), memory.store.cross.name)]
     assert pages == [2, 2, 1]
     stored = memory.store.client.query(memory.store.cross.name, filter="id >= 0", output_fields=["id"])
     assert {int(r["id"]) for r in stored} == set(ids)

@@ -1,9 +1,10 @@
 """One tenant's 3,000-text batch does not stall another tenant's search (issue 41), proved by order, never
 by time: through the service (two keys), tenant A sends add_many of 3,000 texts (the Client sends requests
 of wire.MAX_ADD_MANY); while the bundled embedder works on one of A's chunks, tenant B searches. The real
-model is wrapped to record every call in order; B's query embedding must be the very next call after the
-chunk in progress (the embedder takes its lock per chunk of at most LOCK_CHUNK texts, and grants it in
-turn: embeddings/base.py FairLock). Before the FairLock, one lock per call held B for the whole batch (an
+model is wrapped to record every call in order; B's query embedding must come within SERVED_WITHIN of A's
+chunks after the chunk in progress, and long before the batch's last chunk (the embedder takes its lock per
+chunk of at most LOCK_CHUNK texts, and grants it in turn: embeddings/base.py FairLock). The test holds that
+bound, not one exact interleaving. Before the FairLock, one lock per call held B for the whole batch (an
 add_many of 150 texts held a search for 49 s; one of 3,000 for over 25 minutes).
 
 Once B's search has been served, A's next chunk fails on purpose (EmbeddingError, 503): the rest of the
@@ -28,6 +29,7 @@ from tests.service_support import IN_PROCESS_URL, in_process
 BATCH = 3000
 QUERY = "where does bob keep his bicycle?"
 HOLD_AT = 2  # A's chunk (1-based) that is in progress when B asks: mid-batch, the lock taken before
+SERVED_WITHIN = 1  # A's chunks that may still run after the one in progress before B is served (FairLock grants in turn)
 WAIT_GUARD = 200_000  # 1 ms polls: turns a search that never queues into a failure, never asserts speed
 
 
@@ -106,7 +108,9 @@ def test_another_tenants_search_runs_after_one_chunk_of_a_3000_text_batch(servic
     assert not batch.is_alive() and failed, "tenant A's batch should have been cut short after B's search"
     assert [h.memory.text for h in hits][:1] == ["I keep my bicycle in the garage behind the house"]
     order = [who for who, _ in recorder.calls if who != "-"]
-    first_b = order.index("B")
-    assert order[:first_b] == ["A"] * HOLD_AT, order  # B's query right after the chunk that was running when it asked
+    a_before_b = order.index("B")  # A's chunks embedded before B's query
+    # the bound, not the order: B waits out the chunk in progress when it asked and at most SERVED_WITHIN more
+    assert HOLD_AT <= a_before_b <= HOLD_AT + SERVED_WITHIN, order
+    assert a_before_b < -(-BATCH // LOCK_CHUNK), order  # long before the batch's last chunk
     assert all(n <= LOCK_CHUNK for who, n in recorder.calls if who == "A")
     assert memory.store.count("user_id == 'alice'") == 0  # the cut batch stored nothing
