@@ -35,7 +35,7 @@ from hippocampus.server.auth import Tenant
 from hippocampus.server.mcp import build_server
 
 ERROR_NAMES = sorted(n for n, c in vars(errors).items() if isinstance(c, type) and issubclass(c, errors.HippocampusError))
-CLIENT_OWN = {"close", "aclose", "healthy"}  # the connection's, not verbs
+CLIENT_OWN = {"close", "aclose", "healthy", "holds_store"}  # the connection's, not verbs
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,16 @@ Memory validates them exactly as in-process and a bad one comes back as the same
 
 from __future__ import annotations
 
+import hmac
 import inspect
 import os
+import secrets
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
 
-from ..contract import wire
+from ..contract import store_identity, wire
 from ..contract.defaults import DEFAULT_URL, ENV_SERVER
 from ..contract.verbs import VERBS, Verb
 from ..contract.wire import API_PREFIX
@@ -223,6 +225,19 @@ class Client(_Base):
             return self._http.get("/healthz", timeout=2.0).status_code == 200
         except httpx.HTTPError:
             return False
+
+    def holds_store(self, milvus_uri: str) -> bool | None:
+        """Whether the service holds the store at `milvus_uri`, asked at /healthz with a fresh nonce
+        (contract/store_identity.py: the path never crosses the wire); None when it does not say."""
+        nonce = secrets.token_urlsafe(24)
+        try:
+            answer = self._http.get("/healthz", headers={store_identity.STORE_HEADER: nonce}, timeout=2.0)
+        except httpx.HTTPError:
+            return None
+        held = answer.headers.get(store_identity.STORE_HEADER)
+        if answer.status_code != 200 or not held:
+            return None
+        return hmac.compare_digest(held, store_identity.fingerprint(milvus_uri, nonce))
 
     def _send(self, call: Call[R]) -> R:
         try:

@@ -33,10 +33,11 @@ def connect(url: str | None = None, *, api_key: str | None = None, start: bool =
     on that loopback address (on `milvus_uri`, else the configured store) and this waits until it
     answers. A remote URL is never started, only connected to. The service outlives this process:
     `hippocampus service stop` (or `kill <pid>`) stops it. `timeout` and `long_timeout` bound each request
-    (see Client)."""
+    (see Client). With `milvus_uri`, a service answering at `url` is used only if it holds that store
+    (contract/store_identity.py), else ConfigError before anything but the health check is sent."""
     client = Client(url, api_key=api_key, timeout=timeout, long_timeout=long_timeout)
     if client.healthy():
-        return client
+        return _same_store(client, milvus_uri)
     if not start:
         client.close()
         raise ServiceUnavailable(f"no Hippocampus service answers at {client.url} (start one with `hippocampus serve`)")
@@ -57,17 +58,35 @@ def connect(url: str | None = None, *, api_key: str | None = None, start: bool =
     deadline = time.monotonic() + start_timeout
     while time.monotonic() < deadline:
         if client.healthy():
-            return client
+            return _same_store(client, milvus_uri)
         if process.poll() is not None and not client.healthy():  # it died (another one may have won the port)
             time.sleep(0.5)
             if client.healthy():
-                return client
+                return _same_store(client, milvus_uri)
             client.close()
             raise ServiceUnavailable(f"the service did not start (exit {process.returncode}); last lines of {log_path}:\n"
                                      + _tail(log_path))
         time.sleep(0.25)
     client.close()
     raise ServiceUnavailable(f"the service started at {client.url} did not answer within {start_timeout:.0f} s; see {log_path}")
+
+
+def _same_store(client: Client, milvus_uri: str | None) -> Client:
+    """`client`, once the service it reaches holds `milvus_uri` (when one is named); else ConfigError, with
+    nothing sent but the health checks. Why: a service already answering at the URL, on another store,
+    took the caller's writes into that store (issue 57)."""
+    if milvus_uri is None:
+        return client
+    held = client.holds_store(milvus_uri)
+    if held:
+        return client
+    client.close()
+    if held is None:
+        raise ConfigError(f"the service at {client.url} does not say which store it holds (an older release?), so it "
+                          f"cannot be checked to hold milvus_uri={milvus_uri!r}; connect without milvus_uri to use "
+                          "whatever store it holds")
+    raise ConfigError(f"the service at {client.url} holds another store than milvus_uri={milvus_uri!r}; connect to "
+                      "the service that holds it (another port), stop this one, or leave milvus_uri out to use its store")
 
 
 def log_file() -> Path:

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._version import __version__
-from ..contract import liveness
+from ..contract import liveness, store_identity
 from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT
 from ..contract.wire import error_body
 from ..errors import ConfigError, HippocampusError, NotFound, http_status
@@ -112,12 +112,18 @@ def create_app(memory: Memory, keys: KeyRing | None = None, *, cron: str | None 
     mount_docs(app)  # /docs from the wheel's Swagger UI, offline (docs.py)
     _add_error_handlers(app)
 
+    store_uri = getattr(getattr(memory, "config", None), "milvus_uri", None)
+
     @app.get("/healthz", summary="Liveness: answers while the store is open")
     def healthz(request: Request, response: Response) -> dict[str, str]:
         # to a caller holding the service's record, proof that this process wrote it (contract/liveness.py)
         answer = liveness.answers(service_secret, request.headers.get(liveness.CHALLENGE_HEADER), os.getpid())
         if answer is not None:
             response.headers[liveness.PROOF_HEADER] = answer
+        # to a caller naming a store, which store this is, as a keyed fingerprint (contract/store_identity.py)
+        held = store_identity.answers(store_uri, request.headers.get(store_identity.STORE_HEADER))
+        if held is not None:
+            response.headers[store_identity.STORE_HEADER] = held
         return {"status": "ok"}  # nothing more to strangers: the version is in the operator's /v1/stats
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics (operator key)")

@@ -180,6 +180,7 @@ class KeyRing:
 
     def __init__(self, entries: Iterable[_Entry] = ()):
         self._entries = tuple(entries)
+        self._fingerprints: tuple[tuple[_Entry, ...] | None, frozenset[str]] = (None, frozenset())
         self.keys_file: str | Path | None = None  # where `load` read them, for `reload` (SIGHUP)
         self.env: Mapping[str, str] | None = None
 
@@ -199,20 +200,34 @@ class KeyRing:
     def is_open(self) -> bool:
         return not self._entries
 
+    @property
+    def fingerprints(self) -> frozenset[str]:
+        """The fingerprint of every key in force (`identify`): what a Web UI session is bound to."""
+        entries, cached = self._entries, self._fingerprints
+        if cached[0] is not entries:  # made once per set of keys (every UI request asks)
+            cached = self._fingerprints = (entries, frozenset(e.digest.hex() for e in entries))
+        return cached[1]
+
     def resolve(self, presented: str | None) -> Tenant:
         """The tenant a presented key stands for; AuthError (401) when keys are configured and it is none."""
+        return self.identify(presented)[0]
+
+    def identify(self, presented: str | None) -> tuple[Tenant, str]:
+        """`resolve`, and the presented key's fingerprint (the hex SHA-256 of the key, never the key; ""
+        on a service without keys). Two keys under one name, users and agents are one Tenant, but two
+        fingerprints: a session bound to one ends when that key is rotated out (key_reload, issue 57)."""
         if self.is_open:
-            return OPEN
+            return OPEN, ""
         if not presented:
             raise AuthError("this server requires an API key: send 'Authorization: Bearer <key>'")
         probe = digest(presented)
-        found: Tenant | None = None
+        found: _Entry | None = None
         for entry in self._entries:  # no early exit: every stored digest is compared
             if hmac.compare_digest(probe, entry.digest):
-                found = entry.tenant
+                found = entry
         if found is None:
             raise AuthError("the API key is not valid for this server")
-        return found
+        return found.tenant, found.digest.hex()
 
     # ------------------------------------------------------------------ loading
     @classmethod

@@ -188,11 +188,13 @@ class Guard:
         return None
 
     def _ui_caller(self, scope: Scope) -> bool:
-        """A UI form's sender is known before its body is read: a live session, or a valid key header."""
+        """A UI form's sender is known before its body is read: a live session of a key still in force
+        (ui_support.live_session), or a valid key header."""
         request = Request(scope)
         sessions = self.ui_sessions()
         for name in (COOKIE, SECURE_COOKIE):
-            if sessions is not None and sessions.get(request.cookies.get(name)) is not None:
+            session = sessions.get(request.cookies.get(name)) if sessions is not None else None
+            if session is not None and (self.keys.is_open or session.key in self.keys.fingerprints):
                 return True
         try:
             self.keys.resolve(presented_key(request))

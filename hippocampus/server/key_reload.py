@@ -5,7 +5,9 @@ The keys are read in full first; only a ring that loads is swapped in, in one as
 .replace), so a request in flight sees the old keys or the new ones, and no connection is dropped. A
 file that does not load (a typo, a weak key) keeps the keys in force and logs why. A reload never
 opens a keyed service: a file emptied by mistake would let every local user in, so going from keys
-to none needs a restart. The Web UI's sessions of a key that is gone end at once.
+to none needs a restart. The Web UI's sessions of a key that is gone end at once: a session is bound to
+the fingerprint of the key that opened it, not to its tenant, so a key rotated under the same name,
+users and agents ends its sessions too (issue 57).
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ def reload_keys(state: Any) -> bool:
             return False
         before = len(ring)
         ring.replace(fresh)
-        tenants = ring.tenants
+        in_force = ring.fingerprints
         sessions = getattr(state, "ui_sessions", None)
-        ended = sessions.retain(lambda tenant: tenant in tenants) if sessions is not None else 0
+        ended = sessions.retain(lambda session: session.key in in_force) if sessions is not None else 0
         log.info("keys reloaded: %d key(s) (were %d); %d Web UI session(s) of removed keys ended", len(ring), before, ended)
         return True
 

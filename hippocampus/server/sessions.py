@@ -2,7 +2,9 @@
 
 The browser never holds the API key: logging in trades it for `secrets.token_urlsafe(32)`, which
 this table maps to the tenant until it expires or the user logs out (revoked here, so a copied
-cookie is worthless afterwards). The table lives in the process's memory: a restart ends every
+cookie is worthless afterwards). Each session is bound to the key that opened it by the key's
+fingerprint (its SHA-256, never the key): a reload of the keys ends every session whose key is no
+longer in force, a key rotated under the same name and users included (issue 57). The table lives in the process's memory: a restart ends every
 session, and the users log in again. Its size is bounded, and per tenant (issue 42): one tenant's
 101st login ends that tenant's oldest session, and when the whole table is full the oldest session
 of the tenant holding the most goes, so no tenant's logins can push another tenant's session out.
@@ -34,6 +36,7 @@ class Session:
     created: float
     expires: float
     binding: str = ""  # sha256 of the browser's own binding value (ui_support.bound); "" for none
+    key: str = ""  # the fingerprint of the key that opened it (KeyRing.identify); "" on a service without keys
 
 
 class Sessions:
@@ -53,10 +56,11 @@ class Sessions:
     def __len__(self) -> int:
         return len(self._table)
 
-    def open(self, tenant: Tenant, binding: str = "") -> str:
+    def open(self, tenant: Tenant, binding: str = "", key: str = "") -> str:
         """A new session for `tenant`; its id is the only thing the browser gets. A tenant at its
         limit loses its own oldest session; a full table, the oldest of the tenant holding the most.
-        `binding` ties it to the browser that logged in (ui_support.bound)."""
+        `binding` ties it to the browser that logged in (ui_support.bound); `key` is the fingerprint of
+        the key that opened it (KeyRing.identify), which must stay in force for it to live."""
         sid = secrets.token_urlsafe(32)
         now = self.clock()
         with self._lock:
@@ -67,7 +71,8 @@ class Sessions:
             while len(self._table) >= self.max_sessions:
                 biggest = max(self._of.values(), key=len)
                 self._remove(next(iter(biggest)))
-            self._table[sid] = Session(tenant=tenant, created=now, expires=now + self.lifetime_s, binding=binding)
+            self._table[sid] = Session(tenant=tenant, created=now, expires=now + self.lifetime_s, binding=binding,
+                                     key=key)
             self._of.setdefault(tenant, OrderedDict())[sid] = None
         return sid
 
@@ -87,10 +92,10 @@ class Sessions:
         with self._lock:
             return self._remove(sid) if sid else False
 
-    def retain(self, keep: Callable[[Tenant], bool]) -> int:
-        """End every session whose tenant `keep` refuses (a key revoked by a reload); how many ended."""
+    def retain(self, keep: Callable[[Session], bool]) -> int:
+        """End every session `keep` refuses (one whose key a reload removed); how many ended."""
         with self._lock:
-            gone = [sid for sid, session in self._table.items() if not keep(session.tenant)]
+            gone = [sid for sid, session in self._table.items() if not keep(session)]
             for sid in gone:
                 self._remove(sid)
         return len(gone)

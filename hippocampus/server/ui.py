@@ -116,7 +116,7 @@ def login(request: Request, key: str = Form(""), bind: str = Form("")) -> Respon
     throttle = getattr(request.app.state, "auth_throttle", None)
     client = request.client.host if request.client else "unknown"
     try:  # the key first: a right key is never delayed, as on /v1 and /mcp (guard.AuthThrottle)
-        tenant = keys.resolve(key.strip())
+        tenant, fingerprint = keys.identify(key.strip())
     except AuthError:  # the same page again, without saying why beyond "not accepted"
         wait = throttle.retry_after(client) if throttle is not None else None
         if wait:
@@ -129,7 +129,7 @@ def login(request: Request, key: str = Form(""), bind: str = Form("")) -> Respon
         return _to("/login", failed="1")
     sessions(request).revoke(session_id(request))  # a new login replaces the browser's old session
     response = _to("")
-    set_session_cookie(response, request, sessions(request).open(tenant, binding_hash(bind)))
+    set_session_cookie(response, request, sessions(request).open(tenant, binding_hash(bind), fingerprint))
     return response
 
 

@@ -92,7 +92,14 @@ def session_id(request: Request) -> str | None:
 
 
 def live_session(request: Request) -> Session | None:
-    return sessions(request).get(session_id(request))
+    """The browser's session while it lives and the key that opened it is still in force (a reload
+    ends such sessions too, key_reload; checked here as well, for a login that raced the reload)."""
+    session = sessions(request).get(session_id(request))
+    keys = request.app.state.keys
+    if session is not None and not keys.is_open and session.key not in keys.fingerprints:
+        sessions(request).revoke(session_id(request))
+        return None
+    return session
 
 
 def set_session_cookie(response: Response, request: Request, sid: str) -> None:
