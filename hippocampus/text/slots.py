@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,7 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from . import clauses, is_question
 from .lazy import lazy_compile
 from .slot_rules import IMPERSONAL, RULES, VALUES
-from .slot_tables import ATTRIBUTES, CANONICAL, GAZETTEER, PETS, RELATIONS, ZH_DIGITS
+from .slot_tables import ATTRIBUTES, GAZETTEER, PETS, RELATIONS
+from .slot_values import canonical, kind_of, same_value
 
 KEY = "statements"  # where a record keeps its statements (its metadata: no schema change)
 
@@ -84,8 +84,6 @@ _PAST_MOVE = lazy_compile(r"\b(?:at (?:age |the age of )?\d{1,2}\b|in (?:19|20)\
                           r"|\d{1,2}岁(?:的时候|那年|时)?(?:就|才)?搬|(?:19|20)\d\d年(?:的时候|时)?(?:就|才)?搬|(?:那年|当年|几年前|小时候)", re.IGNORECASE)
 # Before a bare "叫Y", what makes Y the user's own name: the first person, or nothing at all (an elided "我").
 _MY_NAME = lazy_compile(r"(?:^|我|我们|本人)(?:就|现在|其实|也|还|的)?(?:真名|大名|全名|中文名|英文名|小名|网名|名字)?\s*$")
-_NUMBER = lazy_compile(r"^[$¥€£]?\s?(\d[\d,]*(?:\.\d+)?)\s?([kK]|万|千)?")
-_TRIM_ZH = lazy_compile(r"(?:了|的|工作|上班|生活|附近|这边|那边|住|呢|啊|吧|八年|\d+年|[一二三四五六七八九十几]+年).*$")
 
 
 @functools.cache
@@ -110,73 +108,6 @@ def _rules() -> list[tuple[str, re.Pattern[str], str | None]]:
         pattern = pattern.replace("@city", f"(?:{kind('city')})").replace("@company", f"(?:{kind('company')})")
         out.append((attribute, re.compile(pattern), fixed))
     return out
-
-
-@functools.cache
-def _aliases() -> dict[str, tuple[str, str]]:
-    """Each spelling (lower case) -> (canonical, kind)."""
-    return {a.lower(): (canon, kind) for canon, (kind, aliases) in GAZETTEER.items() for a in (canon, *aliases)}
-
-
-def _zh_number(text: str) -> int | None:
-    if text.isdigit():
-        return int(text)
-    if not text or any(ch not in ZH_DIGITS and ch != "十" for ch in text):
-        return None
-    if "十" in text:
-        tens, _, ones = text.partition("十")
-        return (ZH_DIGITS.get(tens, 1) if tens else 1) * 10 + (ZH_DIGITS.get(ones, 0) if ones else 0)
-    return int("".join(str(ZH_DIGITS[ch]) for ch in text))
-
-
-def canonical(value: str | None, attribute: str = "") -> str | None:
-    """One form of a value for comparison: NFKC, lower case, no edge punctuation or article, a number's digits
-    ("$6,800" -> "6800", "6.8k" -> "6800", "三十五" -> "35"), a gazetteer place or company by its canonical name
-    ("南京鼓楼区" -> "nanjing"), a known synonym by its canonical word ("吃素" -> "vegetarian")."""
-    if value is None:
-        return None
-    v = unicodedata.normalize("NFKC", value).strip(" \t.,;:!?\"'“”‘’()（），。！？、").strip()
-    v = re.sub(r"^(?:the|a|an)\s+", "", v, flags=re.IGNORECASE)
-    v = re.sub(r"\s+(?:now|anymore|any more|these days|again)$", "", v, flags=re.IGNORECASE)
-    low = v.lower()
-    policy = ATTRIBUTES.get(attribute)
-    if attribute == "age" or (policy is not None and policy.money):
-        n = _zh_number(low) if attribute == "age" else None
-        m = _NUMBER.match(low) if n is None else None
-        if m:
-            num = float(m[1].replace(",", "")) * {"k": 1000, "万": 10000, "千": 1000}.get((m[2] or "").lower(), 1)
-            n = int(num) if num == int(num) else None
-            if n is None:
-                return f"{num:g}"
-        return str(n) if n is not None else low
-    for length in range(len(low), 1, -1):  # the longest gazetteer spelling the value starts with
-        if low[:length] in _aliases() and (length == len(low) or not low[length].isascii() or not low[length].isalnum()):
-            return _aliases()[low[:length]][0]
-    if any("\u4e00" <= ch <= "\u9fff" for ch in low) and attribute in ("home", "employer", "school"):
-        low = _TRIM_ZH.sub("", low) or low
-    return CANONICAL.get(low, low)
-
-
-def kind_of(value: str | None) -> str:
-    """"city", "company", "number" or "" for a canonical value."""
-    if value is None:
-        return ""
-    if value.replace(".", "", 1).isdigit():
-        return "number"
-    return next((k for canon, (k, _) in GAZETTEER.items() if canon == value), "")
-
-
-def same_value(a: str | None, b: str | None) -> bool:
-    """Two canonical values name the same thing: equal, or one the other's first words ("portland" / "portland
-    oregon", "sean" / "sean li"), or one the other's start in Chinese ("朝阳" / "朝阳区")."""
-    if a is None or b is None:
-        return False
-    if a == b:
-        return True
-    short, long = sorted((a, b), key=len)
-    if kind_of(short) == "number":
-        return False
-    return long.startswith(short + " ") or (not short.isascii() and len(short) >= 2 and long.startswith(short))
 
 
 def _subject(clause: str) -> str | None:
