@@ -10,7 +10,6 @@ the library keeps memories per user, so such a call asks each user of the store 
 from __future__ import annotations
 
 import functools
-import re
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from ..memory import Memory as NativeMemory
 from ..models import MemoryRecord
 from . import mem0_shapes as S
 from .mem0_config import native_config
+from .mem0_procedure import procedure_summary
 
 _UNSET: Any = object()
 _MAX_BATCH = 1000
@@ -119,17 +119,7 @@ class Memory:
         """mem0's procedural memory: ONE memory, a summary of the whole procedure, with metadata memory_type
         "procedural_memory", and one ADD. The configured model writes the summary; offline (the rules provider) it
         is the messages' steps in order, numbered, as said: a degraded summary, never a made-up one."""
-        steps = [m for m in said if m["role"] != "system" and str(m["content"]).strip()]
-        if not steps:
-            raise InvalidInput("procedural memory needs at least one user or assistant message")
-        if self._offline():
-            summary = "\n".join(f"{i}. {m['role']}: {str(m['content']).strip()}" for i, m in enumerate(steps, 1))
-        else:
-            transcript = "\n".join(f"{m['role']}: {m['content']}" for m in said)
-            summary = _unfenced(self.memory.llm.chat(PROCEDURE_PROMPT, f"{transcript}\n\nCreate procedural memory of "
-                                                                      "the above conversation."))
-            if not summary:
-                raise InvalidInput("The LLM returned no content for the procedural memory summary; nothing was stored")
+        summary = procedure_summary(said, None if self._offline() else self.memory.llm)
         meta = {**(metadata or {}), "memory_type": "procedural_memory"}
         (memory_id,) = self.memory.add_many([{"messages": summary, "metadata": meta, **common}])
         return {"results": [{"id": str(memory_id), "memory": summary, "event": "ADD"}]}
@@ -295,19 +285,6 @@ class Memory:
         if user is not None:
             return [user]
         return [u for u in self.memory.user_ids() if _any(self.memory.iter_all(u, filters=native, include_expired=expired))]
-
-
-PROCEDURE_PROMPT = """You record an AI agent's procedure so that the agent can continue or repeat it without ambiguity.
-Summarise the conversation below as: the task objective; its progress; then every step the agent took, numbered in
-order, each with what was done (parameters and targets included) and its result quoted exactly as it was given.
-Keep every URL, number, name, error message and output verbatim. Answer with the summary only."""
-
-
-def _unfenced(text: str) -> str:
-    """A model's answer without a surrounding code fence, as mem0's remove_code_blocks."""
-    text = (text or "").strip()
-    fenced = re.match(r"^```[a-zA-Z0-9]*\n([\s\S]*?)\n?```$", text)
-    return (fenced.group(1) if fenced else text).strip()
 
 
 def _any(records: Iterator[MemoryRecord]) -> bool:
