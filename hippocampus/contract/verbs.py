@@ -64,14 +64,16 @@ class Verb(BaseModel):
     def face(self, which: str) -> Face:
         if which == "async_memory" and self.async_memory is None:
             return Face(name=self.name)  # AsyncMemory is built from this list: every verb, Memory's signature
-        return getattr(self, which)
+        face: Face = getattr(self, which)
+        return face
 
     @property
     def method(self) -> Callable[..., Any]:
         """Memory's method of this name (the facade registers its class when it loads: `register_facade`)."""
         if not _FACADE:
             raise LookupError("the verbs read Memory's signatures: import hippocampus.memory first (it registers itself)")
-        return getattr(_FACADE[0], self.name)
+        method: Callable[..., Any] = getattr(_FACADE[0], self.name)
+        return method
 
     @property
     def args(self) -> tuple[Arg, ...]:

@@ -32,6 +32,7 @@ from ..models import (
     MemoryRecord,
     MemoryType,
     ObserveResult,
+    Progress,
     SearchResult,
     UndoResult,
 )
@@ -41,7 +42,6 @@ from .records import RecordService
 from .services import made_on_first_use
 
 if TYPE_CHECKING:  # the services a verb needs are imported when it is first called (a CLI `list` loads none of them)
-    from ..lifecycle.decay import Progress
     from .browse import Overview, SortKey
 
 

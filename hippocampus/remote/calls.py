@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import TypeAdapter
 
@@ -48,10 +48,10 @@ class Call(Generic[R]):
 
     def read(self, payload: Any) -> R:
         if self.reply is None:
-            return payload
+            return cast(R, payload)
         if isinstance(self.reply, TypeAdapter):
-            return self.reply.validate_python(payload)
-        return self.reply.model_validate(payload)
+            return cast(R, self.reply.validate_python(payload))
+        return cast(R, self.reply.model_validate(payload))
 
 
 def _when(value: Any) -> Any:
@@ -347,3 +347,6 @@ def _agent_params(agent_id: str | None, agent_scope: str, run_id: str | None) ->
     if agent_scope != "both":
         out["agent_scope"] = agent_scope
     return {k: v for k, v in out.items() if v is not None}
+
+
+REQUESTS = _Requests()  # the request builders, called by Client, AsyncClient and remote/transport.py

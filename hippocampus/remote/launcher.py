@@ -18,8 +18,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..config import DEFAULT_HOME
+from ..contract.defaults import DEFAULT_URL, ENV_SERVER
 from ..errors import ConfigError, ServiceUnavailable
-from .client import DEFAULT_TIMEOUT_S, DEFAULT_URL, ENV_SERVER, LONG_TIMEOUT_S, Client
+from .client import Client
+from .transport import DEFAULT_TIMEOUT_S, LONG_TIMEOUT_S
 
 START_TIMEOUT_S = 90.0  # opening the store and loading the embedder on a slow machine
 

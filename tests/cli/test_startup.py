@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hippocampus.remote.client import Client, _verify
+from hippocampus.remote.client import Client
+from hippocampus.remote.transport import _verify
 
 NO_STAND_INS = r"""
 import sys, types

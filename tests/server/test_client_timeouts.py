@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from hippocampus import AsyncClient, Client, ConfigError, ServiceUnavailable
-from hippocampus.remote.client import DEFAULT_TIMEOUT_S, LONG_TIMEOUT_S
+from hippocampus.remote.transport import DEFAULT_TIMEOUT_S, LONG_TIMEOUT_S
 
 GUARD_S = 60  # a call still running after this is a hang: the test fails instead of the suite stalling
 
