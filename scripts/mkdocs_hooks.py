@@ -10,8 +10,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import griffe
-
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\((\.\./[^)\s#]+)(#[^)\s]*)?\)")
 
 
@@ -37,24 +35,3 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     docs_dir = Path(config["docs_dir"])
     page_dir = (docs_dir / page.file.src_path).parent
     return outside_links_as_paths(markdown, page_dir, docs_dir)
-
-
-class RuntimeMembers(griffe.Extension):
-    """Griffe extension (mkdocs.yml, mkdocstrings' `extensions:`): the methods a class gets as its module
-    loads (Client's and AsyncClient's verbs, put on them from the one list of verbs) are invisible to the
-    source that griffe reads; for the classes in `RUNTIME_CLASSES` they are read from the imported class,
-    with their signatures and docstrings, so the API page lists every verb."""
-
-    def on_class(self, *, cls: griffe.Class, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
-        if cls.path not in RUNTIME_CLASSES:
-            return
-        inspected = griffe.inspect(cls.module.path, docstring_parser=loader.docstring_parser,
-                                   docstring_options=loader.docstring_options)[cls.name]
-        for name in vars(griffe.dynamic_import(cls.path)):  # the order they were put on, the verb list's
-            if not name.startswith("_") and name not in cls.members:
-                member = inspected.members[name]
-                member.lineno = member.endlineno = None  # after the methods of the class body
-                cls.set_member(name, member)
-
-
-RUNTIME_CLASSES = ("hippocampus.remote.client.Client", "hippocampus.remote.client.AsyncClient")

@@ -45,8 +45,9 @@ def test_the_api_page_is_generated_from_the_docstrings(site: Path):
 
 
 def test_the_api_page_lists_every_client_verb_made_from_the_verb_list(site: Path):
-    """Client's and AsyncClient's verbs are put on them as remote/client.py loads, where the source griffe reads
-    does not show them; the RuntimeMembers extension (scripts/mkdocs_hooks.py) reads them from the classes."""
+    """Client's and AsyncClient's verbs are written out in remote/client.py (generated from the verb list by
+    `python scripts/verbs.py --write`), the source griffe reads; the verbs of more than one request are inherited
+    from remote/transport.py (`inherited_members` in docs/api.md)."""
     from hippocampus import AsyncClient, Client
     from hippocampus.contract.verbs import VERBS
 
