@@ -180,6 +180,7 @@ class AsyncTransport(_Base):
     async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                        include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
                        run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
+        """As Client.iter_all: every memory of this user matching `filters`, a page per request."""
         offset: int | None = 0
         while offset is not None:
             page = await self._send(REQUESTS.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters,
@@ -201,6 +202,7 @@ class AsyncTransport(_Base):
     async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
                       include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
                       run_id: str | None = None) -> list[MemoryRecord]:
+        """As Client.get_all: every memory of this user matching `filters`, oldest event first."""
         return [r async for r in self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id,
                                                agent_scope=agent_scope, run_id=run_id)]
 
