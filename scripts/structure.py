@@ -1,11 +1,11 @@
-"""The package's import structure as a table: modules, imports (at module level and inside functions),
+"""The package's import structure as a table: modules, every import (module level, inside functions, under TYPE_CHECKING),
 import circles (strongly connected components) and arrows that run back up the layers.
 
     python scripts/structure.py            # the summary table
     python scripts/structure.py --detail   # and every circle's modules and every arrow back up
 
 Read from the source with `ast`, never by importing it. Every import counts: at module level, inside a
-function (a lazy import is still an arrow), under `if TYPE_CHECKING:` (a type checker runs it) and
+function (a lazy import is still an arrow), under `if TYPE_CHECKING:` (a type checker follows it) and
 `from .. import x` of the package root.
 Importing `a.b.c` also runs `a` and `a.b`, so a package's `__init__` is an arrow's target as well.
 tests/test_architecture.py asserts on the same graph: no circle, no arrow back up.
@@ -103,7 +103,7 @@ def read_imports() -> list[Import]:
 
 
 def import_graph(imports: list[Import] | None = None) -> dict[str, set[str]]:
-    """module -> the package modules it imports (at module level or inside a function)."""
+    """module -> the package modules it imports (every import: module level, inside a function, under TYPE_CHECKING)."""
     graph: dict[str, set[str]] = {name: set() for name in modules()}
     for arrow in read_imports() if imports is None else imports:
         graph[arrow.source].add(arrow.target)
