@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -41,11 +41,8 @@ from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from ..text import script_of
 from .fusion import Candidate, query_scripts
+from .query import Query, Searcher
 from .rows import MARGIN, current_row, kept_row, lite_scope, live_row
-
-if TYPE_CHECKING:
-    from .search import Retriever
-    from .stages import Query
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +132,7 @@ def kinds_scope(q: Query) -> tuple[str, int]:
     return q.scope.replace(F.eq("memory_type", q.kind), F.in_("memory_type", list(q.kinds)), 1), q.depth * len(q.kinds)
 
 
-def _gather(r: Retriever, q: Query, qx: Sequence[float], scripts: Sequence[str],
+def gather(r: Searcher, q: Query, qx: Sequence[float], scripts: Sequence[str],
             known: set[int]) -> tuple[list[dict[str, Any]], float | None, dict[int, float]]:
     """The memories in `scripts` nearest the query by cross vector (store/xvector.py `nearest`), read in
     the scope: rows with `_distance` (the USE cosine), the lowest cosine `nearest` returned (`floor`), and
@@ -167,7 +164,7 @@ def _gather(r: Retriever, q: Query, qx: Sequence[float], scripts: Sequence[str],
     return [row for row in ranked[:depth] if not row.get("_known")], min(near.values()), near
 
 
-def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def stage(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """The stage itself (stages.py STAGES `crosslang`): the query's USE vector and the gathering, both
     shared by the kinds of one Memory.search (`Query.memo`), then `rescore`."""
 
@@ -179,7 +176,7 @@ def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     if key not in q.memo:
         # nothing to gather (the user has no memory in another script): no query embedding, and a model not
         # loaded yet stays unloaded; asked of Milvus only then, free once the user's vectors are in memory
-        if not cross.holds(q.user_id, wanted, ask=getattr(cross.embedder, "_model", True) is None):
+        if not cross.holds(q.user_id, wanted, ask=not getattr(cross.embedder, "loaded", True)):
             q.memo[key] = None
             return cands
         try:
@@ -187,7 +184,7 @@ def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
         except EmbeddingError as exc:
             log.warning("no cross-language stage: the query could not be embedded (%s)", exc)
             return cands
-        q.memo[key] = (qx, *_gather(r, q, qx, wanted, {c.id for c in cands}))
+        q.memo[key] = (qx, *gather(r, q, qx, wanted, {c.id for c in cands}))
     if q.memo[key] is None:
         return cands
     qx, rows, floor, near = q.memo[key]
