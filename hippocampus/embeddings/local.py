@@ -95,8 +95,8 @@ class LocalEmbedder:
         if self._model is not None:
             return self._model
         # torch's OpenMP threads spin between batches; where the cores are shared (a service, other processes)
-        # spinning teams starve each other: EmbeddingGemma on 2 busy cores, 2 threads, fell from 14 to 2
-        # passages/s and a query took 3 s instead of 0.14 s (docs/embedder.md). Passive waiting has no such
+        # spinning teams starve each other: EmbeddingGemma on busy cores embedded a fraction of its usual rate
+        # (docs/embedder.md, "Threads: torch must not spin on shared cores"). Passive waiting has no such
         # cliff. Read once when torch loads; an explicit environment value wins.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:

@@ -231,7 +231,7 @@ class Retriever:
         """The context stage (retrieval/context.py). An exact query reads the memories in the time
         windows around the candidates, to find each one's chat neighbours; the neighbours that are
         not candidates are scored by their cosine (their vectors in a second call). Not a filtered
-        vector search: milvus-lite's index returned 257 of 370 rows matching such a filter."""
+        vector search: milvus-lite's index returned only part of the rows matching such a filter."""
         params = self.params.context
         targets = [c.row for c in cands if in_context(c.row)]
         near: dict[int, list[int]] = {}

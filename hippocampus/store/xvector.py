@@ -121,7 +121,7 @@ class CrossVectors:
         props = {} if info is None else (info.get("properties") or {})
         self.legacy = info is not None and XVECTOR in {f["name"] for f in info.get("fields", [])}
         # named by the memories: opened on first use (`_ensure`), as milvus-lite reads a collection's every
-        # segment when it is first touched (0.4 s at 10,000 memories), which list, get, stats or export never need
+        # segment when it is first touched (slow on a large store), which list, get, stats or export never need
         named = info is not None and not self.legacy and PROP_CROSS in props
         exists = False if named else c.has_collection(self.name)
         if info is None and exists:  # left by a memories collection of the same name that was dropped
@@ -147,7 +147,8 @@ class CrossVectors:
         """The companion exists (made on first write, like the graph's: a store never written pays nothing);
         another replica may have made it since we looked. A new one is split into the memories' user
         buckets (store/buckets.py): milvus-lite evaluates a filter row by row, so a user's search, cosine read
-        and existence check scanned every memory of the store instead of one bucket (docs/crosslang.md); an older companion keeps its single partition."""
+        and existence check scanned every memory of the store instead of one bucket (docs/crosslang.md); an
+        older companion keeps its single partition."""
         if not self._made and (create or self.host.client.has_collection(self.name)):
             schema, index = xvec_schema(self.host.client, self.embedder.dim, self._index_type)
             self.host._create_collection(self.name, schema=schema, index_params=index, **self._create_kwargs,
