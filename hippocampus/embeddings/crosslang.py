@@ -159,7 +159,7 @@ def resolve(setting: str | None, embedder_model: str) -> str | None:
 
 
 def make_crosslang(name: str | None) -> CrossLangEmbedder | None:
-    """The embedder a `crosslang_embedder` setting names (one per process: 150 MB resident), or None."""
+    """The embedder a `crosslang_embedder` setting names (one per process: a large model held in memory), or None."""
     if name is None:
         return None
     if name != NAME:

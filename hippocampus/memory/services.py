@@ -1,8 +1,8 @@
 """The facade's services beyond RecordService, each made on first use.
 
-Their modules (the processors, consolidation, compression, the graph, transfer...) cost about a third of a
+Their modules (the processors, consolidation, compression, the graph, transfer...) are a large share of a
 CLI command's import time, and `list`, `get` and `search` need only RecordService (docs/performance.md,
-"CLI start-up"). So each is a `made_on_first_use` attribute of `Memory`: the factory below imports its
+"Command line"). So each is a `made_on_first_use` attribute of `Memory`: the factory below imports its
 module when a verb first needs it, and one instance is made however many threads ask at once."""
 
 from __future__ import annotations

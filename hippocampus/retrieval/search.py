@@ -169,7 +169,7 @@ class Retriever:
         miss rows) from a scope that has no more. On a local path this process is the store's only
         writer (the directory lock), so a count is kept until the store's next write (`cross.writes`
         counts every insert, upsert and delete): a kind a user has no memories of was counted on every
-        search (~87 ms at 10k unflushed rows, issue 41), now once per write."""
+        search, a slow scan of unflushed rows (issue 41), now once per write."""
         clock = getattr(getattr(self.store, "cross", None), "writes", None)
         if clock is None or "://" in str(getattr(self.store, "uri", "://")):
             return self.store.count(scope, partition=part)
@@ -230,7 +230,7 @@ class Retriever:
         """The context stage (retrieval/context.py). An exact query reads the memories in the time
         windows around the candidates, to find each one's chat neighbours; the neighbours that are
         not candidates are scored by their cosine (their vectors in a second call). Not a filtered
-        vector search: milvus-lite's index returned 257 of 370 rows matching such a filter."""
+        vector search: milvus-lite's index returned only part of the rows matching such a filter."""
         params = self.params.context
         targets = [c.row for c in cands if in_context(c.row)]
         near: dict[int, list[int]] = {}
