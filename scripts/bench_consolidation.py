@@ -1,128 +1,203 @@
-"""How consolidation scales: seconds, similarity look-ups and LLM calls at 1k, 5k and 10k episodes.
+#!/usr/bin/env python
+"""Where an offline consolidation of a realistic conversation spends its time, as the store grows.
 
-Each episode finds its neighbours with one Milvus search using its own stored vector
-(k = consolidation_neighbours), so look-ups grow with n and pair judgements with n x k,
-never with n^2. The data are synthetic: a few users, random unit vectors inserted
-directly into the store (no embedder run for them), with a share of near-duplicate
-pairs (cosine 0.95, the second telling repeats the first and adds a detail) and of
-look-alike pairs (cosine 0.85, a different number: two events of one kind). The LLM is
-the offline rules provider (deterministic, no network); texts that merges and
-separations rewrite are embedded with a hash embedder of the same dimension.
+For each size: a fresh milvus-lite store in a temporary directory filled with LoCoMo turns (the
+loader of scripts/eval_locomo.py; each conversation is one user, stored with infer=False through
+`Memory.add_many` as eval_locomo stores them; past the ten conversations they come again as new
+users), then `Memory.consolidate()` with the offline defaults (the bundled embedder, the rules
+provider as the LLM) under cProfile. Candidate pairs are the pairs the similarity search proposed
+to the judges (Merger or Separator); store calls are the MilvusStore methods called during the run.
 
-    python scripts/bench_consolidation.py                    # 1000,5000,10000 (minutes)
-    python scripts/bench_consolidation.py --sizes 500,1000   # quick
+    python scripts/bench_consolidation.py                      # 1500,10000 (the second takes minutes)
+    python scripts/bench_consolidation.py --sizes 300 --top 10
+    python scripts/bench_consolidation.py --one-user           # every turn one user's (the per-user growth)
+
+The data (CC BY-NC 4.0) is read from ../shared/bench/locomo/ and never copied into the repo.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import os
+import pstats
+import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-from rich.console import Console
-from rich.table import Table
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
+from eval_locomo import DEFAULT_DATA, turns_of  # noqa: E402
 
-from hippocampus import Memory
-from hippocampus.llm.rules import RulesProvider
-from hippocampus.models import ts_to_iso
-from hippocampus.testing import DeterministicEmbedder
+from hippocampus import Memory  # noqa: E402
+from hippocampus.consolidation import rules as pair_rules  # noqa: E402
+from hippocampus.embeddings import OfflineEmbedder  # noqa: E402
+from hippocampus.store import MilvusStore  # noqa: E402
 
-T0 = 1_767_258_000
-CITIES = ["Lisbon", "Osaka", "Quito", "Tallinn", "Hanoi", "Cusco", "Bergen", "Dakar", "Perth", "Oaxaca"]
-
-
-def _near(v: np.ndarray, sim: float, rng: np.random.Generator) -> np.ndarray:
-    u = rng.normal(size=v.shape[0])
-    u -= u.dot(v) * v
-    u /= np.linalg.norm(u)
-    w = sim * v + np.sqrt(1 - sim**2) * u
-    return w / np.linalg.norm(w)
+STORE_CALLS = ("insert", "upsert", "delete", "query", "iterate", "count", "search_dense", "search_bm25", "search_hybrid",
+               "search_exact", "vectors", "add_history", "history", "delete_history")
 
 
-def synthetic_rows(n: int, users: int, dim: int, dup_share: float, alike_share: float, seed: int) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    rows: list[dict] = []
-    i = 0
-    while len(rows) < n:
-        user = f"user{i % users}"
-        city = CITIES[i % len(CITIES)]
-        ts = T0 + 3600 * (i // users)
-        base = rng.normal(size=dim)
-        base /= np.linalg.norm(base)
-        text = f"Trip {i}: we walked along the old harbour of {city} and met guide number {i}"
-        batch = [(text, base, ts, f"chat{i}")]
-        roll = rng.random()
-        if roll < dup_share and len(rows) + 2 <= n:
-            batch.append((f"{text}. The fish soup there was excellent", _near(base, 0.95, rng), ts + 300, f"chat{i}"))
-        elif roll < dup_share + alike_share and len(rows) + 2 <= n:
-            batch.append((f"Trip {i + 100000}: we walked along the old harbour of {city} and met guide number {i + 100000}",
-                          _near(base, 0.85, rng), ts + 86400, f"chat{i}b"))
-        for t, v, when, chat in batch:
-            rows.append({"user_id": user, "memory_type": "episodic", "ts": when, "chat_id": chat, "who": user, "text": t,
-                         "hit_count": 0, "vector": v.astype(np.float32).tolist(),
-                         "metadata": {"context": "", "thing": t, "time": ts_to_iso(when), "chatid": chat, "who": user}})
-        i += 1
-    return rows
+def memories(data: list[dict[str, Any]], n: int, one_user: bool) -> list[dict[str, Any]]:
+    """n add_many items: the conversations' turns in order, each conversation a user (or all one user)."""
+    out: list[dict[str, Any]] = []
+    now, lap = int(time.time()), 0
+    while len(out) < n:
+        for ci, sample in enumerate(data):
+            user = "alice" if one_user else f"{sample.get('sample_id', ci)}-{lap}"
+            # one user's later laps happen a year earlier each, so no turn repeats on one day
+            out += [{**t, "user_id": user, "ts": t["ts"] - lap * 366 * 86400} for t in turns_of(sample, now=now)]
+        lap += 1
+    return out[:n]
 
 
-def run(n: int, args: argparse.Namespace) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        llm = RulesProvider()
-        memory = Memory(milvus_uri=str(Path(tmp) / "bench.db"), embedder=DeterministicEmbedder(args.dim, lexical=False, model_name=f"bench-hash-{args.dim}"), llm=llm,
-                        t_merge_high=args.merge, t_amb_low=args.ambiguous, consolidation_neighbours=args.k)
+class Reused:
+    """The offline embedder, each distinct text embedded once: a later lap's users say the same turns (building only)."""
+
+    def __init__(self, embedder: OfflineEmbedder):
+        self.embedder, self.model_name, self.dim = embedder, embedder.model_name, embedder.dim
+        self.seen: dict[tuple[str, str], np.ndarray] = {}
+
+    def encode(self, texts: list[str], role: str = "passage") -> np.ndarray:
+        new = list(dict.fromkeys(t for t in texts if (t, role) not in self.seen))
+        if new:
+            self.seen.update(((t, role), v) for t, v in zip(new, self.embedder.encode(new, role=role)))  # type: ignore[arg-type]
+        return np.stack([self.seen[(t, role)] for t in texts])
+
+
+class Counted:
+    """Counts the MilvusStore calls made while it is active (wraps the class's methods)."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.depth = 0
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> Counted:
+        for name in STORE_CALLS:
+            original = getattr(MilvusStore, name)
+            self._saved[name] = original
+
+            def wrapper(store: MilvusStore, *a: Any, _name: str = name, _f: Any = original, **kw: Any) -> Any:
+                self.calls[_name] += self.depth == 0  # the outermost call only (vectors() is a query inside)
+                self.depth += 1
+                try:
+                    return _f(store, *a, **kw)
+                finally:
+                    self.depth -= 1
+
+            setattr(MilvusStore, name, wrapper)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, original in self._saved.items():
+            setattr(MilvusStore, name, original)
+
+
+class Pairs:
+    """Counts the pairs the similarity search proposed (rules.classify said other than 'none')."""
+
+    def __init__(self) -> None:
+        self.proposed = 0
+        self._original = pair_rules.classify
+
+    def __enter__(self) -> Pairs:
+        def classify(similarity: float, thresholds: Any) -> str:
+            kind = self._original(similarity, thresholds)
+            self.proposed += kind != "none"
+            return kind
+
+        pair_rules.classify = classify
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pair_rules.classify = self._original
+
+
+def run(n: int, data: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    items = memories(data, n, args.one_user)
+    with tempfile.TemporaryDirectory(prefix="consolidation-") as tmp:
+        db = Path(tmp) / "c.db"
+        built = args.cache / f"{n}-{'one' if args.one_user else 'many'}" if args.cache else None
+        t0 = time.perf_counter()
+        if built is not None and built.exists():
+            shutil.copytree(built, db.parent, dirs_exist_ok=True)
+        else:
+            filled = Memory(milvus_uri=str(db), embedder=Reused(OfflineEmbedder()))
+            for start in range(0, len(items), 1000):
+                filled.add_many(items[start : start + 1000])
+            filled.close()
+            if built is not None:
+                shutil.copytree(db.parent, built)
+        build_s = time.perf_counter() - t0
+        memory = Memory(milvus_uri=str(db))
         try:
-            rows = synthetic_rows(n, args.users, args.dim, args.dup_share, args.alike_share, args.seed)
-            for start in range(0, len(rows), 1000):
-                memory.store.insert(rows[start : start + 1000])
-            started = time.perf_counter()
-            stats = memory.consolidate()
-            seconds = time.perf_counter() - started
+            memory.embedder.encode(["warm up"], role="passage")  # the model's load is not consolidation's
+            profile = cProfile.Profile()
+            with Counted() as store, Pairs() as pairs:
+                t0 = time.perf_counter()
+                if args.profile:
+                    profile.enable()
+                stats = memory.consolidate()
+                profile.disable()
+                seconds = time.perf_counter() - t0
             after = memory.stats()
         finally:
             memory.close()
-    return {"n": n, "seconds": seconds, "rules_provider_calls": llm.calls, "episodic_after": after["episodic"],
-            "semantic_after": after["semantic"], **stats.model_dump(exclude={"seconds"})}
+    top: list[tuple[str, float]] = []
+    ps = pstats.Stats(profile) if args.profile else None
+    if ps is not None and args.pstats:
+        ps.dump_stats(f"{args.pstats}.{n}")
+    for func in ps.sort_stats("cumulative").fcn_list if ps else []:  # type: ignore[attr-defined]
+        filename, line, name = func
+        if "hippocampus" not in filename or "tracing.py" in filename or "consolidate" in name or name in ("run", "episodes"):
+            continue  # the facade, its tracing wrapper and the job's own run: every row is under them
+        cumulative = ps.stats[func][3]  # type: ignore[attr-defined]
+        top.append((f"{Path(filename).parent.name}/{Path(filename).name}:{line}({name})", cumulative))
+        if len(top) == args.top:
+            break
+    return {"n": n, "users": len({i["user_id"] for i in items}), "build_s": build_s, "seconds": seconds,
+            "pairs": pairs.proposed, "store_calls": sum(store.calls.values()), "store_by_method": dict(store.calls),
+            "stats": stats.model_dump(), "after": {k: after[k] for k in ("episodic", "semantic")}, "top": top}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="1000,5000,10000")
-    ap.add_argument("--users", type=int, default=5)
-    ap.add_argument("--dim", type=int, default=384, help="vector dimension (384 = the offline e5 model)")
-    ap.add_argument("--k", type=int, default=5, help="consolidation_neighbours")
-    ap.add_argument("--merge", type=float, default=0.90, help="t_merge_high")
-    ap.add_argument("--ambiguous", type=float, default=0.80, help="t_amb_low")
-    ap.add_argument("--dup-share", type=float, default=0.10)
-    ap.add_argument("--alike-share", type=float, default=0.10)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--sizes", default="1500,10000")
+    ap.add_argument("--one-user", action="store_true", help="every turn one user's (default: a user per conversation)")
+    ap.add_argument("--top", type=int, default=5, help="functions by cumulative time")
+    ap.add_argument("--no-profile", dest="profile", action="store_false",
+                    help="seconds without cProfile's overhead (no function table)")
+    ap.add_argument("--cache", type=Path, help="keep each filled store here and start from a copy next time "
+                    "(the stores hold LoCoMo text: keep them outside the repository)")
+    ap.add_argument("--pstats", type=Path, help="also write each size's profile to PSTATS.<size> (for pstats or snakeviz)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-
-    console = Console()
-    console.print(f"synthetic episodes: {args.users} users, {args.dim}-d random vectors inserted directly (no embedder for them), "
-                  f"{args.dup_share:.0%} near-duplicate pairs (cos 0.95), {args.alike_share:.0%} look-alike pairs (cos 0.85); "
-                  f"LLM: offline rules provider; k={args.k}, t_merge_high={args.merge}, t_amb_low={args.ambiguous}")
-    results = []
-    for n in sizes:
-        results.append(run(n, args))
-        console.print(f"  n={n}: {results[-1]['seconds']:.1f} s")
-    table = Table(title="consolidation cost by store size")
-    for col in ("episodes n", "seconds", "ms / episode", "similarity look-ups", "look-ups / n", "LLM calls", "LLM calls / n",
-                "merged", "separated", "semantic", "n x k", "n^2 / 2"):
-        table.add_column(col, justify="right")
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    load = os.getloadavg()[0]
+    results = [run(int(s), data, args) for s in args.sizes.split(",") if s.strip()]
+    print(f"offline consolidation of LoCoMo turns ({'one user' if args.one_user else 'a user per conversation'}), "
+          f"{'under cProfile' if args.profile else 'no profiler'}; "
+          f"load average {load:.1f} on {os.cpu_count()} cores at the start\n")
+    print("| memories | users | seconds | candidate pairs | pairs / memory | store calls | ms / memory | merged | separated | facts |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        n = r["n"]
-        table.add_row(str(n), f"{r['seconds']:.1f}", f"{1000 * r['seconds'] / n:.1f}", str(r["similarity_lookups"]),
-                      f"{r['similarity_lookups'] / n:.2f}", str(r["llm_calls"]), f"{r['llm_calls'] / n:.2f}", str(r["merged"]),
-                      str(r["separated"]), str(r["semantic_created"]), str(n * args.k), str(n * (n - 1) // 2))
-    console.print(table)
+        n, s = r["n"], r["stats"]
+        print(f"| {n:,} | {r['users']} | {r['seconds']:.1f} | {r['pairs']:,} | {r['pairs'] / n:.2f} | {r['store_calls']:,} | "
+              f"{1000 * r['seconds'] / n:.1f} | {s['merged']} | {s['separated']} | {s['semantic_created']} |")
+    for r in results:
+        print(f"\n{r['n']:,} memories: store calls {json.dumps(r['store_by_method'], sort_keys=True)}")
+        print("| function | cumulative s |\n|---|---|")
+        for name, cumulative in r["top"]:
+            print(f"| {name} | {cumulative:.1f} |")
     if args.json:
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "results": results}, indent=2))
+        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=2))
     return 0
 
 

@@ -13,9 +13,9 @@ as stored memories are) and its cosine similarity measured.
   the recall of same-event pairs high: the largest value (step 0.005) that keeps at
   least --merge-recall of them, but never below t_amb_low + 0.005.
 
-    python scripts/calibrate_thresholds.py                       # offline e5
-    python scripts/calibrate_thresholds.py --json out.json
-    HIPPOCAMPUS_EMBEDDING_PROVIDER=openai ... python scripts/calibrate_thresholds.py
+    python scripts/eval.py calibrate                       # offline e5
+    python scripts/eval.py calibrate --json out.json
+    HIPPOCAMPUS_EMBEDDING_PROVIDER=openai ... python scripts/eval.py calibrate
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import statistics
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -147,7 +146,3 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,10 +10,10 @@ searched (top 10, every kind of memory). Each turn is added with its `dia_id` as
 returned memory whose turns (its `turn_id`, or the `source_turns` a distilled fact or a merge carries from
 the turns it came from) include an evidence turn.
 
-    python scripts/eval_chathook.py --offset 5                 # conversations 6-10, offline rules
-    python scripts/eval_chathook.py --conversations 5          # the tune half
-    python scripts/eval_chathook.py --offset 5 --consolidate   # with one nightly consolidation
-    python scripts/local_llm.py serve && python scripts/eval_chathook.py --pick 1 --sessions 4 --local
+    python scripts/eval.py chathook --offset 5                 # conversations 6-10, offline rules
+    python scripts/eval.py chathook --conversations 5          # the tune half
+    python scripts/eval.py chathook --offset 5 --consolidate   # with one nightly consolidation
+    python scripts/local_llm.py serve && python scripts/eval.py chathook --pick 1 --sessions 4 --local
                                      # the local model (Qwen2.5-Coder-1.5B on llama.cpp): slow, so a slice
 
 It prints one table: the raw path (every turn stored as "Speaker: text", as eval_locomo.py does) beside
@@ -214,7 +214,3 @@ def print_table(report: dict[str, Any], conversations: int, args: argparse.Names
     for name, r in report.items():
         if name != "raw":
             print(f"{name}: why turns were not stored: " + ", ".join(f"{k} x{v}" for k, v in r["dropped"].items() if k != "stored"))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

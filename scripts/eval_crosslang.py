@@ -17,12 +17,12 @@ after each stage, and the stage that pushed it out of the top 3, with what it pu
 `--same-language` asks each pair's control question in the memory's own language instead: what a
 change for cross-language recall must not trade away.
 
-    python scripts/eval_crosslang.py                                   # default embedder, both splits
-    python scripts/eval_crosslang.py --split held_out --json out.json
-    python scripts/eval_crosslang.py --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
-    python scripts/eval_crosslang.py --embedder local --model-path ... --demo   # also the demo's questions
-    python scripts/eval_crosslang.py --crosslang off --demo              # e5 alone, as before the dual path
-    python scripts/eval_crosslang.py --split tune --modes hybrid --bench 10000 --rss   # what the default costs
+    python scripts/eval.py crosslang                                   # default embedder, both splits
+    python scripts/eval.py crosslang --split held_out --json out.json
+    python scripts/eval.py crosslang --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
+    python scripts/eval.py crosslang --embedder local --model-path ... --demo   # also the demo's questions
+    python scripts/eval.py crosslang --crosslang off --demo              # e5 alone, as before the dual path
+    python scripts/eval.py crosslang --split tune --modes hybrid --bench 10000 --rss   # what the default costs
 """
 
 from __future__ import annotations
@@ -372,7 +372,3 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,9 +4,9 @@ bilingual set tests/data/forget_correction.jsonl (forget requests, look-alikes s
 observe, a Session's extraction and the deferred decision (`write_decision: deferred`, then the pending
 phase), offline (the rules) or with a model.
 
-    python scripts/eval_forget.py                         # offline rules provider, every path
-    python scripts/eval_forget.py --local                 # the server scripts/local_llm.py started
-    python scripts/eval_forget.py --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --paths infer
+    python scripts/eval.py forget                         # offline rules provider, every path
+    python scripts/eval.py forget --local                 # the server scripts/local_llm.py started
+    python scripts/eval.py forget --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --paths infer
 
 Per path: forget requests honoured (the named memory left search and the prompt block, nothing of the
 request stored, the rest kept), look-alikes left alone, corrections (the old fact left search and the
@@ -178,7 +178,3 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"model": model_line, "table": table, "outcomes": results}, ensure_ascii=False, indent=1),
                              encoding="utf-8")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

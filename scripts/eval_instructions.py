@@ -4,9 +4,9 @@ everyday facts with look-alikes such as "I run a health food shop" or "我在医
 add(infer=True), observe and a Session's extraction, with the policy below (a `health` category marked
 sensitive, its keywords, and the instruction "never store health data") and without it.
 
-    python scripts/eval_instructions.py                   # offline rules provider, every path
-    python scripts/eval_instructions.py --local           # the server scripts/local_llm.py started
-    python scripts/eval_instructions.py --base-url http://127.0.0.1:8080/v1 --model qwen2.5-1.5b --paths infer
+    python scripts/eval.py instructions                   # offline rules provider, every path
+    python scripts/eval.py instructions --local           # the server scripts/local_llm.py started
+    python scripts/eval.py instructions --base-url http://127.0.0.1:8080/v1 --model qwen2.5-1.5b --paths infer
 
 Per path and policy: health turns that left a memory (the target is 0), everyday turns that left one (kept),
 everyday turns the instructions refused (the price of the keywords), and everyday turns filed under the
@@ -179,7 +179,3 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"model": model_line, "table": table, "outcomes": results}, ensure_ascii=False, indent=1),
                              encoding="utf-8")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

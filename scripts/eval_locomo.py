@@ -8,12 +8,12 @@ with infer=False (batched through Memory.add_many) as "speaker: text" (plus the 
 caption), its dia_id in metadata. Every question of categories 1-4 is searched with its own text
 (top 10, episodic) in each mode; a hit is a returned turn whose dia_id is in the evidence.
 
-    python scripts/eval_locomo.py                       # all 10 conversations, 3 modes
-    python scripts/eval_locomo.py --conversations 2     # quick run
-    python scripts/eval_locomo.py --offset 5            # conversations 6-10 (tune on 1-5, check here)
-    python scripts/eval_locomo.py --json out.json --variant rrf:hybrid_fusion=rrf
-    python scripts/eval_locomo.py --pick 0,4 --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
-    python scripts/eval_locomo.py --conversations 5 --modes dense --ceiling 50   # all@50: what a re-ranker could reach
+    python scripts/eval.py locomo                       # all 10 conversations, 3 modes
+    python scripts/eval.py locomo --conversations 2     # quick run
+    python scripts/eval.py locomo --offset 5            # conversations 6-10 (tune on 1-5, check here)
+    python scripts/eval.py locomo --json out.json --variant rrf:hybrid_fusion=rrf
+    python scripts/eval.py locomo --pick 0,4 --embedder local --model-path ~/.hippocampus/models/embeddinggemma-300m
+    python scripts/eval.py locomo --conversations 5 --modes dense --ceiling 50   # all@50: what a re-ranker could reach
 
 The data (CC BY-NC 4.0) is read from ../shared/bench/locomo/ and never copied into the repo.
 """
@@ -328,7 +328,3 @@ def print_table(report: dict[str, Any], meta: dict[str, Any], metrics: tuple[str
             if cat == "overall":
                 line += f"{per['latency_ms']['p50']:>9.1f}{per['latency_ms']['p99']:>9.1f}"
             print(line)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

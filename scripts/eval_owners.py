@@ -2,9 +2,9 @@
 relative, a friend, a colleague or a pet, each with the owner its fact must keep and the fact's words), said
 through add(infer=True) and then consolidate() on a fresh store, one user per row.
 
-    python scripts/eval_owners.py                      # offline rules, both splits
-    python scripts/eval_owners.py --split tune         # the half the rules were tuned on
-    python scripts/eval_owners.py --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
+    python scripts/eval.py owners                      # offline rules, both splits
+    python scripts/eval.py owners --split tune         # the half the rules were tuned on
+    python scripts/eval.py owners --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b
 
 A row keeps its owner when every memory that states its fact (episodes, and after consolidation the distilled
 facts too) names the owner before the fact in that sentence, with no user subject in between ("我老公…是一名
@@ -114,7 +114,3 @@ def main(argv: list[str] | None = None) -> int:
         if "moved" in (r["add"], r["consolidate"]):
             print(f"  moved {r['id']} ({r['split']}): {r['text']} -> {r['memories']}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,12 +1,12 @@
 """Accuracy of the cognitive processors on the labelled bilingual sets in tests/data/,
 for the offline rules provider and, side by side, any OpenAI-compatible endpoint.
 
-    python scripts/eval_processors.py                                  # rules provider only (offline)
-    python scripts/eval_processors.py --split held_out                 # the held-out half of every set
-    python scripts/eval_processors.py --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b \
+    python scripts/eval.py processors                                  # rules provider only (offline)
+    python scripts/eval.py processors --split held_out                 # the held-out half of every set
+    python scripts/eval.py processors --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b \
         --threads 2 --limit 20 --json /tmp/eval.json
-    python scripts/eval_processors.py --local --split held_out         # the server scripts/local_llm.py started
-    python scripts/eval_processors.py --gate --only write_decider --base-url ... --model ...   # write paths
+    python scripts/eval.py processors --local --split held_out         # the server scripts/local_llm.py started
+    python scripts/eval.py processors --gate --only write_decider --base-url ... --model ...   # write paths
 
 Every row of a set has a `split`, "tune" or "held_out" (about half each, balanced by label and
 kind): tune prompts and rules on one half and report the other. `--split` picks one (default all).
@@ -302,7 +302,3 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,10 +15,10 @@ wrong answer with the evidence in the prompt is a reading miss, without it a ret
 eval_locomo.py's search figures (hit@5, hit@10, MRR@10) for the same questions.
 
     python scripts/local_llm.py serve --threads 2 --port 8080
-    python scripts/eval_qa.py --local --conversations 1 --per-category 5 --json qa.json
-    python scripts/eval_qa.py --local --conversations 1 --per-category 5 --loop
-    python scripts/eval_qa.py --base-url URL --model NAME --judge-base-url URL2 --judge-model NAME2
-    python scripts/eval_qa.py --retrieval-only --conversations 2     # no model: retrieval figures only
+    python scripts/eval.py qa --local --conversations 1 --per-category 5 --json qa.json
+    python scripts/eval.py qa --local --conversations 1 --per-category 5 --loop
+    python scripts/eval.py qa --base-url URL --model NAME --judge-base-url URL2 --judge-model NAME2
+    python scripts/eval.py qa --retrieval-only --conversations 2     # no model: retrieval figures only
 
 There is no offline answerer: without an endpoint the script refuses (except with --retrieval-only).
 Categories 1-4 (5, adversarial, has no answer); questions without usable evidence are skipped, counted.
@@ -429,7 +429,3 @@ def print_report(summary: dict[str, dict[str, float]], meta: dict[str, Any]) -> 
               f"calls and {lp['avg_memories_in_prompt']:.1f} memories in the prompt per turn; the planner said it can answer "
               f"{lp['answerable_said']}/{lp['questions']}; {lp['with_warnings']} turns with a warning")
     print(f"wall {meta['wall_s']:.0f} s")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

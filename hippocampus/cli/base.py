@@ -189,7 +189,7 @@ def _named_store() -> str | None:
     """The store_key of the store the options name; None when the settings do not validate (opening the
     store then says what is wrong). `--uri` wins over every other source of settings and is only stripped
     by MemoryConfig, so it is taken as given, without loading the settings (config.py, pydantic-settings,
-    YAML: about 60 ms of a command that then goes through the service); a --uri no service could hold
+    YAML: a noticeable share of a command that then goes through the service); a --uri no service could hold
     (not a store's name) matches no record either way."""
     from .registry import store_key
 

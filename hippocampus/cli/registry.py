@@ -41,7 +41,7 @@ START_GRACE_S = 180.0  # a record this young whose process still runs is a servi
 def services_dir() -> Path:
     """HIPPOCAMPUS_HOME/services (read at each call: a test or a shell may point HIPPOCAMPUS_HOME elsewhere).
     Where the variable is unset: config.DEFAULT_HOME if the settings are loaded, else what it would be
-    (~/.hippocampus), without loading them (about 60 ms of a command going through a service)."""
+    (~/.hippocampus), without loading them (a noticeable share of a command going through a service)."""
     home = os.environ.get("HIPPOCAMPUS_HOME")
     if not home:
         config = sys.modules.get("hippocampus.config")

@@ -11,13 +11,13 @@ import numpy as np
 
 Role = Literal["query", "passage"]
 # A long text is embedded by its head and tail (the whole text is still stored and BM25-indexed):
-# e5 reads 512 tokens, and the bundled engine's time grows with the length (a 60 KB turn took 34 s).
+# e5 reads 512 tokens, and the bundled engine's time grows with the length of what it is handed.
 EMBED_HEAD_CHARS = 1500
 EMBED_TAIL_CHARS = 500
 # An embedder's lock is taken per chunk of at most this many texts, not per call (issue 41): an
-# add_many of 150 texts held another tenant's search for 49 s, one of 3,000 for over 25 minutes. A
-# search waits for at most the chunk in progress: 64 texts left it waiting up to 21 s on the loaded
-# 2-core machine, 16 texts 1.5 s, at the same CPU per text (scripts/bench_fairness.py, docs/performance.md).
+# add_many held another tenant's search for as long as its whole batch took. A search waits for at most
+# the chunk in progress, so the chunk is small; a smaller chunk costs no CPU per text (docs/decisions.md,
+# "Fairness"; scripts/bench_fairness.py).
 LOCK_CHUNK = 16
 
 

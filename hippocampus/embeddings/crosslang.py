@@ -91,6 +91,12 @@ class CrossLangEmbedder:
     def dim(self) -> int:
         return DIM
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (it loads on the first `encode`): the cross-language stage asks Milvus
+        whether a user has a memory in another script before it embeds a question only while it is not."""
+        return self._model is not None
+
     def _load(self):
         with self._loading:
             return self._load_once()
@@ -153,7 +159,7 @@ def resolve(setting: str | None, embedder_model: str) -> str | None:
 
 
 def make_crosslang(name: str | None) -> CrossLangEmbedder | None:
-    """The embedder a `crosslang_embedder` setting names (one per process: 150 MB resident), or None."""
+    """The embedder a `crosslang_embedder` setting names (one per process: a large model held in memory), or None."""
     if name is None:
         return None
     if name != NAME:

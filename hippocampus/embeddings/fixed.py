@@ -2,7 +2,7 @@
 
 Why: the hubness stage (retrieval/hubness.py) needs its twenty probe questions embedded before the
 first dense search ranks anything; a service does it once, but a `hippocampus search` process did it
-every time: 0.3 s of a 2.4 s command with the bundled model, more with EmbeddingGemma. The vectors
+every time, a large share of a short command (docs/performance.md, "Command line"). The vectors
 depend only on the model and the texts, so they are kept as one .npy under the models directory,
 named by a digest of the embedder's `cache_key` (a string that changes whenever its vectors could:
 the bundled model's package version, a local model's files), the role and the texts. An embedder

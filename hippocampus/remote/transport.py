@@ -94,7 +94,7 @@ def _error(response: httpx.Response) -> HippocampusError:
 def _verify(url: str) -> bool:
     """httpx's `verify` for a client of `url`: False (no TLS context made) for plain http, where every request
     goes to that http base URL and redirects are not followed, so no certificate is ever checked; making the
-    default context reads the CA bundle, 45-75 ms of a CLI command through a service. True for https."""
+    default context reads the CA bundle, a noticeable share of a CLI command through a service. True for https."""
     return not url.lower().startswith("http://")
 
 

@@ -19,10 +19,10 @@ stage reads as the user's: "I have a beagle named Waffles", not "Jess's dog is a
 "刘洋养了一只泰迪"), or one that names the relation or the person. Was (issue 55's held-out misses): Luna
 first for the user's dog in both languages, and "We have a golden retriever called Max" for 王琳's corgi.
 
-Why these sizes: chosen on the tune half of tests/data/ranking_questions.json only (scripts/eval_ranking.py
---raw --split tune --weights ...; docs/performance.md), hit@1 of 47: both 0 -> 26, ask 0.1 alone -> 41,
-slot 0.1 alone -> 42, every pair from 0.05 to 0.15 -> 47; 0.1 and 0.1 sit in the middle of that plateau,
-the size of BM25's whole vote in the weighted fusion (fusion.py). Pure functions; no store call.
+Why these sizes: chosen on the tune half of tests/data/ranking_questions.json only (`python scripts/eval.py
+ranking --raw --split tune --weights ...`; docs/decisions.md, "The answer stage"): 0.1 and 0.1 sit in the
+middle of the plateau where every pair scores alike, the size of BM25's whole vote in the weighted fusion
+(fusion.py). Pure functions; no store call.
 """
 
 from __future__ import annotations

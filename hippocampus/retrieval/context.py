@@ -16,7 +16,7 @@ Three bonuses, applied to the fused candidates before the ranking stage:
   cost is why it is off by default.
 
 Weights were chosen on the first five LoCoMo conversations and checked on the other five;
-docs/performance.md has the figures. Only episodic memories with a chat_id take part; the stage
+docs/decisions.md ("The context stage") has the figures. Only episodic memories with a chat_id take part; the stage
 needs the query's vector, so BM25-only search skips it. All weights 0 make it the identity.
 """
 

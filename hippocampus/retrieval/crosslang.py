@@ -13,8 +13,8 @@ in place of e5's (similarity + hubness), where top is the best own-script candid
 with the hubness correction and use() the USE cosine: a memory in the other language goes above the
 query's best own-language memory exactly when USE prefers it to each of the best three, and below by
 how much less USE likes it. Why relative: e5's scale moves with the query's language (a Chinese
-question scores every Chinese memory ~0.87, an English one its English memories ~0.78), so a fixed map
-of USE onto e5 lost 5 of 12 zh->en questions on the tune half. Why three and not the best alone: an own
+question scores every Chinese memory higher than an English one scores its English memories), so a fixed
+map of USE onto e5 lost zh->en questions on the tune half (docs/crosslang.md). Why three and not the best alone: an own
 candidate that e5 ranks first but USE dislikes (another memory than the one asked about) let every
 other-language memory USE liked better pass the right answer ("Where do I live?" answered by "I work at a
 bank" in Chinese, tests/retrieval/test_everyday_questions.py); on the tune half 1, 3 and 5 find the same.
@@ -23,8 +23,7 @@ stage reads the dense score as before. Candidates in the query's own script keep
 single-script store (LoCoMo) or a question in both scripts never meets this stage, and pays nothing.
 
 CROSS_SCALE was chosen on the tune half of tests/data/crosslang_pairs.jsonl only, never on the held-out
-half (docs/crosslang.md): through scripts/eval_crosslang.py, hybrid hit@3 cross-language / same-language
-was 23 / 23 at 0.05, 22 / 24 at 0.1, 19 / 24 at 0.2 and 0.3; 0.1 is the best that keeps every
+half (`python scripts/eval.py crosslang`, docs/crosslang.md): 0.1 is the largest scale that keeps every
 same-language control.
 """
 
@@ -32,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -41,11 +40,8 @@ from ..store import MEMORY_FIELDS
 from ..store import filters as F
 from ..text import script_of
 from .fusion import Candidate, query_scripts
+from .query import Query, Searcher
 from .rows import MARGIN, current_row, kept_row, lite_scope, live_row
-
-if TYPE_CHECKING:
-    from .search import Retriever
-    from .stages import Query
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +86,7 @@ def rescore(cands: list[Candidate], query: str, query_vector: Sequence[float], f
     qv = _unit(query_vector)
     known = {c.id: c for c in cands}
     use: dict[int, float] = {i: u for i, u in (near or {}).items() if i in known}
-    side: dict[int, bool] = {}  # each candidate's script read once: two regex scans of its text (~11 us)
+    side: dict[int, bool] = {}  # each candidate's script read once: two regex scans of its text
 
     def other(c: Candidate) -> bool:
         if c.id not in side:
@@ -135,16 +131,16 @@ def kinds_scope(q: Query) -> tuple[str, int]:
     return q.scope.replace(F.eq("memory_type", q.kind), F.in_("memory_type", list(q.kinds)), 1), q.depth * len(q.kinds)
 
 
-def _gather(r: Retriever, q: Query, qx: Sequence[float], scripts: Sequence[str],
+def gather(r: Searcher, q: Query, qx: Sequence[float], scripts: Sequence[str],
             known: set[int]) -> tuple[list[dict[str, Any]], float | None, dict[int, float]]:
     """The memories in `scripts` nearest the query by cross vector (store/xvector.py `nearest`), read in
     the scope: rows with `_distance` (the USE cosine), the lowest cosine `nearest` returned (`floor`), and
     every cosine it returned. Rows of `known` memories (already candidates, so in the scope) are not read
     again: e5 often gathers the other language's memories itself, and a read costs per id (issue 41);
     they keep their place in the `depth` nearest. Without caller filters the rows are read by id alone,
-    which milvus-lite answers from its primary key (~8 ms for 50 rows at 1k memories, against ~35 ms with
-    the user's condition), and the scope's own conditions (user, kinds, superseded, expired) are checked
-    here; with them, Milvus checks the scope."""
+    which milvus-lite answers from its primary key (far faster than with the user's condition), and the
+    scope's own conditions (user, kinds, superseded, expired) are checked here; with them, Milvus checks the
+    scope."""
     scope, depth = kinds_scope(q)
     kinds = list(q.kinds) if len(q.kinds) > 1 else ([q.kind] if q.kind else None)
     near = dict(r.store.cross.nearest(q.user_id, qx, kinds, scripts, depth + MARGIN))
@@ -167,7 +163,7 @@ def _gather(r: Retriever, q: Query, qx: Sequence[float], scripts: Sequence[str],
     return [row for row in ranked[:depth] if not row.get("_known")], min(near.values()), near
 
 
-def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def stage(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """The stage itself (stages.py STAGES `crosslang`): the query's USE vector and the gathering, both
     shared by the kinds of one Memory.search (`Query.memo`), then `rescore`."""
 
@@ -179,7 +175,7 @@ def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
     if key not in q.memo:
         # nothing to gather (the user has no memory in another script): no query embedding, and a model not
         # loaded yet stays unloaded; asked of Milvus only then, free once the user's vectors are in memory
-        if not cross.holds(q.user_id, wanted, ask=getattr(cross.embedder, "_model", True) is None):
+        if not cross.holds(q.user_id, wanted, ask=not getattr(cross.embedder, "loaded", True)):
             q.memo[key] = None
             return cands
         try:
@@ -187,7 +183,7 @@ def stage(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
         except EmbeddingError as exc:
             log.warning("no cross-language stage: the query could not be embedded (%s)", exc)
             return cands
-        q.memo[key] = (qx, *_gather(r, q, qx, wanted, {c.id for c in cands}))
+        q.memo[key] = (qx, *gather(r, q, qx, wanted, {c.id for c in cands}))
     if q.memo[key] is None:
         return cands
     qx, rows, floor, near = q.memo[key]

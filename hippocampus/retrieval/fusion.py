@@ -3,7 +3,7 @@
 Why not plain reciprocal-rank fusion: BM25 over jieba tokens cannot match a Chinese question to an
 English memory (or the reverse), so across languages its list holds only accidental matches (a
 shared name or number). RRF gives that list the same vote as the dense list and pushes the right
-memory down. Measured on LoCoMo (scripts/eval_locomo.py, docs/performance.md), the default
+memory down. Measured on LoCoMo (`python scripts/eval.py locomo`, docs/decisions.md, "Fusion"), the default
 `weighted` fusion keeps the cosine similarity as the backbone and lets BM25 add a bounded bonus:
 
     score = cosine + bm25_weight * script_factor * bm25 / max_bm25

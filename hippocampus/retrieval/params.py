@@ -9,10 +9,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-if TYPE_CHECKING:
-    from .search import SearchMode
+from .query import SearchMode
 
 Reorders = Callable[[Any, "SearchMode", bool, bool], bool]  # (params, mode, use_context, use_graph)
 

@@ -12,7 +12,7 @@ recipe weighs the cosine, a 30-day exponential decay and importance by fixed wei
 here each term has its own weight so that a deployment can switch them on one by one.
 
 All weights default to 0 (the stage is then the identity): on LoCoMo, where questions ask about
-any point of a months-long conversation, a recency bonus lowered recall (docs/performance.md).
+any point of a months-long conversation, a recency bonus lowered recall (docs/decisions.md, "Recency").
 Turn them on where recent and often-used memories should win ties.
 
 Then, with `mmr_weight` > 0, maximal marginal relevance (Carbonell and Goldstein, 1998): the list is

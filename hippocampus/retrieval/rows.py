@@ -38,7 +38,7 @@ def lite_scope(store: MilvusStore, scope: str) -> str | None:
     superseded rows itself, asking for MARGIN more); None where nothing is gained (another engine, no such
     part, or another JSON condition left). Why: milvus-lite evaluates a JSON path row by row in Python
     after converting every column of the partition's rows, 384-d vectors included; at 100k memories that
-    filter took ~90% of a dense search and half of the BM25 one (docs/hybrid_at_scale.md)."""
+    filter took most of a search's time (docs/hybrid_at_scale.md)."""
     part = f" and ({CURRENT})"
     live = LIVE.search(scope)
     if store.capabilities.engine != "milvus-lite" or part not in scope or live is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -25,17 +25,16 @@ from ..errors import EmbeddingError, InvalidInput
 from ..models import MemoryRecord, MemoryType, SearchHit, now_ts
 from ..store import MEMORY_FIELDS, MilvusStore, expiry
 from ..store import filters as F
+from ..store.filter_check import checked_filter
 from . import stages
 from .context import apply_context, in_context, neighbours, windows
 from .fusion import Candidate, collect
 from .hubness import PROBES
 from .params import built, params_class
+from .query import Query, SearchMode
 from .rows import MARGIN, kept_row, lite_scope
 
 log = logging.getLogger(__name__)
-
-SearchMode = Literal["hybrid", "dense", "bm25"]
-HybridFusion = Literal["weighted", "rrf", "milvus_rrf", "milvus_weighted"]
 
 
 def check_search_mode(mode: Any) -> SearchMode:
@@ -78,8 +77,8 @@ class Retriever:
         return F.and_(*parts)
 
     def caller_filter(self, user_id: str, filters: dict[str, Any] | None) -> F.CallerFilter:
-        """The caller's filters compiled once per search, bare keys checked (store/filters.py `checked_filter`)."""
-        return F.checked_filter(self.store, user_id, filters, self.params.categories)
+        """The caller's filters compiled once per search, bare keys checked (store/filter_check.py)."""
+        return checked_filter(self.store, user_id, filters, self.params.categories)
 
     def encode_query(self, query: str, mode: SearchMode | None = None) -> Sequence[float] | None:
         """The query's vector, or None when BM25 alone will serve (bm25 mode, or the embedder failed)."""
@@ -128,7 +127,7 @@ class Retriever:
         use_context = self.params.context.active and query_vector is not None and mode != "bm25"
         use_graph = (self.params.graph_on if graph is None else bool(graph)) and self.params.graph.active and query_vector is not None
         reorder = self.params.reorders(mode, use_context, use_graph)
-        q = stages.Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded, include_expired),
+        q = Query(text=query, vector=query_vector, mode=mode, scope=self.scope(user_id, memory_type, caller, include_superseded, include_expired),
                   part=part, depth=max(limit, self.params.candidates) if reorder else limit, use_context=use_context,
                   include_superseded=include_superseded, now=now, user_id=user_id, use_graph=use_graph,
                   include_expired=include_expired, kind=memory_type.value if memory_type is not None else None,
@@ -170,7 +169,7 @@ class Retriever:
         miss rows) from a scope that has no more. On a local path this process is the store's only
         writer (the directory lock), so a count is kept until the store's next write (`cross.writes`
         counts every insert, upsert and delete): a kind a user has no memories of was counted on every
-        search (~87 ms at 10k unflushed rows, issue 41), now once per write."""
+        search, a slow scan of unflushed rows (issue 41), now once per write."""
         clock = getattr(getattr(self.store, "cross", None), "writes", None)
         if clock is None or "://" in str(getattr(self.store, "uri", "://")):
             return self.store.count(scope, partition=part)
@@ -231,7 +230,7 @@ class Retriever:
         """The context stage (retrieval/context.py). An exact query reads the memories in the time
         windows around the candidates, to find each one's chat neighbours; the neighbours that are
         not candidates are scored by their cosine (their vectors in a second call). Not a filtered
-        vector search: milvus-lite's index returned 257 of 370 rows matching such a filter."""
+        vector search: milvus-lite's index returned only part of the rows matching such a filter."""
         params = self.params.context
         targets = [c.row for c in cands if in_context(c.row)]
         near: dict[int, list[int]] = {}

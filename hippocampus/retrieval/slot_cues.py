@@ -11,7 +11,7 @@ A cue in either language serves a question in the other: "我们房租多少？"
 "We pay £950 a month rent" states it.
 
 These are cues, not a reader, and no value is extracted. The slot names are the slot reader's
-(text/slot_tables.py: `job` and `employer`, `home`, `name`, `age`, `diet`, `allergy`, `rent`, `vehicle`;
+(text/slot_tables.py: `job` and `employer`, `home`, `name`, `alias`, `age`, `diet`, `allergy`, `rent`, `vehicle`;
 `boss` is one of its relations, `cat` and `dog` its pets) plus two it has no attribute for (`birthday`,
 `hometown`). A question's cues are the only reading of what it asks; a statement's cues (`stated`) are the
 answer stage's fallback for a record without the reader's statements (`metadata["statements"]`: written
@@ -59,6 +59,10 @@ SLOTS: dict[str, tuple[str, str]] = {
     "name": (
         r"\bwhat(?:'s| is) my name\b|\bwhat am i called\b|我叫什么|我的名字|我姓什么",
         r"\bmy name(?:'s| is)\b|\bi(?:'m| am) called\b|\bcall me\b|^我叫|我的名字(?:是|叫)|我姓",
+    ),
+    "alias": (
+        r"\bmy (?:english|chinese|nick|middle|pen|stage|screen|user|online) ?name\b|\bnickname\b|英文名|中文名|小名|昵称|网名|外号|绰号|乳名|艺名|笔名|花名",
+        r"\bmy (?:english|chinese|nick|middle|pen|stage|screen|user|online) ?name(?:'s| is)\b|\bnickname\b|(?:英文名|中文名|小名|昵称|网名|外号|绰号|乳名|艺名|笔名|花名)(?:字)?(?:是|叫)",
     ),
     "cat": (
         rf"\b(?:cat|kitten|kitty)(?:'s|s)?\b.{{0,12}}\b(?:name|called|named|breed|kind)\b|\b(?:name|kind|breed) of (?:my|our|the) cat"

@@ -6,13 +6,13 @@ Each stage declares what it owns beside it (`@declares`, collected in `SETTINGS`
 reads, and when it needs more candidates than the limit. `RetrievalParams` is made from these declarations
 (one field per parameter), and its `from_config` and the candidate depth read them, so a new stage is its
 function here (helpers in a module of their own) plus its MemoryConfig setting and its tests. Stages call
-the retriever's public methods (`dense`, `bm25`, `lexical`, `milvus_hybrid`, `with_context`, `probe_vectors`)."""
+the retriever's public methods (`dense`, `bm25`, `lexical`, `milvus_hybrid`, `with_context`, `probe_vectors`),
+named in query.py `Searcher`, which search.py `Retriever` satisfies; `Query` (what a stage reads of one search)
+is there too."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,37 +27,12 @@ from .graph import GraphParams, combine, cosine, entity_links, hop_links, triple
 from .graph import apply as apply_graph
 from .hubness import corrections, hub_scores
 from .params import Param, Settings, built, setting
+from .query import Query, Searcher
 from .ranking import RankParams, diversify, rank
 from .rows import current_row, lite_scope, live_row
 from .subject import apply as apply_subject
 
-if TYPE_CHECKING:
-    from .search import Retriever, SearchMode
-
-
-@dataclass
-class Query:
-    """What every stage may read of one search."""
-
-    text: str
-    vector: Sequence[float] | None
-    mode: SearchMode
-    scope: str
-    part: str
-    depth: int  # candidates gathered: the limit, or more when a later stage reorders
-    use_context: bool
-    include_superseded: bool
-    now: int | None
-    user_id: str = ""
-    use_graph: bool = False
-    include_expired: bool = False
-    kind: str | None = None  # the memory type searched (its condition is in `scope`)
-    kinds: tuple[str, ...] = ()  # every type the caller's one search asks for (crosslang shares work across them)
-    memo: dict = field(default_factory=dict)
-    plain: bool = False  # no caller filter: the scope is the user, kind, superseded and expiry conditions only  # shared by the kinds of one search (Retriever.search `memo`)
-
-
-Stage = Callable[["Retriever", Query, list[Candidate]], list[Candidate]]
+Stage = Callable[[Searcher, Query, list[Candidate]], list[Candidate]]
 
 SETTINGS: dict[str, Settings] = {}  # stage name -> what it owns (params.py), filled by `declares`
 
@@ -72,7 +47,7 @@ def declares(settings: Settings) -> Callable[[Stage], Stage]:
 
 @declares(Settings(params={"mode": setting("search_mode", str, "hybrid"), "candidates": setting("search_candidates", int, 20)},
                    reads=("fusion", "bm25_weight", "hubness_weight")))  # Milvus's own fusion; vectors for hubness
-def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
+def gather(r: Searcher, q: Query, _: list[Candidate]) -> list[Candidate]:
     """Candidates by mode: dense, BM25 (filled with the scope's newest when few share a word), both,
     or Milvus's own hybrid ranking (already scored)."""
     if q.mode == "bm25":
@@ -88,7 +63,7 @@ def gather(r: Retriever, q: Query, _: list[Candidate]) -> list[Candidate]:
 
 @declares(Settings(params={"hubness_weight": setting("rank_hubness_weight", float, 0.5)}, reads=("fusion",),
                    reorders=lambda p, mode, use_context, use_graph: p.hubness_weight > 0))
-def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def hubness(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Lower the similarity of memories close to every query (retrieval/hubness.py); the dense
     ranks follow the corrected similarity. Not for BM25 alone nor Milvus's own hybrid ranking."""
     weight = r.params.hubness_weight
@@ -110,7 +85,7 @@ def hubness(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 
 
 @declares(Settings(reads=("fusion",)))  # its own settings are the crosslang embedder's (retrieval/crosslang.py)
-def crosslang(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def crosslang(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Memories in a script the query does not use, found and scored by the cross-language vector
     (retrieval/crosslang.py); only with `crosslang_embedder` set and a store that has the field."""
     return X.stage(r, q, cands)
@@ -120,7 +95,7 @@ def crosslang(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]
                            "bm25_weight": setting("hybrid_bm25_weight", float, 0.1),
                            "script_aware": Param(True)},  # no setting: BM25 counts only within a script (fusion.py)
                    reorders=lambda p, mode, use_context, use_graph: mode == "hybrid"))
-def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def fusion(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """One score per candidate: BM25's, the (corrected) similarity, or the weighted / RRF fusion of both."""
     if q.mode == "bm25":
         for c in cands:
@@ -138,7 +113,7 @@ def fusion(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 
 @declares(Settings(params={"subject_weight": setting("rank_subject_weight", float, 0.1)},
                    reorders=lambda p, mode, use_context, use_graph: p.subject_weight > 0))
-def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def subject(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """A question about the user passes over memories only about someone else, and the reverse
     (retrieval/subject.py). Not for BM25 alone, whose scores are on another scale."""
     return cands if q.mode == "bm25" else apply_subject(cands, q.text, q.user_id, r.params.subject_weight)
@@ -146,7 +121,7 @@ def subject(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 
 @declares(Settings(params={"ask_weight": Param(ASK_WEIGHT), "slot_weight": Param(SLOT_WEIGHT)},  # no setting: answer.py
                    reorders=lambda p, mode, use_context, use_graph: p.ask_weight > 0 or p.slot_weight > 0))
-def answer(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def answer(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Statements before questions, requests and remarks; a statement of the slot a question asks
     rises (retrieval/answer.py). Not for BM25 alone, whose scores are on another scale."""
     return cands if q.mode == "bm25" else apply_answer(cands, q.text, r.params.ask_weight, r.params.slot_weight, q.user_id)
@@ -155,7 +130,7 @@ def answer(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 @declares(Settings(params={"graph_on": setting("graph", lambda v: v == "on", False),  # a search may ask (`graph=`)
                            "graph": setting("rank_graph_weight", lambda v: GraphParams(weight=float(v)), GraphParams())},
                    reorders=lambda p, mode, use_context, use_graph: use_graph))
-def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def graph(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Memories linked to the query through the user's graph join or rise (retrieval/graph.py; with `graph: on`)."""
     g, p = r.store.graph, r.params.graph
     if not q.use_graph or q.vector is None or not g.exists():
@@ -185,13 +160,13 @@ def graph(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 @declares(Settings(params={"context": built(ContextParams.from_config, ContextParams(), "rank_neighbour_weight",
                                             "rank_chat_weight", "rank_who_weight", "rank_neighbour_window_seconds")},
                    reorders=lambda p, mode, use_context, use_graph: use_context))
-def context(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def context(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """The best match's chat, a named who, and (opt-in) chat neighbours (retrieval/context.py)."""
     return r.with_context(q.text, q.vector, cands, q.scope, q.part) if q.use_context else cands
 
 
 @declares(Settings())
-def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def current(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Facts a newer one superseded leave, and memories past a caller's `expires_at`, unless asked for (the
     filter's twin for servers without JSON exists)."""
     return [c for c in cands if (q.include_superseded or current_row(c.row)) and (q.include_expired or live_row(c.row))]
@@ -200,7 +175,7 @@ def current(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
 @declares(Settings(params={"rank": built(RankParams.from_config, RankParams(), "rank_recency_weight", "rank_half_life_days",
                                          "rank_hit_weight", "rank_importance_weight", "rank_mmr_weight")},
                    reorders=lambda p, mode, use_context, use_graph: p.rank.active))
-def ranking(r: Retriever, q: Query, cands: list[Candidate]) -> list[Candidate]:
+def ranking(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     """Recency, use and importance bonuses, then MMR diversity (retrieval/ranking.py; off by default)."""
     return diversify(rank(cands, r.params.rank, q.now), r.params.rank.mmr_weight, r.store.vectors)
 

@@ -1,6 +1,6 @@
-"""Per-route body caps and a gate on large bodies in flight (issue 42, item 3): parsed JSON is some
-80 times its body (a 3.8 MiB search with a 2-million-item `in` list took +313 MiB), so the body cap
-alone does not bound memory.
+"""Per-route body caps and a gate on large bodies in flight (issue 42, item 3): parsed JSON takes many
+times its body's size in memory (a long `in` list most of all), so the body cap alone does not bound
+memory (docs/security.md).
 
 - ONE_REQUEST_BYTES (1 MiB) on every route but the bulk ones: the largest valid single-memory request
   (guard._WORST_ONE_MEMORY, about 0.57 MiB) fits, a search or add of 4 MiB does not;

@@ -3,7 +3,7 @@ plus a stop filter.
 
 Why a stop filter: without it a Chinese question and a Chinese memory "match" on 的/了/我 and
 English ones on the/to/did, and those matches decide BM25's order whenever the real words do not
-occur (measured: the bilingual test in tests/retrieval/test_retrieval.py, LoCoMo in docs/performance.md).
+occur (the bilingual test in tests/retrieval/test_retrieval.py; LoCoMo: docs/decisions.md, "Stop words").
 jieba also emits punctuation as tokens; they are dropped here too. Milvus servers accept the same
 parameters (`filter: [{type: stop, stop_words: [...]}]`).
 """

@@ -1,8 +1,8 @@
 """User buckets: the memories collection is split into NUM_BUCKETS partitions by a hash of user_id.
 
 Why: milvus-lite 3.x is pure Python and walks every row of every searched segment in Python, so a
-user-filtered search at 100k rows took ~280 ms here (memtable flushed) while the same search
-restricted to the user's bucket took ~7 ms, below a numpy full scan (docs/performance.md).
+user-filtered search costs what the whole collection costs, while the same search restricted to the
+user's bucket scans a 64th of it (docs/decisions.md, "User buckets and a small memtable").
 Milvus' own partition key (is_partition_key) does not help on milvus-lite: it buckets rows but
 never prunes buckets from the filter, and it forbids naming partitions. Manual partitions work the
 same on a Milvus server (64 is far below its 1,024-partition default limit).
@@ -37,7 +37,7 @@ def group_by_bucket(rows: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
 
 def ensure_bucket(call: Callable[..., Any], collection: str, known: set[str], name: str, create: bool) -> bool:
     """Whether bucket `name` of `collection` exists, made when `create` (under the caller's store lock):
-    buckets are made on first write (all 64 up front cost ~2 s per collection), and another process may
+    buckets are made on first write (all 64 up front would slow every new collection), and another process may
     have made one since `known` was filled, so a miss asks Milvus before answering; a lost race to make it
     is not an error. `call(method, *args)`: the store's client call."""
     if name in known:

@@ -56,9 +56,9 @@ class Capabilities:
     def companion_index(self) -> str:
         """The cross-language companion's vector index. milvus-lite: brute force (FLAT), which searches the
         segment's own vector matrix (exact, and only the rows the user filter keeps), where AUTOINDEX
-        builds a faiss HNSW beside it at every flush and compaction: a second copy of every 512-d vector
-        (8-31 MB more resident for 10,000 rows, scripts/profile_memtable.py --insert-rss) where every search
-        names one user's bucket, small enough for brute force. A Milvus server: AUTOINDEX."""
+        builds a faiss HNSW beside it at every flush and compaction: a second copy of every 512-d vector,
+        where every search names one user's bucket, small enough for brute force (docs/decisions.md,
+        "The companion indexed FLAT"). A Milvus server: AUTOINDEX."""
         return "FLAT" if self.engine == "milvus-lite" else "AUTOINDEX"
 
     def create_kwargs(self) -> dict[str, Any]:

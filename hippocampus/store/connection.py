@@ -91,8 +91,9 @@ def _below_warning(record: logging.LogRecord) -> bool:
 
 
 def _lite_environment() -> None:
-    """milvus-lite searches its in-memory table row by row in Python (~2 s per filtered search at 100k
-    unflushed rows here); a small memtable budget keeps most rows in flushed, indexed segments. milvus-lite
+    """milvus-lite searches its in-memory table row by row in Python (seconds per filtered search with
+    many rows unflushed: docs/decisions.md, "User buckets and a small memtable"); a small memtable budget
+    keeps most rows in flushed, indexed segments. milvus-lite
     reads its documented MILVUS_LITE_MEMTABLE_MEMORY_LIMIT_BYTES once, as it is imported: set here, as the
     first milvus-lite store opens and before anything of ours imports milvus_lite (an explicit value wins)."""
     with _PREPARE_LOCK:

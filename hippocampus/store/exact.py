@@ -5,18 +5,25 @@ asks Milvus only for plain paged reads (`iterate`, `query`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from . import filters as F
 
-if TYPE_CHECKING:
-    from .milvus import MilvusStore
+
+class PagedRows(Protocol):
+    """What the scan reads of its store (MilvusStore, store/milvus.py), named here so that this module need
+    not import the store that calls it."""
+
+    def iterate(self, filter_expr: str, fields: Sequence[str] = ..., batch: int = ...,
+                partition: str | None = None) -> Iterator[list[dict[str, Any]]]: ...
+    def query(self, filter_expr: str, fields: Sequence[str] = ..., limit: int | None = None,
+              partition: str | None = None) -> list[dict[str, Any]]: ...
 
 
-def exact_top_k(store: MilvusStore, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str],
+def exact_top_k(store: PagedRows, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str],
                 partition: str | None = None) -> list[dict[str, Any]]:
     """The `limit` rows nearest to `vector` by cosine, best first (ties by id), each with `_distance`."""
     if limit <= 0:

@@ -5,7 +5,7 @@ A filter is parsed and checked whole before any work (`parse`: InvalidInput with
 unknown operator, a wrong value type, a bad field, too deep or too large). Then it is split (`plan`):
 what Milvus evaluates exactly is rendered through filters.py's escaping builder and pushed down;
 the rest (the `residual`) is evaluated here in Python over the user's rows and reaches Milvus as
-`id in [...]` (filters.py `checked_filter`). Why the split: measured on milvus-lite 3.2 (tests/store/
+`id in [...]` (filter_check.py `checked_filter`). Why the split: measured on milvus-lite 3.2 (tests/store/
 test_filter_ops.py), a JSON comparison is three-valued (`not (metadata["k"] == 1)` drops the rows
 without `k`), `true == 1`, `in` on a JSON path is refused and `like` escapes differ between JSON and
 VARCHAR; Milvus 2.3 has no `exists`. So pushed down are only: column atoms (chat_id, who,
@@ -40,7 +40,7 @@ MAX_LIST = 100  # values of one in / nin
 FILTER_STATES: tuple[str, ...] = ("active", "archived", "superseded")
 ENUM_VALUES: dict[str, tuple[str, ...]] = {"memory_type": ("episodic", "semantic", "procedural"),
                                            "category": tuple(c.value for c in Category), "state": FILTER_STATES}
-# The project's own category names (MemoryConfig.categories) while `filters.checked_filter` compiles a filter for
+# The project's own category names (MemoryConfig.categories) while `filter_check.checked_filter` compiles a filter for
 # a retriever that knows them: the store itself does not read the config.
 DECLARED_CATEGORIES: ContextVar[frozenset[str]] = ContextVar("declared_categories", default=frozenset())
 

@@ -3,7 +3,8 @@
 milvus-lite rejects pymilvus `filter_params`, so values are rendered as literals
 here and nowhere else: strings are escaped (backslash, quote, newline, tab; other control
 characters are refused), integers must be real ints, field and JSON key names must be plain
-identifiers. A value like `x" or user_id != "` stays one string literal.
+identifiers. A value like `x" or user_id != "` stays one string literal. This module reads no store:
+checking a caller's filter against the user's rows is filter_check.py's.
 """
 
 from __future__ import annotations
@@ -12,16 +13,12 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput
 from ..models import Category
 from ..validation import OWNED_KEYS
 from . import filter_ops
-from .filter_ops import DECLARED_CATEGORIES, FILTER_STATES, project_category
-
-if TYPE_CHECKING:
-    from .milvus import MilvusStore
+from .filter_ops import FILTER_STATES, project_category
 
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # Milvus string literals know \n \r \t but no \uXXXX escape: other control characters are refused.
@@ -128,7 +125,7 @@ FILTER_COLUMNS: tuple[str, ...] = ("chat_id", "who", "memory_type")
 FILTER_ALIASES: dict[str, str] = {"chatid": "chat_id"}
 METADATA_PREFIX = "metadata."
 # `category` and `state` name the lifecycle's; for a user whose own metadata has a key of that name a bare one is
-# ambiguous and refused (`checked_filter`): `lifecycle.category` / `metadata.category` say which.
+# ambiguous and refused (filter_check.py `checked_filter`): `lifecycle.category` / `metadata.category` say which.
 LIFECYCLE_FIELDS: tuple[str, ...] = ("category", "state")
 LIFECYCLE_PREFIX = "lifecycle."
 # Metadata keys the library writes (docs/limits.md; validation.OWNED_KEYS): known by name, taken bare without a look.
@@ -144,7 +141,7 @@ NEVER = "id < 0"  # false on every engine (Milvus 2.3 refuses a bare `false` bes
 class CallerFilter:
     """The caller's filters compiled: `expr` for the store, the bare keys still to be proven to be
     metadata keys of this user (`bare`), whether superseded memories were asked for, and the part
-    Milvus cannot evaluate exactly (`residual`, filter_ops.py), which `checked_filter` turns into ids."""
+    Milvus cannot evaluate exactly (`residual`, filter_ops.py), which filter_check.py `checked_filter` turns into ids."""
 
     def __init__(self, expr: str, bare: list[str], wants_superseded: bool, residual: filter_ops.Tree | None = None,
                  named_life: list[str] | None = None):
@@ -259,48 +256,6 @@ def _operator_filter(filters: dict[str, object], json_exists: bool = True) -> Ca
     rest = None if not residual else residual[0] if len(residual) == 1 else filter_ops.Node("AND", tuple(residual))
     superseded = "state" in filter_ops.fields_of(tree)  # a filter that names the state decides superseded itself
     return CallerFilter(and_(*pushed), bare, superseded, rest, named_life)
-
-
-def resolve_residual(store: MilvusStore, user_id: str, caller: CallerFilter) -> CallerFilter:
-    """The residual evaluated over this user's rows that the pushed-down part keeps (one scan of
-    them), reaching Milvus as `id in [...]`: exact on every engine."""
-    if caller.residual is None:
-        return caller
-    from ..models import MemoryRecord  # the kernel's record: what the residual reads
-
-    part = store.partition_for(user_id)
-    ids: list[int] = []
-    if part is not None:
-        for page in store.iterate(and_(eq("user_id", user_id), caller.expr), partition=part):
-            ids += [int(r["id"]) for r in page if filter_ops.evaluate(caller.residual, MemoryRecord.from_row(r))]
-    return CallerFilter(and_(caller.expr, in_("id", ids) if ids else NEVER), caller.bare, caller.wants_superseded,
-                        named_life=caller.named_life)
-
-
-def checked_filter(store: MilvusStore, user_id: str, filters: dict[str, object] | None,
-                   categories: Iterable[str] = ()) -> CallerFilter:
-    """`caller_filter`, each bare key proven to be a metadata key of some memory of this user (one
-    row read per such key) or refused: a misspelt field is an InvalidInput naming the fields, never
-    an empty answer. A server without JSON `exists` (Milvus before 2.4) cannot be asked; there a
-    bare key is taken as a metadata key."""
-    token = DECLARED_CATEGORIES.set(frozenset(categories))  # the project's categories are filterable names
-    try:
-        caller = caller_filter(filters, store.capabilities.json_exists)
-    finally:
-        DECLARED_CATEGORIES.reset(token)
-    if (caller.bare or caller.named_life) and store.capabilities.json_exists:
-        part = store.partition_for(user_id)
-
-        def has_key(key: str) -> bool:
-            return part is not None and bool(store.query(and_(eq("user_id", user_id), json_exists("metadata", key)),
-                                                         fields=["id"], limit=1, partition=part))
-        for key in caller.bare:
-            if not has_key(key):
-                raise unknown_field(key)
-        for key in caller.named_life:
-            if has_key(key):
-                raise ambiguous_field(key)
-    return resolve_residual(store, user_id, caller)
 
 
 def ambiguous_field(key: str) -> InvalidInput:

@@ -320,7 +320,7 @@ class MilvusStore:
         """Milvus' own hybrid_search (dense + BM25, fused by RRFRanker or WeightedRanker).
 
         Kept for comparison and for Milvus servers; the retriever's default fusion is its own
-        (retrieval/fusion.py), which measured better (docs/performance.md). `_distance` is the
+        (retrieval/fusion.py), which measured better (docs/decisions.md, "Fusion"). `_distance` is the
         ranker's fused score."""
         from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
 

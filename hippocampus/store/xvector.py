@@ -4,8 +4,8 @@ model of embeddings/crosslang.py), read by the cross-language stage (retrieval/c
 
 Why a companion collection and not a second vector field of the memories collection (version 4 did
 that): milvus-lite evaluates a filtered search over every column of its in-memory rows, so a 512-d
-field in the memories collection made every BM25 search 1.7-4x slower, and e5's dense search too, at
-1k-10k memories (docs/crosslang.md, "Cost"); and Milvus 2.3 refuses a collection with two vector
+field in the memories collection made every BM25 search slower, and e5's dense search too
+(docs/crosslang.md, "Cost"); and Milvus 2.3 refuses a collection with two vector
 fields. The memories collection keeps the version-3 layout.
 
 Why here, at the store's write door: memories are written by a dozen paths (add, consolidation,
@@ -43,9 +43,9 @@ log = logging.getLogger(__name__)
 
 SUFFIX = "_xvec"
 # Companion rows upserted per call, as the embedder's chunks. Each row's 512 floats become Python objects on
-# both sides of milvus-lite's in-process gRPC call: ~16 MB held at once for a page of 500, ~2 MB for 64, at a
-# cost of ~1 ms a call. (A 10,000-memory bench process peaked at 777, 745, 713, 725 and 764 MB with pages of
-# 500, 100, 50, 20 and 64: one run each, within that process's run-to-run spread of ~30 MB.)
+# both sides of milvus-lite's in-process gRPC call, so a small page bounds what is held at once for little
+# more time a call; larger or smaller pages did not move a whole process's peak (docs/decisions.md,
+# "The companion's pages").
 WRITE_PAGE = 64
 
 
@@ -121,7 +121,7 @@ class CrossVectors:
         props = {} if info is None else (info.get("properties") or {})
         self.legacy = info is not None and XVECTOR in {f["name"] for f in info.get("fields", [])}
         # named by the memories: opened on first use (`_ensure`), as milvus-lite reads a collection's every
-        # segment when it is first touched (0.4 s at 10,000 memories), which list, get, stats or export never need
+        # segment when it is first touched (slow on a large store), which list, get, stats or export never need
         named = info is not None and not self.legacy and PROP_CROSS in props
         exists = False if named else c.has_collection(self.name)
         if info is None and exists:  # left by a memories collection of the same name that was dropped
@@ -147,8 +147,8 @@ class CrossVectors:
         """The companion exists (made on first write, like the graph's: a store never written pays nothing);
         another replica may have made it since we looked. A new one is split into the memories' user
         buckets (store/buckets.py): milvus-lite evaluates a filter row by row, so a user's search, cosine read
-        and existence check scanned every memory of the store (~15, 9 and 16 ms at 10,000 memories, against
-        2-5 ms in the user's bucket: docs/crosslang.md); an older companion keeps its single partition."""
+        and existence check scanned every memory of the store instead of one bucket (docs/crosslang.md); an
+        older companion keeps its single partition."""
         if not self._made and (create or self.host.client.has_collection(self.name)):
             schema, index = xvec_schema(self.host.client, self.embedder.dim, self._index_type)
             self.host._create_collection(self.name, schema=schema, index_params=index, **self._create_kwargs,
@@ -204,7 +204,7 @@ class CrossVectors:
     def written(self, rows: Sequence[dict[str, Any]], ids: Sequence[int], vecs: np.ndarray | None, fresh: bool = False) -> None:
         """After the memories were written: their rows in the companion (under the store's lock). `fresh`:
         ids the store has just allocated (an insert), which the companion cannot hold yet, so their rows are
-        inserted: milvus-lite's upsert looks every id up first (a single add ~20% faster, scripts/bench.py)."""
+        inserted: milvus-lite's upsert looks every id up first, which a new id need not pay."""
         self.writes += 1  # called by every insert and upsert, whether the store keeps cross vectors or not
         if not self.filled or vecs is None or not rows:
             return
@@ -287,7 +287,7 @@ class CrossVectors:
         """How many memories (of `user_id`, or all) lack a companion row, or None where the store keeps no
         cross vectors: a process killed between a memory's write and its row's leaves one (`hippocampus
         reembed --crosslang` fills them). Two counts first; only where they differ are both collections' ids
-        read (~0.2 s a thousand memories, too slow for every `stats`), since a row left by a delete killed
+        read (too slow for every `stats` on a large store), since a row left by a delete killed
         the same way offsets the difference (equal leftovers of both kinds would read as 0)."""
         scope = F.eq("user_id", user_id) if user_id is not None else ""
         if not self.filled:  # an older store, not filled yet: none of its memories has one

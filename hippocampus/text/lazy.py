@@ -1,9 +1,10 @@
 """Regular expressions compiled on first use (issue 41).
 
 Why: the text and lifecycle modules hold about fifty large patterns (the offline rules' vocabulary in two
-languages), and compiling them as the modules load cost about 45 ms of every process that imports the
-store, a `hippocampus list` among them, which never matches one. A `LazyPattern` compiles on its first
-method or attribute use and then answers as the compiled pattern does; nothing else changes.
+languages), and compiling them as the modules load was paid by every process that imports the store,
+a `hippocampus list` among them, which never matches one (docs/performance.md, "Command line"). A
+`LazyPattern` compiles on its first method or attribute use and then answers as the compiled pattern does;
+nothing else changes.
 """
 
 from __future__ import annotations

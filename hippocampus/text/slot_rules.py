@@ -18,6 +18,7 @@ _PETS_EN = _alts([w for k in ("dog", "cat") for w in RELATIONS[k] if w.isascii()
 _PETS_ZH = _alts([w for k in ("dog", "cat") for w in RELATIONS[k] if not w.isascii()])
 VALUES: dict[str, str] = {
     "NAME": rf"{_CAP}(?:\s+{_CAP})?",
+    "KINDZH": r"英文名|中文名|小名|昵称|网名|外号|绰号|乳名|艺名|笔名|花名",
     "PLACE": rf"{_CAP}(?:\s+{_CAP}){{0,2}}",
     "ZHNAME": r"(?:[A-Z][a-z]+|[\u4e00-\u9fff](?:(?!不是|不叫|而是|了)[\u4e00-\u9fff]){1,3})",
     "ZHPLACE": r"[\u4e00-\u9fffA-Za-z]{2,10}",
@@ -43,6 +44,9 @@ RULES: list[tuple[str, str, str | None]] = [
     # "I have a cat called Mochi", "we adopted a puppy named Rex": the pet's name, never the user's
     ("name", r"(?i:\b(?:have|has|got|adopted|own|owns)\s+(?:a|an)\s+(?:[a-z]+\s+)?)(?P<subj>(?i:{PETS}))(?:,)?\s+"
              r"(?i:called|named)\s+(?P<v>[A-Z][a-z]+)\b", None),
+    # a name of a kind ("my English name is Fiona", "我英文名叫Fiona", "小名叫妞妞"): another name, not the name
+    ("alias", r"(?i:\bmy\s+(?:english|chinese|nick|middle|pen|stage|screen|user|online)\s?name(?:'s| is))\s+(?P<v>{NAME})", None),
+    ("alias", r"(?:{KINDZH})(?:字)?(?:是|叫做|叫)(?P<v>{ZHNAME})", None),
     ("name", r"(?i:\bmy name(?:'s| is)|\bname's|\bcall me|\bi'?m called|\bi am called|\bi go by|\bname is)\s+(?P<v>{NAME})", None),
     ("name", r"(?:名字(?:是|叫)|(?<![不别])叫(?:做)?)(?P<v>{ZHNAME})", None),
     ("age", r"(?i:\bi'?m|\bi am|\bhe'?s|\bshe'?s|\bhe is|\bshe is|\bis|\bturned|\bturn|\bage|\baged|\bwe'?re)\s+"

@@ -22,6 +22,7 @@ class Policy(NamedTuple):
 # The policy table: every attribute the reader knows.
 ATTRIBUTES: dict[str, Policy] = {
     "name": Policy(),
+    "alias": Policy(single=False),  # an English name, a nickname, 小名: beside the name, never replacing it
     "age": Policy(),
     "home": Policy(),
     "employer": Policy(),

@@ -173,8 +173,13 @@ def _clause_statements(clause: str, subject: str) -> list[Statement]:
     negated = bool(_NEG.search(clause))
     body = _NEG.sub(" ", clause).strip() if negated else clause
     out: dict[tuple[str, str], Statement] = {}
+    aliases: list[tuple[int, int]] = []  # where a name of a kind was read: no plain name there
     for attribute, pattern, fixed in _rules():
         for m in pattern.finditer(body):
+            if attribute == "alias":
+                aliases.append(m.span())
+            elif attribute == "name" and any(a < m.end() and m.start() < b for a, b in aliases):
+                continue
             groups = m.groupdict()
             who = subject
             if groups.get("subj"):
@@ -268,11 +273,17 @@ def _merged(out: list[tuple[str, list[Statement]]]) -> list[tuple[str, list[Stat
     """A take-back alone ("不叫王晓雨") joins the turn's new value of the same slot ("我叫王晓宇")."""
     given = {s.key: (i, j) for i, (_, found) in enumerate(out) for j, s in enumerate(found) if s.value is not None and s.old is None}
     for i, (clause, found) in enumerate(out):
-        for s in [s for s in found if s.value is None and s.key in given]:
-            gi, gj = given.pop(s.key)
+        for s in [s for s in found if s.value is None and _given_key(s, given) in given]:
+            gi, gj = given.pop(_given_key(s, given))
             out[gi][1][gj] = out[gi][1][gj].model_copy(update={"old": s.old})
             out[i] = (clause, [x for x in out[i][1] if x is not s])
     return out
+
+
+def _given_key(s: Statement, given: dict[tuple[str, str], tuple[int, int]]) -> tuple[str, str]:
+    """The slot a take-back joins: its own, or a name of a kind given in the turn ("英文名叫Fanny，不叫Fiona")."""
+    alias = (s.subject, "alias")
+    return alias if s.attribute == "name" and s.key not in given and alias in given else s.key
 
 
 def _attach(out: list[tuple[str, list[Statement]]], at: int, raw: str, hint: str) -> None:
@@ -292,8 +303,8 @@ def _attach(out: list[tuple[str, list[Statement]]], at: int, raw: str, hint: str
 def corrects(new: Statement, old: Statement) -> bool:
     """Whether `new` makes `old` untrue: the same subject and slot (a bare figure fills any money slot), and the
     old value taken back by name, or another value given for a single-valued slot."""
-    if new.subject != old.subject or old.value is None:
-        return False
+    if new.subject != old.subject or old.value is None or old.subject == "other":
+        return False  # "other" is whoever "he" or "she" was: two of them need not be one person
     policy = ATTRIBUTES.get(old.attribute)
     if policy is None or not (new.attribute == old.attribute or (new.attribute == "amount" and policy.money)):
         return False

@@ -1,6 +1,6 @@
 """The write decision on tests/data/chat_turns.jsonl (issue 40): realistic turns of sixteen conversations, one
 person each over weeks, in English and Chinese, split by whole conversation. The offline rules keep what they
-are unsure of; the figures below are floors under what they measure (scripts/eval_processors.py --only
+are unsure of; the figures below are floors under what they measure (scripts/eval.py processors --only
 chat_turns prints the table). The older write set (eval_write_decider.jsonl) must not fall below the figures
 it had before the rules changed (accuracy 0.820, recall 0.652)."""
 

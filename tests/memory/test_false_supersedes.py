@@ -76,6 +76,13 @@ NOT_THE_USERS = [
     ("I live in Boston.", "I moved to New York at 22."),
     ("I live in Boston.", "I moved to Seattle in 2015."),
     ("我住在上海", "我22岁搬到了北京"),
+    # a name of another kind stands beside the name; "he" and "she" need not be one person
+    ("我叫陈静", "我英文名叫Fiona"),
+    ("My name is Chen Jing.", "My English name is Fiona."),
+    ("My name is Sean.", "My nickname is Fifi."),
+    ("我叫王晓雨", "我的小名叫妞妞"),
+    ("He lives in Paris.", "She lives in Rome."),
+    ("他在腾讯上班", "她在阿里上班"),
 ]
 CARRIED_SUBJECT = [
     ("我在腾讯工作", "我男朋友是程序员，在百度上班", ("boyfriend", "employer", "baidu")),
@@ -91,6 +98,8 @@ STILL_CORRECTIONS = [
     ("我叫王晓雨", "其实我的名字是王晓宇"),
     ("I live in Portland.", "I moved to Denver last month."),
     ("My name is Shawn.", "My name is Sean."),
+    ("我英文名叫Fiona", "我英文名叫Fanny，不叫Fiona"),  # a name of a kind: corrected when the old one is taken back
+    ("My English name is Fiona.", "My English name is Fanny, not Fiona."),
 ]
 
 

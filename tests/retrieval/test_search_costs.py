@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from hippocampus import Memory
+from hippocampus.text import script_of
 
 otel = pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry import trace  # noqa: E402
@@ -84,20 +85,19 @@ def test_every_cross_language_search_reads_the_companion_in_the_users_bucket(tra
     assert new in {h.id for h in memory.search("which medicine am I allergic to?", user_id="zoe").all}
 
 
-def test_a_question_no_memory_of_another_script_can_answer_leaves_the_model_unloaded(fresh_path: str, embedder, monkeypatch) -> None:
-    from hippocampus.embeddings import crosslang
+def test_a_question_no_memory_of_another_script_can_answer_leaves_the_model_unloaded(fresh_path: str, embedder) -> None:
+    from hippocampus.embeddings.crosslang import CrossLangEmbedder
 
     with Memory(milvus_uri=fresh_path, embedder=embedder) as m:
         m.add_many([{"text": t, "user_id": "ann"} for t in ["I live in Porto.", "I take the 8:15 train to work."]])
         m.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, *OTHERS]])
-    fresh = crosslang.CrossLangEmbedder()  # this process's model, not loaded yet
-    monkeypatch.setitem(crosslang._SHARED, crosslang.NAME, fresh)
     with Memory(milvus_uri=fresh_path, embedder=embedder) as m:
-        assert m.store.cross.active and m.store.cross.embedder is fresh
+        fresh = m.store.cross.embedder = CrossLangEmbedder()  # as a new process has it: not loaded yet
+        assert m.store.cross.active and not fresh.loaded
         assert [h.text for h in m.search("where do I live?", user_id="ann").all][0] == "I live in Porto."
-        assert fresh._model is None  # ann has no Chinese memory: the stage had nothing to gather
+        assert not fresh.loaded  # ann has no Chinese memory: the stage had nothing to gather
         assert ANSWER in [h.text for h in m.search(QUESTION, user_id="mei", limit=3).all]
-        assert fresh._model is not None  # mei has English memories for a Chinese question
+        assert fresh.loaded  # mei has English memories for a Chinese question
 
 
 def test_a_large_write_reaches_the_companion_page_by_page(traced, monkeypatch) -> None:
@@ -114,42 +114,49 @@ def test_a_large_write_reaches_the_companion_page_by_page(traced, monkeypatch) -
     assert ANSWER in [h.text for h in memory.search(QUESTION, user_id="mei", limit=3).all]
 
 
-def test_the_cross_stage_reads_again_no_row_the_dense_search_found(memory: Memory, monkeypatch) -> None:
+def test_the_cross_stage_reads_again_no_row_the_dense_search_found(traced) -> None:
     """A memory in the other language that e5 gathered itself is not read again by the cross-language stage
-    (retrieval/crosslang.py `_gather`), and the hits are exactly those of reading every row."""
-    from hippocampus.retrieval import crosslang
-
-    chinese = ["我对青霉素过敏，小时候起过荨麻疹。", *[t for t in OTHERS if crosslang.script_of(t) == "han"]]
+    (retrieval/crosslang.py `gather`): a small user's every memory is a dense candidate, so the search reads
+    no row of the memories collection (its scope's counts are kept until the next write); a user with more
+    memories than the dense search gathers has the others read."""
+    memory, exporter = traced
+    chinese = ["我对青霉素过敏，小时候起过荨麻疹。", *[t for t in OTHERS if script_of(t) == "han"]]
     memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, "I take the 8:15 train to work.", *chinese]])
-    question = "which medicine am I allergic to?"
-    calls: list[tuple[set[int], list[int]]] = []  # per gathering: the candidates it was told of, the rows it read
-    real_gather = crosslang._gather
+    notes = [f"Note {i}: a quiet week, nothing new at work on day {i}." for i in range(30)]
+    memory.add_many([{"text": t, "user_id": "lin"} for t in [ANSWER, *chinese, *notes]])
+    question, collection, cross = "which medicine am I allergic to?", memory.store.collection, memory.store.cross.name
 
-    def gather(r, q, qx, scripts, known):
-        read: list[int] = []
-        calls.append((set(known), read))
-        real_query = r.store.query
+    def search(user: str, limit: int) -> tuple[list[str], list[dict], list[dict]]:
+        memory.search(question, user_id=user, limit=limit, mode="dense")  # the scope's counts, kept after this one
+        exporter.clear()
+        hits = [h.text for h in memory.search(question, user_id=user, limit=limit, mode="dense").all]
+        return hits, _store_calls(exporter, ("query",), collection), _store_calls(exporter, ("search",), cross)
 
-        def query(expr, **kwargs):
-            rows = real_query(expr, **kwargs)
-            read.extend(int(row["id"]) for row in rows)
-            return rows
+    hits, reads, gathered = search("mei", 10)
+    assert hits[:2] == [ANSWER, chinese[0]] and set(hits) >= set(chinese)  # placed by the cross stage
+    assert [g["db.response.returned_rows"] for g in gathered] == [len(chinese)]  # the stage gathered them all
+    assert reads == []  # ... and read none: e5 had found them
+    hits, reads, gathered = search("lin", 2)
+    assert hits == [ANSWER, chinese[0]] and gathered
+    assert 0 < sum(r["db.response.returned_rows"] for r in reads) <= len(chinese)  # the rows e5 missed, no more
 
-        monkeypatch.setattr(r.store, "query", query)
-        try:
-            return real_gather(r, q, qx, scripts, known)
-        finally:
-            monkeypatch.setattr(r.store, "query", real_query)
 
-    def hits() -> list[tuple[int, float]]:
-        return [(h.id, round(h.score, 6)) for h in memory.search(question, user_id="mei", limit=10, mode="dense").all]
+def test_the_gathering_returns_the_same_cosines_whatever_the_candidates_it_skips(memory: Memory) -> None:
+    """What makes skipping those rows exact: the gathering (crosslang.gather) returns the same USE cosines and
+    floor whichever candidates it is told of, and the rows of the others, nearest first."""
+    from hippocampus.retrieval import crosslang
+    from hippocampus.retrieval.query import Query
 
-    monkeypatch.setattr(crosslang, "_gather", gather)
-    skipped, (known, read) = hits(), calls[-1]
-    monkeypatch.setattr(crosslang, "_gather", lambda r, q, qx, scripts, known: gather(r, q, qx, scripts, set()))
-    everything, (_, read_all) = hits(), calls[-1]
-    assert skipped == everything
-    found_by_e5 = {i for i in known if crosslang.script_of(memory.get(i, user_id="mei").text) == "han"}
-    assert found_by_e5, "e5 gathers a Chinese memory of this small user itself"
-    assert not found_by_e5 & set(read), "rows the dense search found are not read again"
-    assert found_by_e5 <= set(read_all)  # reading every row: they were read
+    chinese = ["我对青霉素过敏，小时候起过荨麻疹。", *[t for t in OTHERS if script_of(t) == "han"]]
+    memory.add_many([{"text": t, "user_id": "mei"} for t in [ANSWER, "I take the 8:15 train to work.", *chinese]])
+    question, r = "which medicine am I allergic to?", memory.retriever
+    q = Query(text=question, vector=None, mode="dense", scope=r.scope("mei"), part=memory.store.partition_for("mei") or "",
+              depth=20, use_context=False, include_superseded=False, now=None, user_id="mei", plain=True)
+    qx = memory.store.cross.embedder.encode([question], role="query")[0]
+    rows, floor, near = crosslang.gather(r, q, qx, ["han"], set())
+    assert sorted(row["text"] for row in rows) == sorted(chinese)
+    assert [int(row["id"]) for row in rows] == sorted(near, key=lambda i: -near[i])  # nearest first
+    for known in ({int(rows[0]["id"])}, set(near)):
+        kept, floor_, near_ = crosslang.gather(r, q, qx, ["han"], known)
+        assert (floor_, near_) == (floor, near)
+        assert [row["id"] for row in kept] == [row["id"] for row in rows if int(row["id"]) not in known]

