@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+from .turns import FairLock
+
+__all__ = ["LOCK_CHUNK", "Embedder", "FairLock", "Role", "bounded", "chunks", "cosine_similarity", "normalize"]
 
 Role = Literal["query", "passage"]
 # A long text is embedded by its head and tail (the whole text is still stored and BM25-indexed):
@@ -18,42 +20,9 @@ EMBED_TAIL_CHARS = 500
 # add_many of 150 texts held another tenant's search for 49 s, one of 3,000 for over 25 minutes. A
 # search waits for at most the chunk in progress: 64 texts left it waiting up to 21 s on the loaded
 # 2-core machine, 16 texts 1.5 s, at the same CPU per text (scripts/bench_fairness.py, docs/performance.md).
+# The lock is granted in turns between tenants (turns.py), so several requests of one tenant queue no
+# chunk ahead of another tenant's.
 LOCK_CHUNK = 16
-
-
-class FairLock:
-    """A lock granted in the order it was asked for (threading.Lock is not: the thread that releases it
-    usually takes it straight back). An embedder takes it once per chunk, so a search that asks while
-    a large batch is being embedded runs after the chunk in progress, not after the whole batch."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition(threading.Lock())
-        self._queue: deque[object] = deque()
-        self._held = False
-
-    def __enter__(self) -> FairLock:
-        me = object()
-        with self._cv:
-            self._queue.append(me)
-            try:
-                self._cv.wait_for(lambda: not self._held and self._queue[0] is me)
-            except BaseException:  # interrupted while waiting: leave the queue, or every later caller waits forever
-                self._queue.remove(me)
-                self._cv.notify_all()
-                raise
-            self._queue.popleft()
-            self._held = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._cv:
-            self._held = False
-            self._cv.notify_all()
-
-    def waiting(self) -> int:
-        """How many callers wait for it now (tests)."""
-        with self._cv:
-            return len(self._queue)
 
 
 def chunks(texts: Sequence[str], size: int) -> list[Sequence[str]]:
