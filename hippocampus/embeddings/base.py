@@ -23,12 +23,27 @@ EMBED_TAIL_CHARS = 500
 # The lock is granted in turns between tenants (turns.py), so several requests of one tenant queue no
 # chunk ahead of another tenant's.
 LOCK_CHUNK = 16
+# ... and of at most this many characters as embedded (one text past it still makes a chunk of its own): a
+# 60 KB turn's embedding (its head and tail) took seconds on the loaded machine, 16 of them held the lock for
+# a minute (issue 57). Short texts still go 16 at a time.
+LOCK_CHUNK_CHARS = EMBED_HEAD_CHARS + EMBED_TAIL_CHARS
 
 
 def chunks(texts: Sequence[str], size: int) -> list[Sequence[str]]:
-    """`texts` in consecutive chunks of at most min(size, LOCK_CHUNK)."""
+    """`texts` in consecutive chunks of at most min(size, LOCK_CHUNK) texts and, past a chunk's first text,
+    LOCK_CHUNK_CHARS characters as embedded: a chunk of long texts costs about one long text, not 16."""
     step = max(1, min(int(size), LOCK_CHUNK))
-    return [texts[i:i + step] for i in range(0, len(texts), step)]
+    out: list[Sequence[str]] = []
+    start, chars = 0, 0
+    for i, text in enumerate(texts):
+        n = min(len(text), EMBED_HEAD_CHARS + EMBED_TAIL_CHARS)
+        if i > start and (i - start >= step or chars + n > LOCK_CHUNK_CHARS):
+            out.append(texts[start:i])
+            start, chars = i, 0
+        chars += n
+    if start < len(texts):
+        out.append(texts[start:])
+    return out
 
 
 def bounded(text: str) -> str:

