@@ -16,16 +16,13 @@ Role = Literal["query", "passage"]
 # e5 reads 512 tokens, and the bundled engine's time grows with the length (a 60 KB turn took 34 s).
 EMBED_HEAD_CHARS = 1500
 EMBED_TAIL_CHARS = 500
-# An embedder's lock is taken per chunk of at most this many texts, not per call (issue 41): an
-# add_many of 150 texts held another tenant's search for 49 s, one of 3,000 for over 25 minutes. A
-# search waits for at most the chunk in progress: 64 texts left it waiting up to 21 s on the loaded
-# 2-core machine, 16 texts 1.5 s, at the same CPU per text (scripts/bench_fairness.py, docs/performance.md).
-# The lock is granted in turns between tenants (turns.py), so several requests of one tenant queue no
-# chunk ahead of another tenant's.
-LOCK_CHUNK = 16
-# ... and of at most this many characters as embedded (one text past it still makes a chunk of its own): a
-# 60 KB turn's embedding (its head and tail) took seconds on the loaded machine, 16 of them held the lock for
-# a minute (issue 57). Short texts still go 16 at a time.
+# An embedder's lock (and the writer's) is taken per chunk of at most this many texts, not per call (issues
+# 41, 57): another tenant's search waits for the chunk in progress, so the chunk is kept small; the texts'
+# CPU cost does not grow with fewer per call (docs/service.md, "Fairness between tenants", measures it).
+# The lock is granted in turns between tenants (turns.py).
+LOCK_CHUNK = 8
+# ... and of at most this many characters as embedded (one longer text makes a chunk of its own), so a chunk
+# of long texts costs about one long text.
 LOCK_CHUNK_CHARS = EMBED_HEAD_CHARS + EMBED_TAIL_CHARS
 
 

@@ -1,4 +1,4 @@
-"""Fair sharing of an embedder (issue 41): a large batch takes the lock per chunk of at most LOCK_CHUNK (16) texts,
+"""Fair sharing of an embedder (issue 41): a large batch takes the lock per chunk of at most LOCK_CHUNK (8) texts,
 and the lock is granted in turn (embeddings/turns.py FairLock), so another caller's query embedding
 runs right after the chunk in progress, not after the whole batch. Asserted by order, never by time."""
 
@@ -76,7 +76,7 @@ def test_a_search_runs_between_the_chunks_of_another_callers_large_batch(which: 
 
 def test_a_chunk_of_long_texts_holds_about_one_long_text() -> None:
     short, long_ = "I bought apples", "我们在西湖边散步" * 2000
-    assert [len(c) for c in chunks([short] * 40, 256)] == [LOCK_CHUNK, LOCK_CHUNK, 8]
+    assert [len(c) for c in chunks([short] * (2 * LOCK_CHUNK + 3), 256)] == [LOCK_CHUNK, LOCK_CHUNK, 3]
     assert [len(c) for c in chunks([long_] * 3, 256)] == [1, 1, 1]  # one each: none is cut, none waits for 16
     medium = "x" * (LOCK_CHUNK_CHARS // 4)
     assert [len(c) for c in chunks([medium] * 9, 256)] == [4, 4, 1]
