@@ -6,7 +6,6 @@ through `self` of a shared class."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -14,6 +13,7 @@ from typing import Any, TypeVar
 from .config import MemoryConfig
 from .embeddings import Embedder
 from .embeddings.crosslang import make_crosslang, resolve
+from .embeddings.turns import FairLock
 from .llm import ChatModel
 from .observability.tracing import traced_embedder
 from .retrieval import RetrievalParams, Retriever
@@ -32,7 +32,7 @@ class MemoryContext:
         self.store = store
         self.embedder = embedder = traced_embedder(embedder, config)  # itself unless tracing is on (tracing.py)
         self._llm = llm
-        self.write_lock = threading.Lock()
+        self.write_lock = FairLock()  # granted in turns between tenants (embeddings/turns.py)
         self.writer = Writer(store, embedder, self.write_lock)
         self.retriever = Retriever(store, embedder, RetrievalParams.from_config(config))
 

@@ -4,6 +4,8 @@ tenant's search during a 3,000-text batch answers within 1 s of its usual time")
 
     python scripts/bench_fairness.py                       # 3,000 texts, B's searches alone then during A's batch
     python scripts/bench_fairness.py --texts 300 --alone 5 --json fair.json
+    python scripts/bench_fairness.py --burst                # issue 57's burst: two 250-item add_many and two single-add streams
+    python scripts/bench_fairness.py --big-turns 2          # issue 57: two concurrent 60 KB Chinese turns
 
 - Service: `python -m hippocampus --uri <tmp>/fair.db serve` (scripts/bench_service.py `Service`: its own
   process group, temporary HIPPOCAMPUS_HOME and store, offline embedder and LLM, SIGTERM at the end) with two
@@ -12,6 +14,10 @@ tenant's search during a 3,000-text batch answers within 1 s of its usual time")
 - B first stores `--seed` memories, then searches `--alone` times with nothing else running (its usual time).
 - A then sends add_many of `--texts` chat-like texts from a thread (the Client sends requests of
   wire.MAX_ADD_MANY items); B searches one query after another until A's batch is done.
+- `--burst`: instead of one batch, A sends two add_many of `--burst-size` items from two threads and, from
+  two more threads, single adds one after another until both batches are done (issue 57's burst).
+  `--big-turns N`: A sends N concurrent single adds of a 60 KB Chinese turn each (issue 57), repeated until
+  B has searched `--alone` times during them.
 - Latencies are taken in the client (perf_counter around the call: HTTP and JSON included). The bench
   process and the service share the machine's cores, as do any other processes: read the load beside it.
 """
@@ -26,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +54,24 @@ def _stats(latencies: list[float]) -> dict[str, float]:
             "max_ms": float(ms.max())}
 
 
-def run(texts: int, alone: int, seed: int) -> dict[str, object]:
+BIG_TURN = "我们今天在杭州西湖边散步，聊了很多关于工作和家庭的事情。" * 720  # 60,480 UTF-8 bytes, near the issue's 63 KB and under the 64 KB limit of one memory
+
+
+def _load_of_a(a: object, mode: str, texts: int, burst_size: int, big_turns: int) -> tuple[list[Callable[[], int]], str]:
+    """Tenant A's threads (each returns how many memories it stored) for `mode`, and the load's label."""
+    def batch(tag: str, n: int) -> Callable[[], int]:
+        items = [{"text": f"note {tag}{i}: I bought apples at the market and talked to Sam about the {i}th order",
+                  "user_id": "alice"} for i in range(n)]
+        return lambda: len(a.add_many(items))
+
+    if mode == "burst":
+        return [batch("x", burst_size), batch("y", burst_size)], f"two {burst_size}-item add_many and two single-add streams"
+    if mode == "big":
+        return [lambda: len(a.add(BIG_TURN, "alice").ids) for _ in range(big_turns)], f"{big_turns} concurrent 60 KB Chinese turns"
+    return [batch("", texts)], f"A's {texts:,}-text add_many"
+
+
+def run(texts: int, alone: int, seed: int, mode: str = "batch", burst_size: int = 250, big_turns: int = 2) -> dict[str, object]:
     """B's search latencies alone and during A's batch, and A's batch figures."""
     from hippocampus import Client
 
@@ -68,41 +92,64 @@ def run(texts: int, alone: int, seed: int) -> dict[str, object]:
                     return time.perf_counter() - t0
 
                 quiet = [timed_search(n) for n in range(alone)]
-                items = [{"text": f"note {i}: I bought apples at the market and talked to Sam about the {i}th order",
-                          "user_id": "alice"} for i in range(texts)]
+                jobs, label = _load_of_a(a, mode, texts, burst_size, big_turns)
                 done = threading.Event()
-                batch: dict[str, float] = {}
+                batch: dict[str, float] = {"stored": 0}
+                count = threading.Lock()
+                t0 = time.perf_counter()
 
-                def tenant_a() -> None:
-                    t0 = time.perf_counter()
+                failed: list[BaseException] = []
+
+                def tenant_a(job: Callable[[], int]) -> None:
                     try:
-                        batch["stored"] = len(a.add_many(items))
-                    finally:
-                        batch["wall_s"] = time.perf_counter() - t0
-                        done.set()
+                        stored = job()
+                    except BaseException as exc:  # reported after the run: a refused load measures nothing
+                        failed.append(exc)
+                        return
+                    if mode == "big":  # repeated until B has searched `alone` times during them
+                        while len(busy) < alone:
+                            stored += job()
+                    with count:
+                        batch["stored"] += stored
 
-                worker = threading.Thread(target=tenant_a)
-                worker.start()
-                busy = [timed_search(0)]  # at least one, however short the batch
-                while not done.is_set():
+                def singles() -> None:  # the burst's single adds, until the batches are done
+                    n = 0
+                    while not done.is_set():
+                        a.add(f"note s{threading.get_ident()}-{n}: Sam called about the order", "alice")
+                        n += 1
+                    with count:
+                        batch["stored"] += n
+
+                busy: list[float] = []
+                workers = [threading.Thread(target=tenant_a, args=(job,)) for job in jobs]
+                extra = [threading.Thread(target=singles) for _ in range(2 if mode == "burst" else 0)]
+                for worker in workers + extra:
+                    worker.start()
+                busy.append(timed_search(0))  # at least one, however short the batch
+                while any(w.is_alive() for w in workers):
                     busy.append(timed_search(len(busy)))
-                worker.join()
+                batch["wall_s"] = time.perf_counter() - t0
+                done.set()
+                for worker in workers + extra:
+                    worker.join()
+                if failed:
+                    raise RuntimeError(f"tenant A's load failed: {failed[0]!r}")
         finally:
             service.stop()
     alone_row, busy_row = _stats(quiet), _stats(busy)
-    return {"texts": texts, "batch_wall_s": batch["wall_s"], "stored": batch.get("stored", 0),
-            "texts_per_s": texts / batch["wall_s"], "alone": alone_row, "during": busy_row,
+    return {"texts": texts, "label": label, "batch_wall_s": batch["wall_s"], "stored": batch.get("stored", 0),
+            "texts_per_s": batch["stored"] / batch["wall_s"], "alone": alone_row, "during": busy_row,
             "p50_extra_ms": busy_row["p50_ms"] - alone_row["p50_ms"], "max_extra_ms": busy_row["max_ms"] - alone_row["p50_ms"],
             "load": os.getloadavg()}
 
 
 def table(report: dict) -> str:
     rows = ["| B's search | searches | p50 ms | p90 ms | max ms |", "|---|---|---|---|---|"]
-    for label, key in (("alone", "alone"), (f"during A's {report['texts']:,}-text add_many", "during")):
+    for label, key in (("alone", "alone"), (f"during {report['label']}", "during")):
         r = report[key]
         rows.append(f"| {label} | {r['searches']} | {r['p50_ms']:.0f} | {r['p90_ms']:.0f} | {r['max_ms']:.0f} |")
     rows.append("")
-    rows.append(f"A's batch: {report['stored']:,} stored in {report['batch_wall_s']:.1f} s ({report['texts_per_s']:.1f} texts/s). "
+    rows.append(f"A's load: {report['stored']:,} stored in {report['batch_wall_s']:.1f} s ({report['texts_per_s']:.1f} texts/s). "
                 f"During it B's p50 is {report['p50_extra_ms']:+.0f} ms and its slowest {report['max_extra_ms']:+.0f} ms from "
                 f"its usual p50 (goal: within 1,000 ms). Load average at the end: "
                 + " ".join(f"{x:.1f}" for x in report["load"]))
@@ -114,9 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--texts", type=int, default=3000, help="tenant A's add_many size (default 3000)")
     parser.add_argument("--alone", type=int, default=20, help="B's searches with nothing else running (default 20)")
     parser.add_argument("--seed", type=int, default=50, help="B's memories before it searches (default 50)")
+    parser.add_argument("--burst", action="store_true", help="A's load: two add_many of --burst-size and two single-add streams")
+    parser.add_argument("--burst-size", type=int, default=250, help="each add_many of the burst (default 250)")
+    parser.add_argument("--big-turns", type=int, default=0, help="A's load: this many concurrent 60 KB Chinese turns")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
-    report = run(args.texts, args.alone, args.seed)
+    mode = "burst" if args.burst else "big" if args.big_turns else "batch"
+    report = run(args.texts, args.alone, args.seed, mode, args.burst_size, args.big_turns)
     print(table(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from ..contract.defaults import ENV_SERVER
-from ..errors import ConfigError, HippocampusError, InvalidInput
+from ..contract.defaults import ENV_SERVER, SERVICE_START_WAIT_S
+from ..errors import ConfigError, HippocampusError, InvalidInput, StoreLockedError
 from . import render
 
 if TYPE_CHECKING:  # imported by the commands that open a store: `--help` starts without them
@@ -163,12 +163,19 @@ def open_memory(**overrides: Any) -> Memory | Client:
     command = _RUNNING["command"]
     if command is not None:  # a typo'd --uri is one line, never a new, empty store (store_path.py)
         check_store_path(settings, command)
-    return Memory(**settings)
+    try:
+        return Memory(**settings)
+    except StoreLockedError:  # a service took the store since it was looked for (it starts as this one opens)
+        client = through_recorded_service() if not overrides else None
+        if client is None:
+            raise
+        return client
 
 
 def through_recorded_service() -> Client | None:
     """A Client to the service `hippocampus serve` recorded as holding the store the options name
-    (cli/service.py), said in one line on stderr; None when there is none."""
+    (cli/service.py), said in one line on stderr; None when there is none. One recorded as starting is
+    waited for (up to SERVICE_START_WAIT_S): a restarted service is used, never raced for the store."""
     from .registry import recorded_service, services_dir
 
     if not services_dir().is_dir():  # the usual case: no service was ever recorded here, no settings read
@@ -176,13 +183,17 @@ def through_recorded_service() -> Client | None:
     store = _named_store()
     if store is None:
         return None
-    record = recorded_service(store, _STORE["collection_name"])
+    record = recorded_service(store, _STORE["collection_name"], SERVICE_START_WAIT_S, _note_waiting)
     if record is None:
         return None
     from ..remote import Client
 
     typer.echo(f"note: through the service at {record.url} (pid {record.pid}), which holds this store", err=True)
     return Client(record.url)
+
+
+def _note_waiting(record: Any) -> None:
+    typer.echo(f"note: waiting for the service starting at {record.url} (pid {record.pid}) for this store", err=True)
 
 
 def _named_store() -> str | None:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -36,6 +38,40 @@ def stats_table(stats: BaseModel, title: str = "consolidation", offline: bool = 
     return table
 
 
+class GiveWay(Exception):
+    """Raised between two steps of a run in this process when a service starting for its store waits for
+    it (issue 57: a restarted `serve` exited while cron's consolidate held the store, and every chat-hook
+    turn was refused until the run ended). Consolidation is crash-safe at every step (docs/architecture.md),
+    so stopping between two steps loses nothing; the rest of the run is done by the service."""
+
+    CHECK_EVERY_S = 1.0  # the records are files: read at most this often
+
+    def __init__(self, pid: int):
+        super().__init__(f"a service (pid {pid}) is starting for this store")
+        self.pid = pid
+
+    @classmethod
+    def watch(cls, memory: Any) -> Callable[[], None]:
+        """For a Memory in this process, a check that raises GiveWay once a service is starting for its
+        store; for a Client (the run is already the service's), a no-op."""
+        config = getattr(memory, "config", None)
+        if config is None or not hasattr(memory, "store"):
+            return lambda: None
+        from .registry import service_starting
+
+        uri, last = config.milvus_uri, [time.monotonic()]
+
+        def check() -> None:
+            if time.monotonic() - last[0] < cls.CHECK_EVERY_S:
+                return
+            last[0] = time.monotonic()
+            record = service_starting(uri)
+            if record is not None:
+                raise cls(record.pid)
+
+        return check
+
+
 @app.command("consolidate")
 def consolidate_cmd(
     user: str | None = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
@@ -43,17 +79,24 @@ def consolidate_cmd(
 ) -> None:
     """Run consolidation once: retry pending decisions, distil facts, merge or separate similar episodes."""
     console, bars = Console(), Console(stderr=True)
-    with open_memory() as memory:
-        with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=bars, transient=as_json, disable=not bars.is_terminal) as bar:  # a bar only on a terminal
-            tasks: dict[str, int] = {}
+    try:
+        with open_memory() as memory:
+            with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=bars, transient=as_json, disable=not bars.is_terminal) as bar:  # a bar only on a terminal
+                tasks: dict[str, int] = {}
+                give_way = GiveWay.watch(memory)
 
-            def progress(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
-                bar.update(tasks[phase], completed=done, total=total)
+                def progress(phase: str, done: int, total: int) -> None:
+                    give_way()
+                    if phase not in tasks:
+                        tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
+                    bar.update(tasks[phase], completed=done, total=total)
 
-            stats = memory.consolidate(user_id=user, progress=progress)
+                stats = memory.consolidate(user_id=user, progress=progress)
+    except GiveWay as way:  # the store is closed: the service takes it, and the rest of the run with it
+        typer.echo(f"note: a service is starting for this store (pid {way.pid}); the rest of the run goes to it", err=True)
+        with open_memory() as memory:  # through it once it answers (cli/base.py waits for it), else here again
+            stats = memory.consolidate(user_id=user)
     if as_json:
         typer.echo(json.dumps(stats.model_dump()))
     else:

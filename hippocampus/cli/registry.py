@@ -13,7 +13,8 @@ import http.client
 import os
 import secrets
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ class ServiceRecord(Model):
 
 PROOF_WAIT_S = 2.0  # a running service answers /healthz at once; a stuck one is stale
 START_GRACE_S = 180.0  # a record this young whose process still runs is a service starting (store opening)
+POLL_S = 0.25  # how often a command waiting for a starting service looks again
 
 
 def services_dir() -> Path:
@@ -174,19 +176,38 @@ def holding(store: str, starting: bool = False) -> list[ServiceRecord]:
     return [r for r in records() if r.store == key and state(r) in wanted]
 
 
-def recorded_service(store: str, collection: str | None) -> ServiceRecord | None:
+def recorded_service(store: str, collection: str | None, wait_s: float = 0.0,
+                     waiting: Callable[[ServiceRecord], None] = lambda record: None) -> ServiceRecord | None:
     """The running service recorded for `store` (a store_key) and this collection, the newest; None at once
-    when no service was ever recorded here."""
+    when no service was ever recorded here. A service recorded as starting (restarted, waiting for the
+    store: server/store_wait.py) is waited for up to `wait_s` seconds, `waiting(record)` told once, so a
+    command goes through it rather than taking the store from it (issue 57)."""
     folder = services_dir()
     if not folder.is_dir() or next(folder.glob("*.json"), None) is None:
         return None
+    key, deadline, told = store_key(store), time.monotonic() + wait_s, False
+    while True:
+        coming: ServiceRecord | None = None
+        for record in reversed([r for r in records() if r.store == key and r.collection == collection]):
+            if proves(record):
+                return record
+            if starting(record):
+                coming = coming or record
+            else:
+                unregister(record.pid)  # its service does not answer as ours: the record goes, nobody is signalled
+        if coming is None or time.monotonic() >= deadline:
+            return None
+        if not told:
+            waiting(coming)
+            told = True
+        time.sleep(POLL_S)
+
+
+def service_starting(store: str) -> ServiceRecord | None:
+    """A service recorded as starting for `store` (a store_key): one that waits for the store a command holds
+    (server/store_wait.py); that command gives way (cli/consolidate.py). Files and /proc only, no request."""
     key = store_key(store)
-    for record in reversed([r for r in records() if r.store == key and r.collection == collection]):
-        if proves(record):
-            return record
-        if not starting(record):
-            unregister(record.pid)  # its service does not answer as ours: the record goes, nobody is signalled
-    return None
+    return next((r for r in records() if r.store == key and starting(r)), None)
 
 
 def locked_hint(exc: HippocampusError) -> str | None:

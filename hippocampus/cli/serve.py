@@ -6,7 +6,7 @@ import logging
 
 import typer
 
-from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT
+from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT, STORE_WAIT_S
 from .base import _SERVER, app, store_overrides
 
 
@@ -32,6 +32,8 @@ def serve_cmd(
                                            "(sessions live in the process: a restart ends them)"),
     trusted_proxy: list[str] = typer.Option([], "--trusted-proxy", help="an address (or network) of a reverse proxy "
                                             "whose X-Forwarded-For / -Proto are believed; repeat for each (default none)"),
+    store_wait: float = typer.Option(STORE_WAIT_S, "--store-wait", help="seconds to wait, each wait logged, for a store "
+                                     "another process holds (cron's consolidate) before giving up (default 60)"),
 ) -> None:
     """Serve the store over HTTP until Ctrl-C / SIGTERM (in-flight requests finish, the store is closed).
 
@@ -61,7 +63,7 @@ def serve_cmd(
     def run(secret: str) -> None:
         run_server(host, port, keys_file=keys_file, service_secret=secret, cron=consolidate_cron, mcp=mcp, log_level=log_level, decay_cron=decay_cron,
                    allowed_hosts=allowed_host, public_docs=public_docs, debug_access_log=debug_access_log,
-                   behind_https=behind_https, ui_session_hours=ui_session_hours, trusted_proxies=trusted_proxy,
+                   behind_https=behind_https, ui_session_hours=ui_session_hours, trusted_proxies=trusted_proxy, store_wait_s=store_wait,
                    **({"max_body_bytes": max_body_bytes} if max_body_bytes is not None else {}), **store_overrides())
 
     # recorded under HIPPOCAMPUS_HOME/services while it runs: `hippocampus service status|stop` and a CLI

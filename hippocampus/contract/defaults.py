@@ -7,3 +7,7 @@ DEFAULT_PORT = 8765
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 DEFAULT_CRON = "0 3 * * *"  # consolidation: 03:00 every day
 DEFAULT_GRACE_S = 3600  # a missed scheduled run may still start this late
+# `serve` waits this long for a store another process holds (a CLI command, cron's consolidate) before it
+# gives up; a command that finds a service starting for its store waits for it somewhat longer (issue 57).
+STORE_WAIT_S = 60.0
+SERVICE_START_WAIT_S = STORE_WAIT_S + 30.0

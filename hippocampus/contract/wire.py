@@ -35,7 +35,7 @@ Expiry = Annotated[int | float | str | None, NotAFlag]  # also words naming a da
 MAX_IDS = 1000
 MAX_TURNS = 1000
 # The texts one add_many request may embed (issue 41): tens of seconds of the embedders on few cores, which other
-# tenants share (they take turns per chunk of 16 texts: embeddings/base.py FairLock). The service refuses
+# tenants share (they take turns per chunk of 8 texts: embeddings/turns.py FairLock). The service refuses
 # more with InvalidInput 422 (server/rest.py); the Client sends a larger batch as several requests.
 MAX_ADD_MANY = 1000
 Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]

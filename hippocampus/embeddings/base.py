@@ -2,64 +2,45 @@
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+from .turns import FairLock
+
+__all__ = ["LOCK_CHUNK", "Embedder", "FairLock", "Role", "bounded", "chunks", "cosine_similarity", "normalize"]
 
 Role = Literal["query", "passage"]
 # A long text is embedded by its head and tail (the whole text is still stored and BM25-indexed):
 # e5 reads 512 tokens, and the bundled engine's time grows with the length of what it is handed.
 EMBED_HEAD_CHARS = 1500
 EMBED_TAIL_CHARS = 500
-# An embedder's lock is taken per chunk of at most this many texts, not per call (issue 41): an
-# add_many held another tenant's search for as long as its whole batch took. A search waits for at most
-# the chunk in progress, so the chunk is small; a smaller chunk costs no CPU per text (docs/decisions.md,
-# "Fairness"; scripts/bench_fairness.py).
-LOCK_CHUNK = 16
-
-
-class FairLock:
-    """A lock granted in the order it was asked for (threading.Lock is not: the thread that releases it
-    usually takes it straight back). An embedder takes it once per chunk, so a search that asks while
-    a large batch is being embedded runs after the chunk in progress, not after the whole batch."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition(threading.Lock())
-        self._queue: deque[object] = deque()
-        self._held = False
-
-    def __enter__(self) -> FairLock:
-        me = object()
-        with self._cv:
-            self._queue.append(me)
-            try:
-                self._cv.wait_for(lambda: not self._held and self._queue[0] is me)
-            except BaseException:  # interrupted while waiting: leave the queue, or every later caller waits forever
-                self._queue.remove(me)
-                self._cv.notify_all()
-                raise
-            self._queue.popleft()
-            self._held = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._cv:
-            self._held = False
-            self._cv.notify_all()
-
-    def waiting(self) -> int:
-        """How many callers wait for it now (tests)."""
-        with self._cv:
-            return len(self._queue)
+# An embedder's lock (and the writer's) is taken per chunk of at most this many texts, not per call (issues
+# 41, 57): another tenant's search waits for the chunk in progress, so the chunk is kept small; the texts'
+# CPU cost does not grow with fewer per call (docs/service.md, "Fairness between tenants", measures it).
+# The lock is granted in turns between tenants (turns.py).
+LOCK_CHUNK = 8
+# ... and of at most this many characters as embedded (one longer text makes a chunk of its own), so a chunk
+# of long texts costs about one long text.
+LOCK_CHUNK_CHARS = EMBED_HEAD_CHARS + EMBED_TAIL_CHARS
 
 
 def chunks(texts: Sequence[str], size: int) -> list[Sequence[str]]:
-    """`texts` in consecutive chunks of at most min(size, LOCK_CHUNK)."""
+    """`texts` in consecutive chunks of at most min(size, LOCK_CHUNK) texts and, past a chunk's first text,
+    LOCK_CHUNK_CHARS characters as embedded: a chunk of long texts costs about one long text, not 16."""
     step = max(1, min(int(size), LOCK_CHUNK))
-    return [texts[i:i + step] for i in range(0, len(texts), step)]
+    out: list[Sequence[str]] = []
+    start, chars = 0, 0
+    for i, text in enumerate(texts):
+        n = min(len(text), EMBED_HEAD_CHARS + EMBED_TAIL_CHARS)
+        if i > start and (i - start >= step or chars + n > LOCK_CHUNK_CHARS):
+            out.append(texts[start:i])
+            start, chars = i, 0
+        chars += n
+    if start < len(texts):
+        out.append(texts[start:])
+    return out
 
 
 def bounded(text: str) -> str:

@@ -84,7 +84,7 @@ class CrossLangEmbedder:
         self.threads = threads
         self.batch_size = batch_size
         self._model = None
-        self._lock = FairLock()  # taken per chunk, granted in turn (base.FairLock)
+        self._lock = FairLock()  # taken per chunk, granted in turns between tenants (turns.py)
         self._loading = threading.Lock()
 
     @property

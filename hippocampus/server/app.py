@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._version import __version__
 from ..contract import liveness, store_identity
-from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT
+from ..contract.defaults import DEFAULT_HOST, DEFAULT_PORT, STORE_WAIT_S
 from ..contract.wire import error_body
 from ..errors import ConfigError, HippocampusError, NotFound, http_status
 from ..memory import Memory
@@ -37,6 +37,7 @@ from .jobs import Consolidations
 from .logs import described, private_files
 from .metrics import CountingLLM, ServiceMetrics, method_label, timer
 from .rest import ROUTERS
+from .store_wait import open_waiting
 from .trace_requests import export_to_collector, install_tracing, without_native_spans
 
 log = logging.getLogger("hippocampus.server")
@@ -249,14 +250,16 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
                cron: str | None = None, mcp: bool = True, log_level: str = "info", decay_cron: str | None = None,
                allowed_hosts: Sequence[str] = (), max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, public_docs: bool = False,
                debug_access_log: bool = False, behind_https: bool = False, ui_session_hours: float = 12.0,
-               trusted_proxies: Sequence[str] = (), service_secret: str | None = None, **overrides: Any) -> None:
+               trusted_proxies: Sequence[str] = (), service_secret: str | None = None,
+               store_wait_s: float = STORE_WAIT_S, **overrides: Any) -> None:
     """Open the store, serve until interrupted, then finish in-flight requests and close the store.
     Unless decay_preset is off, decay runs at start when its last pass is over a day old. A specific
     address to listen on is served as a Host name too (an address is never a rebound DNS name); the
     access log is the guard's (route templates), not uvicorn's (raw paths with their query strings).
     Connections are bounded (connections.py): a deadline on each request's head and body, a cap on open
     connections; X-Forwarded-For is believed only from `trusted_proxies` (none by default). `service_secret`:
-    the secret of the record `serve` wrote (cli/registry.py), proved at /healthz."""
+    the secret of the record `serve` wrote (cli/registry.py), proved at /healthz. A store another process
+    holds is waited for up to `store_wait_s` seconds (store_wait.py), then StoreLockedError."""
     import uvicorn  # noqa: PLC0415
 
     from .connections import uvicorn_settings  # noqa: PLC0415 - uvicorn loads only when serving
@@ -279,7 +282,7 @@ def run_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, keys_file:
         raise ConfigError(f"--ui-session-hours must be above 0, not {ui_session_hours}")
     _check_port(host, port)
     private_files()  # the store, milvus-lite's own files and anything else the service writes: 0600 / 0700
-    memory = Memory(**overrides)
+    memory = open_waiting(lambda: Memory(**overrides), store_wait_s)  # a short command holding it finishes first
     export_to_collector(memory.config)  # OTEL_EXPORTER_OTLP_ENDPOINT, with tracing on (docs/tracing.md)
     app = create_app(memory, keys, cron=cron, mcp=mcp, decay_cron=decay_cron,
                      decay_at_start=memory.config.decay_preset != "off", allowed_hosts=names,

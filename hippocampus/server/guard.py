@@ -46,6 +46,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..contract.wire import error_body
+from ..embeddings.turns import current_tenant
 from ..errors import AuthError, ConfigError
 from ..models import TEXT_MAX_BYTES
 from ..validation import METADATA_MAX_BYTES
@@ -206,7 +207,7 @@ class Guard:
         key = presented_key(Request(scope))
         challenge = {"WWW-Authenticate": 'Bearer realm="hippocampus"', **closing}
         try:
-            self.keys.resolve(key)
+            current_tenant.set(self.keys.resolve(key).name)  # its embedding and writes take turns with other tenants' (turns.py)
             return None
         except AuthError as exc:
             if key is None:  # no key is no guess (a web page cannot send one): not counted
@@ -284,6 +285,7 @@ class Guard:
                     raise BodyTooLarge(cap)
             return message
 
+        tenant = current_tenant.set("")  # _check names the caller's tenant once its key is resolved
         try:
             refusal = self._check(scope, Headers(scope=scope))
             if refusal is not None:
@@ -303,6 +305,7 @@ class Guard:
             if flags["over"] and not flags["started"]:
                 await too_large()
         finally:
+            current_tenant.reset(tenant)
             self._log(scope, status[0], time.perf_counter() - started, flags["refused"])
 
     async def _refuse_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings import Embedder
+from ..embeddings.base import LOCK_CHUNK
+from ..embeddings.turns import FairLock
 from ..errors import NotFound
 from ..models import HistoryAction, HistoryEvent, MemoryRecord
 from . import filters as F
@@ -39,20 +41,26 @@ class Writer:
     """Embeds, writes and records history: for the facade (insert, rewrite, taking the write lock) and
     for the consolidation job (insert_held, rewrite_held: it holds the lock across its checks)."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder, lock: threading.Lock):
+    def __init__(self, store: MilvusStore, embedder: Embedder, lock: FairLock | threading.Lock):
         self.store, self.embedder, self.lock = store, embedder, lock
 
     def insert(self, rows: Sequence[dict[str, Any]], actor: str, action: HistoryAction = HistoryAction.CREATED,
                details: dict[str, Any] | None = None) -> list[int]:
-        """Embed (rows without a vector) and insert rows, then record their creation (with `details`); the ids in row order."""
+        """Embed (rows without a vector) and insert rows, then record their creation (with `details`); the ids in row order.
+        Written in chunks of LOCK_CHUNK rows, each with its events under the write lock, so another tenant's write
+        waits for one chunk, not for a whole batch; a failed chunk is taken back, those before it stay."""
         bare = [r for r in rows if "vector" not in r]
         for row, vec in zip(bare, self.embedder.encode([r["text"] for r in bare], role="passage") if bare else []):
             row["vector"] = vec.tolist()
         cross = self.store.cross_vectors(rows)  # embedded outside the lock: another tenant's write need not wait for it
-        with self.lock:
-            return self.insert_held(rows, lambda n, i: [HistoryEvent(memory_id=i, user_id=rows[n]["user_id"], action=action,
-                                                                     new_text=rows[n]["text"], actor=actor, details=dict(details or {}))],
-                                    cross)
+        ids: list[int] = []
+        for start in range(0, len(rows), LOCK_CHUNK):  # the lock per chunk, granted in turns (embeddings/turns.py)
+            part = rows[start:start + LOCK_CHUNK]
+            with self.lock:
+                ids += self.insert_held(part, lambda n, i, part=part: [HistoryEvent(
+                    memory_id=i, user_id=part[n]["user_id"], action=action, new_text=part[n]["text"], actor=actor,
+                    details=dict(details or {}))], None if cross is None else cross[start:start + LOCK_CHUNK])
+        return ids
 
     def insert_held(self, rows: Sequence[dict[str, Any]], events: Callable[[int, int], list[HistoryEvent]],
                     cross_vectors: np.ndarray | None = None) -> list[int]:

@@ -17,3 +17,16 @@ def test_bench_fairness_reports_both_rows(tmp_path, capsys):
     assert "| alone | 2 |" in table and "| during A's 6-text add_many |" in table and "6 stored" in table
     report = json.loads(out.read_text())
     assert report["stored"] == 6 and report["alone"]["searches"] == 2 and report["during"]["searches"] >= 1
+
+
+def test_bench_fairness_burst_and_big_turns(tmp_path, capsys):
+    """Issue 57's two loads at their smallest: the burst (two add_many, two single-add streams) and
+    concurrent 60 KB Chinese turns; every item of A's load counted as stored."""
+    out = tmp_path / "burst.json"
+    assert bench_fairness.main(["--burst", "--burst-size", "6", "--alone", "2", "--seed", "3", "--json", str(out)]) == 0
+    assert "| during two 6-item add_many and two single-add streams |" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["stored"] >= 12 and report["during"]["searches"] >= 1
+    assert bench_fairness.main(["--big-turns", "1", "--alone", "1", "--seed", "3", "--json", str(out)]) == 0
+    assert "| during 1 concurrent 60 KB Chinese turns |" in capsys.readouterr().out
+    assert json.loads(out.read_text())["stored"] >= 1
