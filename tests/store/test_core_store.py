@@ -275,15 +275,9 @@ def test_event_time_zero_is_kept_and_out_of_range_times_are_refused(memory: Memo
     assert len(memory.get_all("u")) == 3
 
 
-def test_a_new_store_makes_its_indexes_without_pymilvus_sleeping_wait(tmp_path, embedder, monkeypatch):
-    """pymilvus sleeps 0.5 s before each look at a new index (1.5 s on every first `hippocampus add`): the
-    store sends its index requests without that wait and looks itself, and the indexes are there."""
-    from pymilvus.client.grpc_handler import GrpcHandler
-
-    def sleeping_wait(*args, **kwargs):
-        raise AssertionError("pymilvus's own index wait was used")
-
-    monkeypatch.setattr(GrpcHandler, "wait_for_creating_index", sleeping_wait)
+def test_a_new_store_has_its_indexes_built_and_answers(tmp_path, embedder):
+    """A new local store's indexes are made with the collection (connection.create_indexed, the same path a
+    server's take without pymilvus' sleeping index wait) and are built when the store opens."""
     with Memory(milvus_uri=str(tmp_path / "new.db"), embedder=embedder) as m:
         client, name = m.store.client, m.store.collection
         assert "vector" in client.list_indexes(name)
