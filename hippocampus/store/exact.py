@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import filters as F
-
 if TYPE_CHECKING:
     from .milvus import MilvusStore
 
@@ -39,5 +37,5 @@ def exact_top_k(store: MilvusStore, vector: Sequence[float], filter_expr: str, l
     sims = np.concatenate(best_sims)
     order = np.lexsort((ids, -sims))[:limit]
     top = [(int(ids[i]), float(sims[i])) for i in order]
-    rows = {int(r["id"]): r for r in store.query(F.in_("id", [i for i, _ in top]), fields=fields, limit=len(top), partition=partition)}
+    rows = {int(r["id"]): r for r in store.by_ids([i for i, _ in top], fields, partition)}
     return [{**rows[i], "_distance": s} for i, s in top if i in rows]

@@ -149,7 +149,7 @@ class GraphCollection:
         for start in range(0, len(keys), _PAGE):
             chunk = list(keys[start:start + _PAGE])
             with self.store._lock:
-                found = self.store._call("query", self.name, filter=F.in_("key", chunk), output_fields=list(fields), limit=len(chunk))
+                found = self.store._call("query", self.name, ids=chunk, output_fields=list(fields))  # by key: no scan
             out.update({r["key"]: dict(r) for r in found})
         return out
 

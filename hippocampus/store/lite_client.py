@@ -14,7 +14,6 @@ group-by, range search, search iterators. docs/store-local.md has the design and
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -31,11 +30,11 @@ from milvus_lite import Function as LiteFunction
 
 from . import filters as F
 from .backend import BackendError, Kinds
+from .lite_ranking import fusion
 from .lite_schema import Decoder, IndexParams, LiteSchema, describe, float32
 
 T = TypeVar("T")
 _COUNT = "count(*)"
-_DEFAULT_QUERY_LIMIT = 16384  # what Milvus answers a query without a limit at most
 
 
 def _refusals(fn: Callable[..., T]) -> Callable[..., T]:
@@ -67,7 +66,7 @@ class LiteClient:
         self.path = path
         self._db, self._lock = _open(path)
         self._closed = False
-        self._decoders: dict[int, tuple[Collection, Decoder]] = {}
+        self._decoders: dict[str, tuple[Collection, Decoder]] = {}
 
     # ------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -103,9 +102,10 @@ class LiteClient:
             raise BackendError(f"collection not found[collection={name}]", code=100) from exc
 
     def _decoder(self, col: Collection) -> Decoder:
-        known = self._decoders.get(id(col))
+        """The decoder of `col`'s schema, made again for a collection dropped and made anew under its name."""
+        known = self._decoders.get(col.name)
         if known is None or known[0] is not col:
-            known = self._decoders[id(col)] = (col, Decoder(col.schema))
+            known = self._decoders[col.name] = (col, Decoder(col.schema))
         return known[1]
 
     @_refusals
@@ -244,12 +244,15 @@ class LiteClient:
     def query(self, collection_name: str, filter: str = "", output_fields: Sequence[str] | None = None,
               limit: int | None = None, partition_names: Sequence[str] | None = None, ids: Sequence[Any] | None = None,
               offset: int = 0, **_: Any) -> list[dict[str, Any]]:
-        """Rows matching `filter`, or the count `[{"count(*)": n}]` when output_fields names it."""
+        """Rows matching `filter`, or with the keys `ids` (read by key: not a scan), or the count
+        `[{"count(*)": n}]` when output_fields names it."""
         parts = list(partition_names) if partition_names else None
+        if ids is not None:
+            if filter:
+                raise BackendError("a query takes ids or a filter, not both (as pymilvus)")
+            return self.get(collection_name, ids=ids, output_fields=output_fields, partition_names=partition_names)
         with self._lock:
             col = self._col(collection_name)
-            if ids is not None:
-                filter = F.and_(F.in_(col.pk_field, list(ids)), filter or None)
             if output_fields and _COUNT in output_fields:
                 if filter or parts:
                     count = len(col.query(filter or None, output_fields=[col.pk_field], partition_names=parts))
@@ -257,7 +260,7 @@ class LiteClient:
                     count = col.num_entities
                 return [{_COUNT: count}]
             rows = col.query(filter or None, output_fields=_fields(output_fields), partition_names=parts,
-                             limit=limit if limit is not None else _DEFAULT_QUERY_LIMIT, offset=offset)
+                             limit=limit, offset=offset)
             return self._decoder(col).rows(rows)
 
     @_refusals
@@ -319,8 +322,7 @@ class LiteClient:
             routes.append(self.search(collection_name, list(req.data), anns_field=req.anns_field, filter=req.expr or "",
                                       limit=req.limit, output_fields=output_fields, search_params=param,
                                       partition_names=partition_names))
-        spec = ranker.dict()
-        fuse = _rrf(float(spec.get("params", {}).get("k", 60))) if spec.get("strategy") == "rrf" else _weighted(spec, metrics)
+        fuse = fusion(ranker.dict(), metrics)
         return [fuse([route[q] for route in routes])[:limit] for q in range(len(routes[0]) if routes else 0)]
 
 
@@ -401,57 +403,3 @@ def _release(path: str) -> None:
 
 def _fields(output_fields: Sequence[str] | None) -> list[str] | None:
     return list(output_fields) if output_fields else None
-
-
-Hits = list[dict[str, Any]]
-
-
-def _rrf(k: float) -> Callable[[list[Hits]], Hits]:
-    def fuse(routes: list[Hits]) -> Hits:
-        first: dict[Any, dict[str, Any]] = {}
-        score: dict[Any, float] = {}
-        for hits in routes:
-            for rank, hit in enumerate(hits):
-                first.setdefault(hit["id"], hit)
-                score[hit["id"]] = score.get(hit["id"], 0.0) + 1.0 / (k + rank + 1)
-        return _ranked(first, score)
-    return fuse
-
-
-_NORMALISE: dict[str, Callable[[float], float]] = {
-    "COSINE": lambda s: (1.0 + s) * 0.5,
-    "IP": lambda s: 0.5 + math.atan(s) / math.pi,
-    "BM25": lambda s: 2.0 * math.atan(s) / math.pi,
-    "L2": lambda d: 1.0 - 2.0 * math.atan(d) / math.pi,
-}
-
-
-def _weighted(spec: dict[str, Any], metrics: list[str]) -> Callable[[list[Hits]], Hits]:
-    params = spec.get("params", {})
-    weights = [float(w) for w in params.get("weights", [])]
-    normalise = bool(params.get("norm_score", False))
-
-    def fuse(routes: list[Hits]) -> Hits:
-        first: dict[Any, dict[str, Any]] = {}
-        score: dict[Any, float] = {}
-        for weight, metric, hits in zip(weights, metrics, routes):
-            for hit in hits:
-                value = _score(float(hit["distance"]), metric)
-                if normalise:
-                    value = _NORMALISE[metric](value)
-                elif metric == "L2":  # smaller is nearer: turned so that larger is better, as for the others
-                    value = _NORMALISE["L2"](value)
-                first.setdefault(hit["id"], hit)
-                score[hit["id"]] = score.get(hit["id"], 0.0) + weight * value
-        return _ranked(first, score)
-    return fuse
-
-
-def _score(distance: float, metric: str) -> float:
-    """A hit's score for fusion: milvus-lite reports a BM25 score negated (smaller is nearer), as its server does."""
-    return -distance if metric == "BM25" else distance
-
-
-def _ranked(first: dict[Any, dict[str, Any]], score: dict[Any, float]) -> Hits:
-    order = sorted(score, key=lambda pk: -score[pk])
-    return [{**first[pk], "distance": float32(score[pk])} for pk in order]

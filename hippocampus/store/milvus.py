@@ -195,8 +195,7 @@ class MilvusStore:
         self._check_vectors(rows)
         ids = [int(r["id"]) for r in rows]
         with self._lock:
-            found = self._call("query", self.collection, filter=F.in_("id", ids), output_fields=["id", "user_id", "text", "memory_type"],
-                               limit=len(ids))
+            found = self.by_ids(ids, ["id", "user_id", "text", "memory_type"])
             owner = {int(r["id"]): r["user_id"] for r in found}
             gone = [i for i, r in zip(ids, rows) if owner.get(i) != r.get("user_id")]
             if gone:
@@ -233,6 +232,16 @@ class MilvusStore:
             with self._lock:
                 return readable(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit, partition_names=_parts(partition)))
         return [row for page in self.iterate(filter_expr, fields, partition=partition) for row in page]
+
+    def by_ids(self, ids: Sequence[int], fields: Sequence[str] = MEMORY_FIELDS, partition: str | None = None) -> list[dict[str, Any]]:
+        """The rows with these ids (those that exist), read by key: milvus-lite finds each in its key index where a
+        filter `id in [...]` would test every row of the collection."""
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(ids), _PAGE):
+            with self._lock:
+                out += readable(self._call("query", self.collection, ids=[int(i) for i in ids[start:start + _PAGE]],
+                                           output_fields=list(fields), partition_names=_parts(partition)))
+        return out
 
     def iterate(
         self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, batch: int = _PAGE, partition: str | None = None
@@ -340,7 +349,7 @@ class MilvusStore:
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
         if not ids:
             return {}
-        rows = self.query(F.in_("id", ids), fields=["id", "vector"], limit=len(ids))
+        rows = self.by_ids(ids, ["id", "vector"])
         return {int(r["id"]): list(r["vector"]) for r in rows}
 
     # ---------------------------------------------------------------- history (store/history.py)

@@ -166,6 +166,9 @@ def test_hybrid_search_fuses_as_the_server_does(clients, ranker: str) -> None:
 def test_reads_by_key_describe_and_indexes(clients) -> None:
     remote, local = _both(clients, "get", "m", ids=[1, 3, 40, 62, 999], output_fields=["id", "text", "metadata"])
     assert _by_id(local) == _by_id(remote)
+    for parts in (None, [PARTS[1]]):
+        remote, local = _both(clients, "query", "m", ids=[1, 3, 40, 62, 999], output_fields=["id", "vector"], partition_names=parts)
+        assert _by_id(local) == _by_id(remote) and local
     remote, local = _both(clients, "describe_collection", "m")
     assert {f["name"]: (f.get("params", {}).get("dim"), f.get("is_primary", False)) for f in local["fields"]} == \
            {f["name"]: (f.get("params", {}).get("dim"), f.get("is_primary", False)) for f in remote["fields"]}
@@ -190,6 +193,7 @@ def test_properties_rename_and_drop(clients) -> None:
         c.load_collection("l2")
     remote, local = _both(clients, "query", "l2", filter=F.eq("key", "a\"b"), output_fields=["key", "token"], limit=5)
     assert local == remote == [{"key": "a\"b", "token": 1}]
+    assert _both(clients, "query", "l2", ids=["a\"b", "none"], output_fields=["token"]) == ([{"key": "a\"b", "token": 1}],) * 2
     assert clients[1].describe_collection("l2")["properties"]["p"] == "1" == clients[0].describe_collection("l2")["properties"]["p"]
     for c in clients:
         c.drop_collection("l2")
