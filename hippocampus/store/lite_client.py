@@ -214,17 +214,19 @@ class LiteClient:
     @_refusals
     def insert(self, collection_name: str, data: dict[str, Any] | list[dict[str, Any]], partition_name: str | None = None,
                **_: Any) -> dict[str, Any]:
-        rows = [dict(r) for r in ([data] if isinstance(data, dict) else data)]  # the engine writes ids into its rows
         with self._lock:
-            ids = self._col(collection_name).insert(rows, partition_name=partition_name or "_default")
+            col = self._col(collection_name)
+            rows = self._decoder(col).written([data] if isinstance(data, dict) else data)
+            ids = col.insert(rows, partition_name=partition_name or "_default")
         return {"insert_count": len(ids), "ids": list(ids)}
 
     @_refusals
     def upsert(self, collection_name: str, data: dict[str, Any] | list[dict[str, Any]], partition_name: str | None = None,
                **_: Any) -> dict[str, Any]:
-        rows = [dict(r) for r in ([data] if isinstance(data, dict) else data)]
         with self._lock:
-            ids = self._col(collection_name).upsert(rows, partition_name=partition_name or "_default")
+            col = self._col(collection_name)
+            rows = self._decoder(col).written([data] if isinstance(data, dict) else data)
+            ids = col.upsert(rows, partition_name=partition_name or "_default")
         return {"upsert_count": len(ids), "ids": list(ids)}
 
     @_refusals
@@ -295,7 +297,7 @@ class LiteClient:
         with self._lock:
             col = self._col(collection_name)
             _check_dims(col, anns_field, data)
-            res = col.search(query_vectors=list(data), top_k=limit, metric_type=metric,
+            res = col.search(query_vectors=self._decoder(col).queries(list(data), anns_field), top_k=limit, metric_type=metric,
                              partition_names=list(partition_names) if partition_names else None, expr=filter or None,
                              output_fields=_fields(output_fields), anns_field=anns_field, search_params=params or None)
             return self._hits(col, res, output_fields)

@@ -128,6 +128,25 @@ class Decoder:
     def rows(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         return [self.row(r) for r in rows]
 
+    def written(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows to write as pymilvus sends them: copies (the engine writes ids into the dicts it is given), float
+        vectors as float32 numbers (pymilvus takes numpy arrays and numpy floats alike; the engine wants numbers)."""
+        out = []
+        for row in rows:
+            row = dict(row)
+            for name in self.vectors & row.keys():
+                if row[name] is not None:
+                    row[name] = np.asarray(row[name], dtype=np.float32).tolist()
+            out.append(row)
+        return out
+
+    def queries(self, data: list[Any], anns_field: str | None) -> list[Any]:
+        """Query vectors of a dense field as float32 numbers, as they travel to a server; texts (BM25) as they are."""
+        field = anns_field or (next(iter(self.vectors)) if len(self.vectors) == 1 else None)
+        if field not in self.vectors:
+            return list(data)
+        return [q if isinstance(q, str) else np.asarray(q, dtype=np.float32).tolist() for q in data]
+
 
 def float32(value: float) -> float:
     """A distance as pymilvus reads it: the float32 the server sent."""

@@ -238,3 +238,21 @@ def test_clients_of_one_path_share_its_engine_and_the_last_releases_its_lock(tmp
     c = LiteClient(path)  # opens the directory afresh: the lock was released
     assert c.has_collection("h")
     c.close()
+
+
+def test_numpy_vectors_are_written_and_searched_as_pymilvus_sends_them(clients) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for c in clients:
+        schema, index = history_schema(c)
+        create_indexed(c, "n", schema, index)
+        rows = [{"memory_id": i, "user_id": "u", "action": "created", "at": i, "event": {"n": i},
+                 "_v": rng.standard_normal(2).astype(np.float32) if i % 2 else [np.float32(0.5), np.float64(i)]} for i in range(6)]
+        c.insert("n", data=rows)
+        rng = np.random.default_rng(3)  # the same rows for the other client
+    query = [np.array([0.3, -0.2], dtype=np.float32)]
+    remote, local = _both(clients, "search", "n", data=query, anns_field="_v", limit=4, output_fields=["memory_id", "_v"],
+                          search_params={"metric_type": "L2"})
+    assert [[(h["entity"]["memory_id"], round(h["distance"], 4), h["entity"]["_v"]) for h in hits] for hits in local] == \
+           [[(h["entity"]["memory_id"], round(h["distance"], 4), h["entity"]["_v"]) for h in hits] for hits in remote]
