@@ -90,8 +90,8 @@ def _unshare_works() -> bool:
 
 @pytest.mark.skipif(not _unshare_works(), reason="needs `unshare -rn` (a network namespace without loopback)")
 def test_without_loopback_the_embedded_store_still_opens(tmp_path: Path):
-    """milvus-lite is served on a Unix socket (store/private.py), so a network namespace without `lo`
-    (unshare -n) no longer stops it; the lock is released for the next process."""
+    """A local store is opened in this process (store/lite_client.py), served on no port or socket, so a
+    network namespace without `lo` (unshare -n) does not stop it; the lock is released for the next process."""
     store = tmp_path / "nolo.db"
     result = run(tmp_path, "--uri", str(store), "--create", "stats", "--json", prefix=("unshare", "-rn"))
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr

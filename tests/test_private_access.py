@@ -28,13 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "hippocampus"
 
-ALLOWED: dict[str, str] = {
-    # the local store's remaining reaches into milvus-lite (issue 56: a store on its documented in-process API replaces them):
-    "hippocampus/store/lite_direct.py": "milvus-lite's engine read past its client (server_manager_instance._servers)",
-    "hippocampus/store/private.py": "milvus-lite's gRPC server built with private calls (_build_server)",
-    "hippocampus/store/connection.py": "a failed open looks in milvus-lite's server table (server_manager_instance._servers) "
-                                       "to release a server it started; milvus-lite documents no such query",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def third_party(module: str) -> bool:

@@ -21,9 +21,8 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Any
 
-from pymilvus import MilvusClient
-
 from ..errors import StoreError
+from .backend import StoreClient
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ class Capabilities:
         return f"{name} {self.version} at {uri}"
 
 
-def detect(client: MilvusClient, uri: str) -> Capabilities:
+def detect(client: StoreClient, uri: str) -> Capabilities:
     """Ask the server its version (a local milvus-lite path needs no question) and derive what it can do."""
     if "://" not in uri:
         return Capabilities("milvus-lite", _lite_version())

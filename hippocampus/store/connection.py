@@ -1,9 +1,7 @@
-"""Opening and releasing Milvus: server URIs as they are, milvus-lite paths checked first.
-
-milvus-lite (3.x) runs in this process and keeps an advisory lock on its directory even after
-`client.close()`; this module counts the stores open on each path and releases the lock when the
-last one closes, and turns a failed start into one error naming its cause: the lock held by another
-process (StoreLockedError), a local server it cannot reach (no loopback), or a damaged store.
+"""Opening and releasing Milvus: a server URI through pymilvus' MilvusClient, a local milvus-lite path
+through store/lite_client.LiteClient (milvus-lite's in-process API: no server, no socket, no pymilvus),
+checked first. Both clients implement store/backend.StoreClient. A local store that cannot open is one
+error naming its cause: its lock held by another process (StoreLockedError) or a damaged store.
 """
 
 from __future__ import annotations
@@ -17,11 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pymilvus import MilvusClient
-from pymilvus.exceptions import MilvusException
-
 from ..errors import SchemaMismatchError, StoreCorruptedError, StoreError, StoreLockedError
-from .private import forget_socket, lite_address, private_store, tighten_files
+from .backend import BackendError, StoreClient, refused
+from .private import private_store, tighten_files
 
 log = logging.getLogger(__name__)
 _LITE_MARKERS = ("collections", "databases", "LOCK", ".database-staging")  # what milvus-lite creates first
@@ -34,56 +30,27 @@ class _DropNoise(logging.Filter):
         return "mvccTs" not in record.getMessage()
 
 
-class _DropUnimplemented(logging.Filter):
-    """milvus-lite's in-process gRPC server lacks AllocTimestamp; pymilvus' iterators ask for it and fall
-    back to a client-side timestamp, but grpc logs a full traceback each time."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Method not implemented" not in record.getMessage()
-
-
-class _CaptureStartFailure(logging.Filter):
-    """milvus-lite logs a full traceback on stderr when its local server cannot start (the store locked
-    by another process, a damaged store) and pymilvus then raises only "Open local milvus failed": keep
-    the real exception for connect()'s one-line error and drop the record."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.local = threading.local()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.getMessage().startswith("Failed to start MilvusLite server") and record.exc_info:
-            self.local.error = record.exc_info[1]
-            return False
-        return True
-
-    def take(self) -> BaseException | None:
-        error, self.local.error = getattr(self.local, "error", None), None
-        return error
-
-
-_START_FAILURE = _CaptureStartFailure()
-_PREPARED: set[str] = set()  # "loggers", "lite": what connect() has set up in this process (nothing at import)
+_PREPARED: set[str] = set()  # "loggers", "pymilvus", "lite": what connect() has set up in this process (nothing at import)
 _PREPARE_LOCK = threading.Lock()
 
 
-def _quiet_loggers() -> None:
+def _quiet_loggers(server: bool) -> None:
     """Filters on the store libraries' loggers, added once, when the first store opens (not at import:
-    importing hippocampus leaves other libraries' loggers as they are)."""
+    importing hippocampus leaves other libraries' loggers as they are); pymilvus' only when a server
+    store opens (a local store never imports pymilvus)."""
     with _PREPARE_LOCK:
-        if "loggers" in _PREPARED:
-            return
-        _PREPARED.add("loggers")
-        logging.getLogger("milvus_lite.server_manager").addFilter(_START_FAILURE)
-        logging.getLogger("grpc._server").addFilter(_DropUnimplemented())
-        logging.getLogger("pymilvus").addFilter(_DropNoise())
-        # pymilvus 3 logs it from the iterator's own logger (a parent's filter does not see it); Milvus 2.3 has none either
-        logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(_DropNoise())
-        for handler in logging.getLogger("pymilvus").handlers:
-            handler.addFilter(_DropNoise())
-        # milvus-lite's jieba analyzer announces its dictionary on stderr at DEBUG (jieba sets its logger to DEBUG when
-        # imported, so a level set here would not last): a filter on its logger, without importing jieba for it
-        logging.getLogger("jieba").addFilter(_below_warning)
+        if "loggers" not in _PREPARED:
+            _PREPARED.add("loggers")
+            # milvus-lite's jieba analyzer announces its dictionary on stderr at DEBUG (jieba sets its logger to DEBUG when
+            # imported, so a level set here would not last): a filter on its logger, without importing jieba for it
+            logging.getLogger("jieba").addFilter(_below_warning)
+        if server and "pymilvus" not in _PREPARED:
+            _PREPARED.add("pymilvus")
+            logging.getLogger("pymilvus").addFilter(_DropNoise())
+            # pymilvus 3 logs it from the iterator's own logger (a parent's filter does not see it); Milvus 2.3 has none either
+            logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(_DropNoise())
+            for handler in logging.getLogger("pymilvus").handlers:
+                handler.addFilter(_DropNoise())
 
 
 def _below_warning(record: logging.LogRecord) -> bool:
@@ -104,47 +71,53 @@ def _lite_environment() -> None:
 
 _LITE_KEEPALIVE = {"grpc.keepalive_time_ms": 360_000, "grpc.keepalive_permit_without_calls": False}
 
-def connect(uri: str, token: str | None) -> MilvusClient:
+
+def connect(uri: str, token: str | None) -> StoreClient:
     """A client for a server URI, or for a milvus-lite path after checking it is (or can become) a store."""
-    _quiet_loggers()
-    if "://" not in uri:
-        _lite_environment()
-        path = Path(uri).expanduser().absolute()
-        if path.suffix != ".db":
-            raise StoreError(f"a milvus-lite path must end in .db, got {uri!r}", uri=uri)
-        if path.exists() and not path.is_dir():
-            raise SchemaMismatchError(
-                f"{path} exists and is not a milvus-lite store directory (a file, perhaps a milvus-lite 2.x "
-                "store); choose another milvus_uri",
-                uri=uri,
-            )
-        if path.is_dir() and any(path.iterdir()) and not any((path / m).exists() for m in _LITE_MARKERS):
-            raise StoreCorruptedError(
-                f"{path} is a non-empty directory but not a milvus-lite store; choose another milvus_uri",
-                uri=uri,
-            )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        private_store(path)
-        uri = str(path)
-    _START_FAILURE.take()
+    if "://" in uri:
+        return _server(uri, token)
+    _quiet_loggers(server=False)
+    _lite_environment()
+    path = Path(uri).expanduser().absolute()
+    if path.suffix != ".db":
+        raise StoreError(f"a milvus-lite path must end in .db, got {uri!r}", uri=uri)
+    if path.exists() and not path.is_dir():
+        raise SchemaMismatchError(
+            f"{path} exists and is not a milvus-lite store directory (a file, perhaps a milvus-lite 2.x "
+            "store); choose another milvus_uri",
+            uri=uri,
+        )
+    if path.is_dir() and any(path.iterdir()) and not any((path / m).exists() for m in _LITE_MARKERS):
+        raise StoreCorruptedError(
+            f"{path} is a non-empty directory but not a milvus-lite store; choose another milvus_uri",
+            uri=uri,
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    private_store(path)
+    from .lite_client import LiteClient
+
     try:
-        address = uri if "://" in uri else lite_address(uri)
+        client = LiteClient(str(path))
+    except Exception as exc:
+        _lite_open_failed(str(path), exc)  # raises
+    tighten_files(path)
+    return client
+
+
+def _server(uri: str, token: str | None) -> StoreClient:
+    """pymilvus' client of a Milvus server (or `milvus-lite server`)."""
+    _quiet_loggers(server=True)
+    from pymilvus import MilvusClient
+
+    try:
         # milvus-lite's gRPC server keeps grpc's default ping policy (at most one ping in 5 minutes without
         # data), so pymilvus' 10 s keepalive drew GOAWAY too_many_pings in long runs (on stderr, and for
-        # `milvus-lite server` on loopback a dead shared channel: "Fail connecting to server"); a store on
+        # `milvus-lite server` on loopback a dead shared channel: "Fail connecting to server"); a server on
         # this machine needs no keepalive to find a dead peer
-        options = {"grpc_options": _LITE_KEEPALIVE} if "://" not in uri or _loopback(uri) else {}
-        client = MilvusClient(uri=address, token=token or "", **options)
+        options = {"grpc_options": _LITE_KEEPALIVE} if _loopback(uri) else {}
+        return MilvusClient(uri=uri, token=token or "", **options)  # type: ignore[no-any-return]
     except Exception as exc:
-        text = f"{type(exc).__name__}: {exc}"
-        if "://" not in uri:
-            _lite_open_failed(uri, exc, _START_FAILURE.take() or exc)  # raises
-        raise StoreError(f"cannot open Milvus at {uri}: {text}", uri=uri, original_error=exc) from exc
-    if "://" not in uri:
-        with _LITE_LOCK:
-            _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
-        tighten_files(Path(uri))
-    return client
+        raise StoreError(f"cannot open Milvus at {uri}: {type(exc).__name__}: {exc}", uri=uri, original_error=exc) from exc
 
 
 def _loopback(uri: str) -> bool:
@@ -153,32 +126,16 @@ def _loopback(uri: str) -> bool:
     return (urlsplit(uri).hostname or "") in ("127.0.0.1", "localhost", "::1")
 
 
-def _lite_open_failed(uri: str, exc: Exception, cause: BaseException | None) -> NoReturn:
+def _lite_open_failed(uri: str, exc: Exception) -> NoReturn:
     """Raise the error that names why milvus-lite could not open `uri`: its lock held by another process,
-    its local server started but unreachable (no loopback), or a damaged store."""
-    from milvus_lite.server_manager import server_manager_instance
-
-    with _LITE_LOCK:  # a server this call started (none of this process' stores uses it) holds the lock now
-        started = uri in getattr(server_manager_instance, "_servers", {}) and not _LITE_USERS.get(uri)
-    if started:  # release it before looking at who else holds the lock
-        server_manager_instance.release_server(uri)
-        forget_socket(uri)
-    if cause is not None:
-        exc = cause  # type: ignore[assignment]
-    text = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"  # MilvusException repeats itself in str()
-    if type(cause).__name__ == "DataDirLockedError" or (not started and _lite_locked_elsewhere(uri)):
+    or a damaged store."""
+    text = f"{type(exc).__name__}: {exc}"
+    if type(exc).__name__ == "DataDirLockedError" or _lite_locked_elsewhere(uri):
         holder = _lock_holder(uri)
         raise StoreLockedError(
             f"the milvus-lite store at {uri} is locked by another process{f' (pid {holder})' if holder else ''}. "
             "milvus-lite allows one process per path: close the other process (or route its work through "
             "one long-running process), or point milvus_uri at a Milvus server (http://...) to share a store.",
-            uri=uri,
-            original_error=exc,
-        ) from exc
-    if started:
-        raise StoreError(
-            f"milvus-lite started its local server for {uri} but cannot connect to it on 127.0.0.1 ({text}); "
-            "is the loopback interface (lo) up? milvus-lite needs it even for a local store",
             uri=uri,
             original_error=exc,
         ) from exc
@@ -188,38 +145,19 @@ def _lite_open_failed(uri: str, exc: Exception, cause: BaseException | None) -> 
             uri=uri,
             original_error=exc,
         ) from exc
-    raise StoreError(f"milvus-lite could not start its local server for {uri}: {text}", uri=uri, original_error=exc) from exc
-
-
-_LITE_LOCK = threading.Lock()
-_LITE_USERS: dict[str, int] = {}  # path -> open stores in this process
+    raise StoreError(f"milvus-lite could not open {uri}: {text}", uri=uri, original_error=exc) from exc
 
 
 def release(uri: str) -> None:
-    """milvus-lite keeps its directory lock after client.close(); release it when the last store on the path closes."""
-    if "://" in uri:
-        return
-    path = str(Path(uri).expanduser().absolute())
-    with _LITE_LOCK:
-        users = _LITE_USERS.get(path, 0) - 1
-        if users > 0:
-            _LITE_USERS[path] = users
-            return
-        _LITE_USERS.pop(path, None)
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-
-        server_manager_instance.release_server(path)
-    except Exception:  # pragma: no cover - best effort
-        log.debug("milvus-lite release failed", exc_info=True)
-    forget_socket(path)
-    tighten_files(Path(path))
+    """After a local store's client closed (which released milvus-lite's lock with the last client of the
+    path): the modes of what milvus-lite wrote since, tightened."""
+    if "://" not in uri:
+        tighten_files(Path(uri).expanduser().absolute())
 
 
 def _lite_locked_elsewhere(path: str) -> bool:
     """True when another process holds milvus-lite's advisory lock on the directory."""
     import fcntl
-    import os
 
     lock_file = os.path.join(path, "LOCK")
     if not os.path.exists(lock_file):
@@ -263,7 +201,7 @@ _RACE_MARKERS = ("already exist", "index not found", "index not exist", "index d
 CREATE_ATTEMPTS = 8
 
 
-def ensure_collection(client: MilvusClient, uri: str, name: str, make: Callable[[], tuple[Any, Any, dict[str, Any]]],
+def ensure_collection(client: StoreClient, uri: str, name: str, make: Callable[[], tuple[Any, Any, dict[str, Any]]],
                       check: Callable[[], None] | None = None) -> bool:
     """Create `name` if it is missing, else index and load it; True when this call created it.
 
@@ -285,7 +223,9 @@ def ensure_collection(client: MilvusClient, uri: str, name: str, make: Callable[
             schema, index, kwargs = make()
             create_indexed(client, name, schema, index, **kwargs)
             return True
-        except MilvusException as exc:
+        except Exception as exc:
+            if not refused(exc):
+                raise
             if remove_half_created(uri, name):  # a milvus-lite creation a killed process left half done
                 continue
             text = str(exc).lower()
@@ -296,7 +236,7 @@ def ensure_collection(client: MilvusClient, uri: str, name: str, make: Callable[
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _index_missing(client: MilvusClient, name: str, index: Any) -> None:
+def _index_missing(client: StoreClient, name: str, index: Any) -> None:
     """Create the indexes of `index` whose field has none yet (another process' creation stopped, or is
     still going, between making the collection and indexing it)."""
     if not index:
@@ -318,7 +258,7 @@ _INDEX_LOOKS = (0.0, 0.005, 0.02, 0.05, 0.1, 0.2)
 INDEX_WAIT_S = 300.0
 
 
-def create_indexed(client: MilvusClient, name: str, schema: Any, index: Any, **kwargs: Any) -> None:
+def create_indexed(client: StoreClient, name: str, schema: Any, index: Any, **kwargs: Any) -> None:
     """`create_collection(name, schema=..., index_params=...)` (the collection, its indexes, loaded) without
     pymilvus's sleeping wait for each index."""
     client.create_collection(name, schema=schema, **kwargs)
@@ -328,17 +268,17 @@ def create_indexed(client: MilvusClient, name: str, schema: Any, index: Any, **k
     client.load_collection(name)
 
 
-def wait_for_indexes(client: MilvusClient, name: str, timeout_s: float = INDEX_WAIT_S) -> None:
-    """Until every index of `name` is built: a MilvusException when one failed or the time ran out. A
+def wait_for_indexes(client: StoreClient, name: str, timeout_s: float = INDEX_WAIT_S) -> None:
+    """Until every index of `name` is built: a BackendError when one failed or the time ran out. A
     server that does not report a state is taken at its word (loading then says what is missing)."""
     deadline, looks = time.monotonic() + timeout_s, iter(_INDEX_LOOKS)
     while True:
         states = {n: str(client.describe_index(name, n).get("state") or "Finished") for n in client.list_indexes(name)}
         failed = sorted(n for n, state in states.items() if state == "Failed")
         if failed:
-            raise MilvusException(message=f"building the index of {name!r} on {', '.join(failed)} failed")
+            raise BackendError(f"building the index of {name!r} on {', '.join(failed)} failed")
         if all(state == "Finished" for state in states.values()):
             return
         if time.monotonic() > deadline:
-            raise MilvusException(message=f"the indexes of {name!r} were not built in {timeout_s:.0f} s: {states}")
+            raise BackendError(f"the indexes of {name!r} were not built in {timeout_s:.0f} s: {states}")
         time.sleep(next(looks, 0.5))

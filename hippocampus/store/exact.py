@@ -10,8 +10,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import filters as F
-
 
 class PagedRows(Protocol):
     """What the scan reads of its store (MilvusStore, store/milvus.py), named here so that this module need
@@ -19,8 +17,7 @@ class PagedRows(Protocol):
 
     def iterate(self, filter_expr: str, fields: Sequence[str] = ..., batch: int = ...,
                 partition: str | None = None) -> Iterator[list[dict[str, Any]]]: ...
-    def query(self, filter_expr: str, fields: Sequence[str] = ..., limit: int | None = None,
-              partition: str | None = None) -> list[dict[str, Any]]: ...
+    def by_ids(self, ids: Sequence[int], fields: Sequence[str] = ..., partition: str | None = None) -> list[dict[str, Any]]: ...
 
 
 def exact_top_k(store: PagedRows, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str],
@@ -46,5 +43,5 @@ def exact_top_k(store: PagedRows, vector: Sequence[float], filter_expr: str, lim
     sims = np.concatenate(best_sims)
     order = np.lexsort((ids, -sims))[:limit]
     top = [(int(ids[i]), float(sims[i])) for i in order]
-    rows = {int(r["id"]): r for r in store.query(F.in_("id", [i for i, _ in top]), fields=fields, limit=len(top), partition=partition)}
+    rows = {int(r["id"]): r for r in store.by_ids([i for i, _ in top], fields, partition)}
     return [{**rows[i], "_distance": s} for i, s in top if i in rows]

@@ -24,9 +24,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from pymilvus import DataType, MilvusClient
-
 from . import filters as F
+from .backend import StoreClient, kinds
 from .schema import ID_MAX_LEN
 
 
@@ -34,7 +33,7 @@ class GraphHost(Protocol):
     """What the graph collection uses of its MilvusStore (store/milvus.py), named here so that this
     module need not import the store that imports it."""
 
-    client: MilvusClient
+    client: StoreClient
     collection: str
     dim: int
     _lock: threading.RLock
@@ -69,7 +68,8 @@ def clip(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
 
 
-def graph_schema(c: MilvusClient, dim: int) -> tuple[Any, Any]:
+def graph_schema(c: StoreClient, dim: int) -> tuple[Any, Any]:
+    DataType = kinds(c).DataType
     schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("key", DataType.VARCHAR, max_length=64, is_primary=True)
     schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
@@ -149,7 +149,7 @@ class GraphCollection:
         for start in range(0, len(keys), _PAGE):
             chunk = list(keys[start:start + _PAGE])
             with self.store._lock:
-                found = self.store._call("query", self.name, filter=F.in_("key", chunk), output_fields=list(fields), limit=len(chunk))
+                found = self.store._call("query", self.name, ids=chunk, output_fields=list(fields))  # by key: no scan
             out.update({r["key"]: dict(r) for r in found})
         return out
 

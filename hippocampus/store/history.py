@@ -10,8 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pymilvus import MilvusClient
-
+from .backend import StoreClient
 from .capabilities import Capabilities
 from .schema import history_schema
 
@@ -22,7 +21,7 @@ class HistoryHost(Protocol):
     """What the history collection uses of its MilvusStore, named here so that this module need not
     import the store that imports it."""
 
-    client: MilvusClient
+    client: StoreClient
     collection: str
     capabilities: Capabilities
     _lock: threading.RLock

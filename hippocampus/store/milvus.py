@@ -11,17 +11,15 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 import numpy as np
-from pymilvus import MilvusClient
-from pymilvus.exceptions import MilvusException
 
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
 from ..models import ROW_FIELDS
 from ..observability.tracing import store_call
 from . import filters as F
+from .backend import StoreClient, refused
 from .buckets import bucket_of, ensure_bucket, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, ensure_collection, release
@@ -31,7 +29,6 @@ from .history import HistoryCollection
 from .ids import IdAllocator, LeasedWorker
 from .leases import LeaseTable
 from .leases_local import LocalLeases
-from .lite_direct import Direct
 from .readable import readable
 from .schema import (
     PROP_FULL_TEXT,
@@ -67,7 +64,6 @@ class MilvusStore:
         # `<collection>_leases` on a shared server, made on first use; in memory on a local path (store/leases.py)
         self.leases: LeaseTable | LocalLeases = LeaseTable(self) if "://" in uri else LocalLeases()
         self._ids = IdAllocator(LeasedWorker(self.leases))  # used when hippocampus assigns ids (store/ids.py)
-        self._direct = Direct(uri) if "://" not in uri else None  # a local store's queries asked of its engine
         self._client = connect(uri, token)
         try:
             self.capabilities: Capabilities = detect(self._client, uri)  # the server's; then the collection's
@@ -75,8 +71,10 @@ class MilvusStore:
                 self.capabilities = replace(self.capabilities, client_ids=client_ids)
             self._ensure_memories()
             self.events.ensure()
-        except MilvusException as exc:
+        except Exception as exc:
             self.close()
+            if not refused(exc):
+                raise
             if "://" in uri:
                 raise StoreError(f"cannot open the collections at {uri}: {exc}", uri=uri, original_error=exc) from exc
             raise StoreCorruptedError(
@@ -85,13 +83,10 @@ class MilvusStore:
                 uri=uri,
                 original_error=exc,
             ) from exc
-        except Exception:
-            self.close()
-            raise
 
     # ---------------------------------------------------------------- lifecycle
     def close(self) -> None:
-        """Release the client and, for milvus-lite, the directory lock."""
+        """Release the client (for milvus-lite, with the last client of the path, its directory lock)."""
         if getattr(self, "_client", None) is not None and getattr(self, "leases", None) is not None:
             try:
                 self.leases.close()  # the id worker number and any lease held go back at once
@@ -107,7 +102,7 @@ class MilvusStore:
         release(self.uri)
 
     @property
-    def client(self) -> MilvusClient:
+    def client(self) -> StoreClient:
         if self._client is None:
             raise StoreError("the store is closed", uri=self.uri)
         return self._client
@@ -200,8 +195,7 @@ class MilvusStore:
         self._check_vectors(rows)
         ids = [int(r["id"]) for r in rows]
         with self._lock:
-            found = self._call("query", self.collection, filter=F.in_("id", ids), output_fields=["id", "user_id", "text", "memory_type"],
-                               limit=len(ids))
+            found = self.by_ids(ids, ["id", "user_id", "text", "memory_type"])
             owner = {int(r["id"]): r["user_id"] for r in found}
             gone = [i for i, r in zip(ids, rows) if owner.get(i) != r.get("user_id")]
             if gone:
@@ -238,6 +232,16 @@ class MilvusStore:
             with self._lock:
                 return readable(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit, partition_names=_parts(partition)))
         return [row for page in self.iterate(filter_expr, fields, partition=partition) for row in page]
+
+    def by_ids(self, ids: Sequence[int], fields: Sequence[str] = MEMORY_FIELDS, partition: str | None = None) -> list[dict[str, Any]]:
+        """The rows with these ids (those that exist), read by key: milvus-lite finds each in its key index where a
+        filter `id in [...]` would test every row of the collection."""
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(ids), _PAGE):
+            with self._lock:
+                out += readable(self._call("query", self.collection, ids=[int(i) for i in ids[start:start + _PAGE]],
+                                           output_fields=list(fields), partition_names=_parts(partition)))
+        return out
 
     def iterate(
         self, filter_expr: str, fields: Sequence[str] = MEMORY_FIELDS, batch: int = _PAGE, partition: str | None = None
@@ -345,7 +349,7 @@ class MilvusStore:
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
         if not ids:
             return {}
-        rows = self.query(F.in_("id", ids), fields=["id", "vector"], limit=len(ids))
+        rows = self.by_ids(ids, ["id", "vector"])
         return {int(r["id"]): list(r["vector"]) for r in rows}
 
     # ---------------------------------------------------------------- history (store/history.py)
@@ -367,11 +371,11 @@ class MilvusStore:
     # ---------------------------------------------------------------- helpers
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         fn = getattr(self.client, method)
-        if self._direct is not None and method in ("query", "search") and len(args) == 1:  # a local store: its engine answers
-            fn = partial(self._direct.call if method == "query" else self._direct.search_call, fn)
         try:
             return store_call(fn, method, *args, **kwargs)  # a span inside a traced verb
-        except MilvusException as exc:
+        except Exception as exc:
+            if not refused(exc):
+                raise
             raise StoreError(f"Milvus {method} failed: {exc}", uri=self.uri, original_error=exc) from exc
 
     def __enter__(self) -> MilvusStore:

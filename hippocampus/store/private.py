@@ -1,29 +1,17 @@
 """The embedded store kept to its own user: a new milvus-lite store's directory is 0700 and its files
-0600, and milvus-lite serves it on a Unix socket in a private temporary directory, not on a loopback
-TCP port that any local user could connect to (milvus-lite has no authentication).
-
-milvus-lite 3 starts its gRPC server on 127.0.0.1 with a free port (server_manager.py); grpc can listen
-on a Unix socket and pymilvus connects to `unix:` addresses, so the server is started here the same
-way, on a socket instead. Where milvus-lite's internals are not as expected (another version) or the
-socket path would be too long, the store falls back to milvus-lite's own loopback port, with a log line.
-An existing store whose modes let other users in is left as it is, with a warning.
+0600. milvus-lite has no authentication; a local store is opened in this process (store/lite_client.py),
+so no port or socket is served at all. An existing store whose modes let other users in is left as it
+is, with a warning.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
-import shutil
 import stat
-import tempfile
-import threading
 from pathlib import Path
 
 log = logging.getLogger(__name__)
-_MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
-_LOCK = threading.Lock()
-_SOCKETS: dict[str, str] = {}  # store path -> the private directory of its socket
 _WARNED: set[str] = set()
 
 
@@ -55,58 +43,3 @@ def tighten_files(path: Path) -> None:
                     os.chmod(full, stat.S_IMODE(st.st_mode) & private)
     except OSError:
         log.debug("could not tighten the modes under %s", path, exc_info=True)
-
-
-def lite_address(path: str) -> str:
-    """The address a MilvusClient opens for the milvus-lite store at `path`: `unix:<socket>` from a
-    server started here, or `path` itself (milvus-lite's own loopback server) where that cannot be.
-    Raises what milvus-lite raises when the store cannot be opened (locked by another process...)."""
-    from milvus_lite.server_manager import server_manager_instance as manager
-
-    with _LOCK:
-        if path in manager._servers:  # open already: through this module, or a raw MilvusClient's port
-            return f"unix:{_SOCKETS[path]}/milvus.sock" if path in _SOCKETS else path
-        try:
-            from milvus_lite.adapter.grpc.server import _build_server
-            from milvus_lite.db import MilvusLite
-        except ImportError:
-            log.info("this milvus-lite cannot be served on a Unix socket; it listens on a loopback port")
-            return path
-        folder = tempfile.mkdtemp(prefix="hippocampus-")  # 0700: other users cannot reach the socket
-        socket = os.path.join(folder, "milvus.sock")
-        if len(socket.encode()) > _MAX_SOCKET_PATH:
-            shutil.rmtree(folder, ignore_errors=True)
-            log.info("the temporary directory's path is too long for a Unix socket; milvus-lite listens on a loopback port")
-            return path
-        db = None
-        try:
-            db = MilvusLite(path)  # takes the store's lock: DataDirLockedError when another process holds it
-            server = _build_server(db, 10)
-            if not server.add_insecure_port(f"unix:{socket}"):
-                raise OSError(f"grpc could not listen on {socket}")
-            server.start()
-        except BaseException:
-            if db is not None:
-                db.close()
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        with manager._lock:  # milvus-lite's manager owns it now: its release_server stops it, as for its own
-            manager._servers[path] = (server, db, 0)
-        _SOCKETS[path] = folder
-    return f"unix:{socket}"
-
-
-def forget_socket(path: str) -> None:
-    """After milvus-lite released the store at `path`: remove its socket's directory."""
-    with _LOCK:
-        folder = _SOCKETS.pop(path, None)
-    if folder:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _forget_all() -> None:
-    for path in list(_SOCKETS):
-        forget_socket(path)
-
-
-atexit.register(_forget_all)

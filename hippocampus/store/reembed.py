@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pymilvus import MilvusClient
-
 from ..embeddings.base import Embedder
 from ..errors import SchemaMismatchError, StoreError
 from . import filters as F
+from .backend import StoreClient
 from .buckets import NUM_BUCKETS, PROP_BUCKETS, group_by_bucket
 from .capabilities import Capabilities, detect
 from .connection import connect, create_indexed, release
@@ -80,7 +79,7 @@ class ReembedReport:
     crosslang: str | None = None  # the model of the cross-language vectors the store has (store/xvector.py)
 
 
-def _describe(c: MilvusClient, name: str) -> tuple[dict[str, Any], str, int, bool]:
+def _describe(c: StoreClient, name: str) -> tuple[dict[str, Any], str, int, bool]:
     """(properties, model, dim, full_text) of a memories collection made by this version of hippocampus."""
     info = c.describe_collection(name)
     props = info.get("properties") or {}
@@ -126,7 +125,7 @@ def _cross_for(props: dict[str, Any]) -> Embedder:
     return make_crosslang(NAME)
 
 
-def _xdim(c: MilvusClient, name: str) -> int | None:
+def _xdim(c: StoreClient, name: str) -> int | None:
     """The dimension of the collection's `xvector`, or None without one."""
     for f in c.describe_collection(name).get("fields", []):
         if f["name"] == XVECTOR:
@@ -134,7 +133,7 @@ def _xdim(c: MilvusClient, name: str) -> int | None:
     return None
 
 
-def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: int, drop_old: bool, restart: bool,
+def _run(c: StoreClient, uri: str, name: str, embedder: Embedder, batch_size: int, drop_old: bool, restart: bool,
          progress: Progress, crosslang: Embedder | None = None) -> ReembedReport:
     target = name + TARGET_SUFFIX
     new_model, new_dim = embedder.model_name, embedder.dim
@@ -210,11 +209,11 @@ def _run(c: MilvusClient, uri: str, name: str, embedder: Embedder, batch_size: i
     return report
 
 
-def _count(c: MilvusClient, name: str) -> int:
+def _count(c: StoreClient, name: str) -> int:
     return int(c.query(name, filter="", output_fields=["count(*)"])[0]["count(*)"])
 
 
-def _copy(c: MilvusClient, src: str, dst: str, embedder: Embedder | None, batch_size: int, report: ReembedReport,
+def _copy(c: StoreClient, src: str, dst: str, embedder: Embedder | None, batch_size: int, report: ReembedReport,
           progress: Progress) -> None:
     """Every source row not yet in the target, with a new vector (its own when `embedder` is None) and
     without a version-4 `xvector` (store/xvector.py keeps those apart now); progress once per page."""
@@ -247,7 +246,7 @@ def _copy(c: MilvusClient, src: str, dst: str, embedder: Embedder | None, batch_
         it.close()
 
 
-def _ids(c: MilvusClient, name: str) -> set[int]:
+def _ids(c: StoreClient, name: str) -> set[int]:
     it = c.query_iterator(name, batch_size=4096, filter="", output_fields=["id"])
     out: set[int] = set()
     try:
@@ -258,7 +257,7 @@ def _ids(c: MilvusClient, name: str) -> set[int]:
     return out
 
 
-def _reconcile(c: MilvusClient, src: str, dst: str) -> None:
+def _reconcile(c: StoreClient, src: str, dst: str) -> None:
     """The target must hold exactly the source's ids before the switch: rows deleted from the source
     meanwhile go; a source row still missing (written during the run) stops the switch."""
     src_ids, dst_ids = _ids(c, src), _ids(c, dst)
@@ -271,7 +270,7 @@ def _reconcile(c: MilvusClient, src: str, dst: str) -> None:
                          "rerun the same command (it resumes)")
 
 
-def _reembed_graph(c: MilvusClient, name: str, embedder: Embedder, batch_size: int, progress: Progress) -> int:
+def _reembed_graph(c: StoreClient, name: str, embedder: Embedder, batch_size: int, progress: Progress) -> int:
     """`<name>_graph` (store/graph.py) into `<name>_graph__reembed` with new vectors: an entity's name and a
     triple's sentence (both kept in `name`) embedded again, a ledger row's unit vector at the new size.
     Keyed by `key`, so a resumed run skips what it copied. Returns the rows copied; 0 without a graph."""
@@ -307,7 +306,7 @@ def _reembed_graph(c: MilvusClient, name: str, embedder: Embedder, batch_size: i
     return done
 
 
-def _switch_graph(c: MilvusClient, name: str, kept_as: str) -> bool:
+def _switch_graph(c: StoreClient, name: str, kept_as: str) -> bool:
     """Put a copied graph in place beside its memories (the old one kept as `<kept_as>_graph`, the pair of
     the kept memories); True when there was one to switch."""
     target = name + GRAPH + TARGET_SUFFIX
@@ -320,7 +319,7 @@ def _switch_graph(c: MilvusClient, name: str, kept_as: str) -> bool:
     return True
 
 
-def fill_companion(c: MilvusClient, name: str, embedder: Any, batch_size: int, progress: Any,
+def fill_companion(c: StoreClient, name: str, embedder: Any, batch_size: int, progress: Any,
                    caps: Capabilities) -> tuple[int, int]:
     """`hippocampus reembed --crosslang`: every memory of `name` not yet in its companion gets its cross
     vector, page by page (an interrupted run resumes: what is there is kept), then the memories collection

@@ -8,11 +8,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pymilvus import DataType, Function, FunctionType, MilvusClient
-
 from ..errors import SchemaMismatchError
 from ..models import TEXT_MAX_BYTES
 from .analyzer import analyzer_params
+from .backend import StoreClient, kinds
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +29,14 @@ PROP_VERSION = "hippocampus.schema_version"
 PROP_FULL_TEXT = "hippocampus.full_text"  # "false" on a collection made without BM25 (absent otherwise)
 
 
-def memories_schema(c: MilvusClient, dim: int, full_text: bool = True, auto_id: bool = True,
+def memories_schema(c: StoreClient, dim: int, full_text: bool = True, auto_id: bool = True,
                     xdim: int | None = None) -> tuple[Any, Any]:
     """Every memory, episodic and semantic: scalar fields, the dense vector and the BM25 sparse
     vector that Milvus computes from `text`. Without `full_text` (a server before Milvus 2.5:
     store/capabilities.py) there is no analyzer, sparse field or BM25 function; without `auto_id`
     hippocampus assigns the ids (store/ids.py); with `xdim`, the cross-language vector field `xvector` of
     schema version 4 (tests of the upgrade only: version 5 keeps them in store/xvector.py's companion)."""
+    DataType, Function, FunctionType = kinds(c)
     schema = c.create_schema(auto_id=auto_id, enable_dynamic_field=True)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)
@@ -66,8 +66,9 @@ def memories_schema(c: MilvusClient, dim: int, full_text: bool = True, auto_id: 
     return schema, index
 
 
-def history_schema(c: MilvusClient) -> tuple[Any, Any]:
+def history_schema(c: StoreClient) -> tuple[Any, Any]:
     """One row per change to a memory (add, update, merge, delete), as JSON."""
+    DataType = kinds(c).DataType
     schema = c.create_schema(auto_id=True, enable_dynamic_field=False)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("memory_id", DataType.INT64)
@@ -122,8 +123,9 @@ def remove_half_created(uri: str, name: str) -> bool:
     return True
 
 
-def leases_schema(c: MilvusClient) -> tuple[Any, Any]:
+def leases_schema(c: StoreClient) -> tuple[Any, Any]:
     """One row per claim (and one `fence` row per name holding its newest token)."""
+    DataType = kinds(c).DataType
     schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("key", DataType.VARCHAR, max_length=256, is_primary=True)
     schema.add_field("grp", DataType.VARCHAR, max_length=32)

@@ -131,7 +131,7 @@ class Writer:
 
     def _stored(self, ids: list[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Each existing memory's (text, metadata) as stored now."""
-        rows = self.store.query(F.in_("id", ids), ["id", "text", "metadata"], limit=max(1, len(ids)))
+        rows = self.store.by_ids(ids, ["id", "text", "metadata"])
         return {int(r["id"]): (r["text"], r.get("metadata") or {}) for r in rows}
 
     def _not_landed(self, rows: list[dict[str, Any]]) -> set[int]:

@@ -30,11 +30,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
-from pymilvus import DataType, MilvusClient
 
 from ..errors import SchemaMismatchError
 from ..text import script_of
 from . import filters as F
+from .backend import StoreClient, kinds
 from .buckets import NUM_BUCKETS, PROP_BUCKETS, bucket_of, ensure_bucket
 from .capabilities import Capabilities
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
@@ -54,7 +54,7 @@ class CrossHost(Protocol):
 
     uri: str
     collection: str
-    client: MilvusClient
+    client: StoreClient
     _lock: threading.RLock
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
@@ -64,8 +64,9 @@ class CrossHost(Protocol):
     def _create_collection(self, name: str, schema: Any = None, index_params: Any = None, **kwargs: Any) -> None: ...
 
 
-def xvec_schema(c: MilvusClient, dim: int, index_type: str = "AUTOINDEX") -> tuple[Any, Any]:
+def xvec_schema(c: StoreClient, dim: int, index_type: str = "AUTOINDEX") -> tuple[Any, Any]:
     """The companion's schema and index (`index_type`: Capabilities.companion_index)."""
+    DataType = kinds(c).DataType
     schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", DataType.INT64, is_primary=True)  # the memory's id
     schema.add_field("user_id", DataType.VARCHAR, max_length=ID_MAX_LEN)

@@ -90,16 +90,18 @@ def _imported(args: list[str], env: dict[str, str], shows: str = "") -> set[str]
 
 
 def test_only_the_commands_that_open_a_store_import_the_store_client(tmp_path: Path, embedder) -> None:
-    """The store client (pymilvus, with the pandas and requests it imports as it loads) is imported on the
-    paths that open a store and not by `--help`: our own imports of heavy modules wait for their use. No
-    stand-in takes a library's place in sys.modules (issue 56): pandas loads where pymilvus loads."""
+    """The store client (for a local path milvus-lite's engine, with the pyarrow it imports as it loads) is
+    imported on the paths that open a store and not by `--help`: our own imports of heavy modules wait for
+    their use. A local store never loads pymilvus or grpc (store/lite_client.py: milvus-lite's in-process
+    API). No stand-in takes a library's place in sys.modules (issue 56)."""
     db = str(tmp_path / "m.db")
     with Memory(milvus_uri=db, embedder=embedder) as m:
         m.add("I live in Porto.", user_id="ann")
     env = {**os.environ, "HIPPOCAMPUS_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     for args in (["list", "-u", "ann"], ["search", "where do I live?", "-u", "ann"]):
         loaded = _imported(["--uri", db, *args], env, shows="Porto")
-        assert {"pymilvus", "pyarrow", "pandas"} <= loaded, args  # the real modules, listed by the interpreter
+        assert {"milvus_lite", "pyarrow"} <= loaded, args  # the real modules, listed by the interpreter
+        assert not {"pymilvus", "grpc"} & loaded, args
     loaded = _imported(["--help"], env, shows="search")
     assert sorted(m for m in loaded if m.split(".")[0] in ("pymilvus", "pandas", "numpy", "pyarrow", "milvus_lite")
                   or m.startswith("hippocampus.store")) == []

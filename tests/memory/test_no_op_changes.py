@@ -54,10 +54,3 @@ def test_an_endpoint_without_a_model_name_is_named_by_its_endpoint():
     with pytest.raises(LLMError) as err:
         named.chat("system", "user")
     assert err.value.model == "qwen2.5"
-
-
-def test_an_embedded_store_asks_for_no_keepalive_pings(memory: Memory):
-    """milvus-lite's gRPC server answers pymilvus' default 10 s keepalive pings with GOAWAY too_many_pings
-    (seen on stderr in a full run of the suite): a local store's client pings at most every 6 minutes."""
-    options = memory.store.client._get_connection()._grpc_options
-    assert options["grpc.keepalive_time_ms"] >= 300_000 and options["grpc.keepalive_permit_without_calls"] is False

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pymilvus import DataType, MilvusClient
+from milvus_lite import DataType
 
 from hippocampus import (
     ConfigError,
@@ -25,6 +25,7 @@ from hippocampus import (
     StoreError,
 )
 from hippocampus.store import MEMORY_FIELDS
+from hippocampus.store.lite_client import LiteClient
 from hippocampus.testing import DeterministicEmbedder
 
 from ._support import COUNTS
@@ -298,17 +299,14 @@ def test_embedder_returning_the_wrong_dimension_writes_nothing(fresh_path: str):
 
 
 def test_collection_of_another_schema_is_refused(fresh_path: str, embedder):
-    client = MilvusClient(uri=fresh_path)
+    client = LiteClient(fresh_path)
     schema = client.create_schema(auto_id=True)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("vector", DataType.FLOAT_VECTOR, dim=embedder.dim)
     index = client.prepare_index_params()
     index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
     client.create_collection("memories", schema=schema, index_params=index)
-    client.close()
-    from hippocampus.store.connection import release
-
-    release(str(fresh_path))  # the raw client above took milvus-lite's directory lock
+    client.close()  # the last client of the path: milvus-lite's directory lock is released
     with pytest.raises(SchemaMismatchError) as err:
         Memory(milvus_uri=fresh_path, embedder=embedder)
     assert "not created by this version" in str(err.value)

