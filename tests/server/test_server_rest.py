@@ -238,7 +238,9 @@ def test_deferred_write_decisions_are_made_in_the_background(shared_db, embedder
         fact = client.add("My sister Ana moved to Lyon last week", user_id="gus", infer=True)
         assert fact.pending_decision and fact.reason.startswith("deferred")
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(r.metadata.get("pending_decision") for r in client.get_all("gus")):
+        # the worker counts a batch just after its records are written: wait for both
+        while time.monotonic() < deadline and (any(r.metadata.get("pending_decision") for r in client.get_all("gus"))
+                                               or client.stats()["service"]["pending_decided"] < 1):
             time.sleep(0.1)
         records = client.get_all("gus")
         assert records and not any(r.metadata.get("pending_decision") for r in records)
