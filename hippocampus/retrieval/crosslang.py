@@ -118,10 +118,6 @@ def rescore(cands: list[Candidate], query: str, query_vector: Sequence[float], f
     return cands
 
 
-def id_filter(ids: Sequence[int]) -> str:
-    return F.in_("id", list(ids))
-
-
 def kinds_scope(q: Query) -> tuple[str, int]:
     """The scope and depth of the one cross-language gathering a Memory.search shares across the kinds it
     asks for (each kind's stage keeps its own rows): the kind's condition widened to all of them, the depth
@@ -151,12 +147,12 @@ def gather(r: Searcher, q: Query, qx: Sequence[float], scripts: Sequence[str],
     if not unread:
         rows = []
     elif q.plain:
-        rows = [row for row in r.store.query(id_filter(unread), fields=fields, limit=len(unread))
+        rows = [row for row in r.store.by_ids(unread, fields)
                 if row.get("user_id") == q.user_id and (kinds is None or row.get("memory_type") in kinds)
                 and (q.include_superseded or current_row(row)) and (q.include_expired or live_row(row))]
     else:
         fast = lite_scope(r.store, scope)  # milvus-lite: superseded rows dropped here, not by the filter
-        rows = r.store.query(F.and_(id_filter(unread), fast or scope), fields=fields, limit=len(unread), partition=q.part)
+        rows = r.store.by_ids(unread, fields, q.part, where=fast or scope)
         rows = [row for row in rows if not fast or kept_row(row)]
     ranked = sorted([*({"id": i, "_distance": near[i], "_known": True} for i in near if i in known),
                      *({**row, "_distance": near[int(row["id"])]} for row in rows)], key=lambda row: -row["_distance"])

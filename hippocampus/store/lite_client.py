@@ -61,6 +61,7 @@ class LiteClient:
     `close()` closing it, which releases the lock. Calls are serialised: the engine is not re-entrant."""
 
     kinds = Kinds(DataType, LiteFunction, FunctionType)  # what store/schema.py builds a schema with (backend.kinds)
+    reads_keys_with_filter = True  # query(ids=, filter=) reads by key, then tests the filter (backend.keyed)
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -246,13 +247,13 @@ class LiteClient:
     def query(self, collection_name: str, filter: str = "", output_fields: Sequence[str] | None = None,
               limit: int | None = None, partition_names: Sequence[str] | None = None, ids: Sequence[Any] | None = None,
               offset: int = 0, **_: Any) -> list[dict[str, Any]]:
-        """Rows matching `filter`, or with the keys `ids` (read by key: not a scan), or the count
-        `[{"count(*)": n}]` when output_fields names it."""
+        """Rows matching `filter`, or with the keys `ids` (read by key: not a scan) that also match `filter`
+        (which pymilvus' client refuses: the store asks backend.keyed), or the count `[{"count(*)": n}]` when
+        output_fields names it."""
         parts = list(partition_names) if partition_names else None
         if ids is not None:
-            if filter:
-                raise BackendError("a query takes ids or a filter, not both (as pymilvus)")
-            return self.get(collection_name, ids=ids, output_fields=output_fields, partition_names=partition_names)
+            return self.get(collection_name, ids=ids, output_fields=output_fields, partition_names=partition_names,
+                            filter=filter)
         with self._lock:
             col = self._col(collection_name)
             if output_fields and _COUNT in output_fields:
@@ -267,13 +268,13 @@ class LiteClient:
 
     @_refusals
     def get(self, collection_name: str, ids: Any, output_fields: Sequence[str] | None = None,
-            partition_names: Sequence[str] | None = None, **_: Any) -> list[dict[str, Any]]:
-        """Rows by primary key, in the order asked, those missing left out."""
+            partition_names: Sequence[str] | None = None, filter: str = "", **_: Any) -> list[dict[str, Any]]:
+        """Rows by primary key, in the order asked, those missing or not matching `filter` left out."""
         keys = list(ids) if isinstance(ids, (list, tuple)) else [ids]
         with self._lock:
             col = self._col(collection_name)
             rows = col.get(keys, partition_names=list(partition_names) if partition_names else None,
-                           output_fields=_fields(output_fields))
+                           expr=filter or None, output_fields=_fields(output_fields))
             return self._decoder(col).rows(rows)
 
     def query_iterator(self, collection_name: str, batch_size: int = 1000, filter: str = "",
