@@ -133,10 +133,9 @@ def gather(r: Searcher, q: Query, qx: Sequence[float], scripts: Sequence[str],
     the scope: rows with `_distance` (the USE cosine), the lowest cosine `nearest` returned (`floor`), and
     every cosine it returned. Rows of `known` memories (already candidates, so in the scope) are not read
     again: e5 often gathers the other language's memories itself, and a read costs per id (issue 41);
-    they keep their place in the `depth` nearest. Without caller filters the rows are read by id alone,
-    which milvus-lite answers from its primary key (far faster than with the user's condition), and the
-    scope's own conditions (user, kinds, superseded, expired) are checked here; with them, Milvus checks the
-    scope."""
+    they keep their place in the `depth` nearest. The rows are read by key (MilvusStore.by_ids): without
+    caller filters by id alone, the scope's own conditions (user, kinds, superseded, expired) checked here;
+    with them, the scope goes beside the ids as the rest of the condition (`where`)."""
     scope, depth = kinds_scope(q)
     kinds = list(q.kinds) if len(q.kinds) > 1 else ([q.kind] if q.kind else None)
     near = dict(r.store.cross.nearest(q.user_id, qx, kinds, scripts, depth + MARGIN))

@@ -1,16 +1,13 @@
 """A local store's client: the pymilvus `MilvusClient` methods the store calls, with the same arguments and
 results, answered by milvus-lite's documented in-process API (`milvus_lite.MilvusLite`, `Collection`).
 
-Why: milvus-lite 3 is a Python engine; pymilvus reaches it through a gRPC server that milvus-lite starts in
-the same process, so every row was encoded, sent over a socket and decoded twice, the server listened on a
-loopback port (or, through milvus-lite's internals, on a private socket), and opening a store imported
-pymilvus and grpc. Here the store calls the engine: no server, no socket, no pymilvus. The Milvus-server
-path keeps pymilvus' client; both are held to the same contract tests (tests/store/test_lite_client.py,
-tests/store/test_store_servers.py). What each call maps to follows milvus-lite's own gRPC servicer (a
-delete or count by filter is a query first; a query iterator pages by primary key); hybrid search fuses
-the two searches as milvus-lite's server does (RRF: sum of 1/(k + rank); weighted: the weighted sum of
-scores, normalised per metric when asked). Not mapped, since the store never asks: databases, aliases,
-group-by, range search, search iterators. docs/store-local.md has the design and its measurements."""
+Why: pymilvus reaches milvus-lite 3 (a Python engine) through a gRPC server in the same process: every row
+encoded, sent over a socket and decoded twice, a loopback port, pymilvus and grpc imported. Here the store
+calls the engine. The Milvus-server path keeps pymilvus' client; both are held to the same contract tests
+(tests/store/test_lite_client.py, test_store_servers.py). Each call follows milvus-lite's own gRPC servicer
+(a delete or count by filter is a query first; a query iterator pages by primary key; hybrid search fuses
+as its server does). Not mapped, since the store never asks: databases, aliases, group-by, range search,
+search iterators. docs/store-local.md has the design and its measurements."""
 
 from __future__ import annotations
 
@@ -18,14 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from milvus_lite import (
-    Collection,
-    CollectionNotFoundError,
-    DataType,
-    FunctionType,
-    MilvusLite,
-    __version__,
-)
+from milvus_lite import Collection, CollectionNotFoundError, DataType, FunctionType, MilvusLite, __version__
 from milvus_lite import Function as LiteFunction
 
 from . import filters as F
