@@ -76,7 +76,7 @@ class Distiller:
         for ids in by_user.values():
             for start in range(0, len(ids), CHUNK):
                 chunk = ids[start : start + CHUNK]
-                self._distill_chunk(self.store.query(F.in_("id", chunk), [*MEMORY_FIELDS, "vector"], limit=len(chunk)))
+                self._distill_chunk(self.store.by_ids(chunk, [*MEMORY_FIELDS, "vector"]))
                 done += len(chunk)
                 notify("semantic", done, total)
 

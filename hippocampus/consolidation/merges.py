@@ -88,7 +88,7 @@ class Merges:
         sources themselves (removal.py); on recovery, sources whose event a crash left are not logged twice."""
         with self._lock:
             # primary-key look-up (fast), then the tenant check on the rows themselves
-            rows = self.store.query(F.in_("id", source_ids), limit=max(1, len(source_ids)))
+            rows = self.store.by_ids(source_ids)
             sources = [MemoryRecord.from_row(r) for r in rows if r["user_id"] == merged.user_id]
             if sources:
                 logged = self._logged_sources(merged, [s.id for s in sources]) if recovering else set()

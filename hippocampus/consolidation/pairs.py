@@ -165,7 +165,7 @@ class PairPass:
         for ids in by_user.values():
             for start in range(0, len(ids), CHUNK):
                 chunk = [i for i in ids[start : start + CHUNK] if i not in gone]
-                rows = self.store.query(F.in_("id", chunk), [*MEMORY_FIELDS, "vector"], limit=len(chunk)) if chunk else []
+                rows = self.store.by_ids(chunk, [*MEMORY_FIELDS, "vector"])
                 anchors = [fresh.get(int(r["id"]), r) for r in rows if not (r.get("metadata") or {}).get("pending_decision")]
                 neighbours = candidates.neighbours(anchors)  # fresh rows have their vectors: the last chunk's flush embedded them
                 for anchor_id in ids[start : start + CHUNK]:

@@ -12,7 +12,6 @@ from typing import Any
 from ..embeddings import Embedder
 from ..models import TEXT_MAX_BYTES, HistoryAction, HistoryEvent, MemoryRecord
 from ..store import MilvusStore
-from ..store import filters as F
 from ..store.writes import Writer
 
 log = logging.getLogger(__name__)
@@ -36,7 +35,7 @@ def unchanged(store: MilvusStore, records: Sequence[MemoryRecord]) -> list[Memor
     """The records whose memory is still as read (there, with the same text and updated_at)."""
     ids = [r.id for r in records]
     now = {int(r["id"]): (r["text"], (r.get("metadata") or {}).get("updated_at"))
-           for r in store.query(F.in_("id", ids), ["id", "text", "metadata"], limit=max(1, len(ids)))}
+           for r in store.by_ids(ids, ["id", "text", "metadata"])}
     keep = [r for r in records if now.get(r.id) == (r.text, r.metadata.get("updated_at"))]
     if len(keep) < len(records):
         log.info("%d memories deleted or edited during consolidation; left as they are", len(records) - len(keep))

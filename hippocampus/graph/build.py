@@ -78,7 +78,7 @@ def build(store: MilvusStore, embedder: Embedder, extractor: TripleExtractor, us
                 stats.errors += 1
                 continue
             _write(store, embedder, user, batch, graphs, stats)
-            alive = {int(r["id"]) for r in store.query(F.in_("id", [r.id for r in batch]), ["id"])}
+            alive = {int(r["id"]) for r in store.by_ids([r.id for r in batch], ["id"])}
             store.graph.drop_supports({r.id: user for r in batch if r.id not in alive})  # deleted meanwhile
             stats.memories_read += len(batch)
             notify("graph", min(start + len(batch), len(todo)), len(todo))

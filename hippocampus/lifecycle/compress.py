@@ -209,7 +209,7 @@ def _compress(store: MilvusStore, embedder: Embedder, lock: threading.Lock, comp
         row["vector"] = vec.tolist()
     source_ids = [m.id for m in members]
     with lock:  # re-read: a use, an edit or a delete since the scan leaves the group alone
-        current = {int(r["id"]): r for r in store.query(F.in_("id", source_ids), [*MEMORY_FIELDS, "vector"], limit=len(source_ids))}
+        current = {int(r["id"]): r for r in store.by_ids(source_ids, [*MEMORY_FIELDS, "vector"])}
         if any(i not in current or MemoryRecord.from_row(current[i]).text != m.text
                or level(MemoryRecord.from_row(current[i]), now, policy) is None for i, m in zip(source_ids, members)):
             log.info("facts %s changed since the scan; not compressed", source_ids)
@@ -242,7 +242,7 @@ def _finish(store: MilvusStore, members: list[MemoryRecord], current: dict[int, 
     source_ids = [m.id for m in members]
     logged = {int(e["memory_id"]) for e in store.history(F.and_(F.in_("memory_id", source_ids + new_ids),
                                                                F.in_("action", [HistoryAction.COMPRESSED.value, HistoryAction.CREATED.value])))}
-    outputs = store.query(F.in_("id", new_ids), ["id", "user_id", "text"], limit=len(new_ids))
+    outputs = store.by_ids(new_ids, ["id", "user_id", "text"])
     store.add_history(
         [_event(m.id, m.user_id, HistoryAction.COMPRESSED, now, {INTO: new_ids, COMPRESSION: kind}, old_text=m.text)
          for m in members if m.id not in logged]
@@ -255,7 +255,7 @@ def _roll_back(store: MilvusStore, new_ids: list[int], event_ids: list[int], sou
     """A compression that failed before its sources were archived: take its facts and events away
     (the old state). Sources already archived keep everything (the new state, with its events)."""
     try:
-        rows = store.query(F.in_("id", source_ids), ["id", "metadata"], limit=len(source_ids))
+        rows = store.by_ids(source_ids, ["id", "metadata"])
         if any(INTO in (r.get("metadata") or {}) and (r["metadata"][INTO] == new_ids) for r in rows):
             return
         store.delete(F.in_("id", new_ids))
@@ -269,7 +269,7 @@ def _failed(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int, 
     """Mark a group's facts so that a model that keeps failing on them costs no call every night."""
     with lock:
         fence()
-        rows = store.query(F.in_("id", ids), [*MEMORY_FIELDS, "vector"], limit=len(ids))
+        rows = store.by_ids(ids, [*MEMORY_FIELDS, "vector"])
         store.upsert([revised_row(r, metadata={**(r.get("metadata") or {}), FAILED: now}) for r in rows])
 
 

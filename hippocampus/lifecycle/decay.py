@@ -118,7 +118,7 @@ def _apply(store: MilvusStore, lock: threading.Lock, ids: list[int], now: int, t
     """Re-read under the write lock (a use since the scan may have saved a memory) and move each;
     a memory written before lifecycle gets its fields, its clock starting now."""
     with lock:
-        rows = store.query(F.in_("id", ids), [*MEMORY_FIELDS, "vector"], limit=len(ids))
+        rows = store.by_ids(ids, [*MEMORY_FIELDS, "vector"])
         rewrite, forget, events = [], [], []
         for row in rows:
             rec = MemoryRecord.from_row(row)

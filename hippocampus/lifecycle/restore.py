@@ -29,7 +29,7 @@ def bring_back(store: MilvusStore, embedder: Embedder, saved: dict[str, Any], ol
     source) with `metadata`: re-embedded (unless `vector` is given), the same text, type, times, chat,
     who and hit count under a new id, recorded both ways ("restored": restored_from on the new id,
     restored_as on the old one, each with `details`). The new id. The caller holds the write lock."""
-    if store.query(F.and_(F.eq("id", int(old_id)), F.eq("user_id", user_id)), ["id"], limit=1):
+    if store.by_ids([int(old_id)], ["id"], where=F.eq("user_id", user_id)):
         raise InvalidInput(f"memory {old_id} still exists (its removal did not finish); nothing to bring back")
     row = new_row(user_id, MemoryType(saved["memory_type"]), int(saved["ts"]), saved["chat_id"], saved["who"], saved["text"], metadata,
                   hit_count=int(saved.get("hit_count") or 0))

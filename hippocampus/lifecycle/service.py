@@ -96,7 +96,7 @@ class LifecycleService:
                 raise InvalidInput(f"memory {memory_id} was not forgotten by decay{done}; nothing to restore")
             saved = forgot[-1].details["row"]
             new_id = bring_back(self.ctx.store, self.ctx.embedder, saved, memory_id, user_id, revived(saved), actor="api")
-        rows = self.ctx.store.query(F.and_(F.eq("id", new_id), F.eq("user_id", user_id)), limit=1)
+        rows = self.ctx.store.by_ids([new_id], where=F.eq("user_id", user_id))
         return MemoryRecord.from_row(rows[0])
 
     def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,

@@ -88,7 +88,7 @@ class BatchService:
         """This user's memories among `ids` (another user's are simply absent)."""
         if not ids:
             return {}
-        rows = self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=len(ids))
+        rows = self.ctx.store.by_ids(ids, MEMORY_FIELDS, where=F.eq("user_id", user_id))
         return {int(r["id"]): MemoryRecord.from_row(r) for r in rows}
 
     def update_many(self, items: Sequence[dict[str, Any]], user_id: str) -> BatchUpdateResult:
@@ -133,8 +133,7 @@ class BatchService:
         if not until:
             return []
         with self.ctx.write_lock:
-            rows = self.ctx.store.query(F.and_(F.in_("id", list(until)), F.eq("user_id", user_id)),
-                                        [*MEMORY_FIELDS, "vector"], limit=len(until))
+            rows = self.ctx.store.by_ids(list(until), [*MEMORY_FIELDS, "vector"], where=F.eq("user_id", user_id))
             rewritten = [{**{k: v for k, v in r.items() if k != "sparse"},
                           "metadata": expiry.stamp(dict(r.get("metadata") or {}), until[int(r["id"])])} for r in rows]
             if rewritten:

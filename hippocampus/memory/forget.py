@@ -171,7 +171,7 @@ def forget_named(ctx: MemoryContext, search: Callable[..., object], user_id: str
         mid = record.id
         if mid in out.deleted:
             continue
-        rows = ctx.store.query(F.and_(F.eq("id", mid), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=1)
+        rows = ctx.store.by_ids([mid], MEMORY_FIELDS, where=F.eq("user_id", user_id))
         if rows and _soft_delete(ctx.store, ctx.write_lock, MemoryRecord.from_row(rows[0]), reason, out, actor=actor):
             out.deleted.append(mid)
     return out
@@ -227,7 +227,7 @@ def supersede_corrected(ctx: MemoryContext, search: Callable[..., object], user_
     takes_back, new_slots = correction_of(said)
     stated = read_slots(said)
     if new_ids and ctx.config.llm_provider != "offline":  # a model may have given the new memory's slots (online.py)
-        rows = ctx.store.query(F.and_(F.eq("id", new_ids[0]), F.eq("user_id", user_id)), MEMORY_FIELDS, limit=1)
+        rows = ctx.store.by_ids(new_ids[:1], MEMORY_FIELDS, where=F.eq("user_id", user_id))
         keys = {s.key for s in stated}
         stated += [s for s in (of_record(MemoryRecord.from_row(rows[0]).metadata, rows[0]["text"]) if rows else []) if s.key not in keys]
     if not takes_back and not new_slots and not stated or not new_ids:

@@ -82,7 +82,7 @@ def apply_plan(store: MilvusStore, embedder: Embedder, lock: threading.Lock, wri
         out.added = writes.insert(rows, actor=ACTOR)
     current: dict[int, MemoryRecord] = {}
     for mid in {*plan.updates, *plan.deletes, *plan.used, *plan.boosted}:
-        found = store.query(F.and_(F.eq("id", mid), F.eq("user_id", turn.user_id)), MEMORY_FIELDS, limit=1)
+        found = store.by_ids([mid], MEMORY_FIELDS, where=F.eq("user_id", turn.user_id))
         if found:
             current[mid] = MemoryRecord.from_row(found[0])
         else:
@@ -135,7 +135,7 @@ class ChatHookService:
         context = V.check_text(context, "context") if context is not None else None
         if not ids:
             return []
-        rows = self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids))
+        rows = self.ctx.store.by_ids(ids, where=F.eq("user_id", user_id))
         missing = sorted(set(ids) - {int(r["id"]) for r in rows})
         if missing:
             raise NotFound(f"memories {missing} not found for this user; nothing was changed")
@@ -170,7 +170,7 @@ class ChatHookService:
             raise InvalidInput("shown must be a list of memory ids or search hits")
         ids = list(dict.fromkeys(V.check_memory_id(getattr(s, "id", s)) for s in shown))
         found = {int(r["id"]): MemoryRecord.from_row(r)
-                 for r in (self.ctx.store.query(F.and_(F.in_("id", ids), F.eq("user_id", user_id)), limit=len(ids)) if ids else [])}
+                 for r in (self.ctx.store.by_ids(ids, where=F.eq("user_id", user_id)) if ids else [])}
         found = {i: r for i, r in found.items() if A.visible(r.metadata, agent_id)}  # another agent's: as if missing
         records = [found[i] for i in ids if i in found]
         refused = [f"memory {i} not found for this user; not shown" for i in ids if i not in found]

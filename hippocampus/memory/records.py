@@ -235,7 +235,7 @@ class RecordService:
         """One memory of this user. Memory.get documents the arguments and errors."""
         memory_id = V.check_memory_id(memory_id)
         user_id = V.check_id("user_id", user_id)
-        rows = self.ctx.store.query(F.and_(F.eq("id", memory_id), F.eq("user_id", user_id)), limit=1)
+        rows = self.ctx.store.by_ids([memory_id], where=F.eq("user_id", user_id))
         if not rows:
             raise NotFound(f"memory {memory_id} not found for this user")
         return MemoryRecord.from_row(rows[0])
@@ -244,7 +244,7 @@ class RecordService:
         """Whose memory this is (its row, else its history: a deleted one), None when no user has it: for a face
         whose callers name a memory by id alone (compat/mem0.py, on a store its program owns)."""
         memory_id = V.check_memory_id(memory_id)
-        rows = self.ctx.store.query(F.eq("id", memory_id), fields=["id", "user_id"], limit=1)
+        rows = self.ctx.store.by_ids([memory_id], ["id", "user_id"])
         if rows:
             return str(rows[0]["user_id"])
         events = self.ctx.store.history(F.and_(F.eq("memory_id", memory_id), F.cmp("user_id", "!=", "")))

@@ -127,7 +127,7 @@ class UndoService:
     def _alive(self, event: HistoryEvent, memory_id: int | None = None) -> dict[str, Any]:
         """The memory's row (with its vector) as it is now; InvalidInput when it is gone."""
         mid = event.memory_id if memory_id is None else memory_id
-        rows = self.ctx.store.query(F.and_(F.eq("id", mid), F.eq("user_id", event.user_id)), [*MEMORY_FIELDS, "vector"], limit=1)
+        rows = self.ctx.store.by_ids([mid], [*MEMORY_FIELDS, "vector"], where=F.eq("user_id", event.user_id))
         if not rows:
             raise InvalidInput(f"memory {mid} no longer exists; undo the later event first")
         return rows[0]

@@ -90,7 +90,7 @@ def check_later(store: MilvusStore, event: HistoryEvent, memory_id: int, follow:
         raise refusal(eid, memory_id, blocking[-1])
     if not follow or not fact_ids:
         return out
-    rows = {int(r["id"]): r for r in store.query(F.and_(F.in_("id", fact_ids), F.eq("user_id", user)), [*MEMORY_FIELDS], limit=len(fact_ids))}
+    rows = {int(r["id"]): r for r in store.by_ids(fact_ids, [*MEMORY_FIELDS], where=F.eq("user_id", user))}
     fact_events: dict[int, list[HistoryEvent]] = {}
     for raw in store.history(F.and_(F.in_("memory_id", fact_ids), F.eq("user_id", user))):
         ev = HistoryEvent.model_validate(raw)
@@ -122,7 +122,7 @@ def _no_supersession(store: MilvusStore, event_id: int, memory_id: int, user: st
     hits = [e for e in hits if e.details.get("superseded_by") in fact_ids]
     if not hits:
         return
-    rows = store.query(F.and_(F.in_("id", [e.memory_id for e in hits]), F.eq("user_id", user)), [*MEMORY_FIELDS], limit=len(hits))
+    rows = store.by_ids([e.memory_id for e in hits], [*MEMORY_FIELDS], where=F.eq("user_id", user))
     still = {int(r["id"]): MemoryRecord.from_row(r).life.superseded_by for r in rows}
     for e in hits:
         if still.get(e.memory_id) == e.details["superseded_by"]:

@@ -118,10 +118,6 @@ def rescore(cands: list[Candidate], query: str, query_vector: Sequence[float], f
     return cands
 
 
-def id_filter(ids: Sequence[int]) -> str:
-    return F.in_("id", list(ids))
-
-
 def kinds_scope(q: Query) -> tuple[str, int]:
     """The scope and depth of the one cross-language gathering a Memory.search shares across the kinds it
     asks for (each kind's stage keeps its own rows): the kind's condition widened to all of them, the depth
@@ -137,10 +133,9 @@ def gather(r: Searcher, q: Query, qx: Sequence[float], scripts: Sequence[str],
     the scope: rows with `_distance` (the USE cosine), the lowest cosine `nearest` returned (`floor`), and
     every cosine it returned. Rows of `known` memories (already candidates, so in the scope) are not read
     again: e5 often gathers the other language's memories itself, and a read costs per id (issue 41);
-    they keep their place in the `depth` nearest. Without caller filters the rows are read by id alone,
-    which milvus-lite answers from its primary key (far faster than with the user's condition), and the
-    scope's own conditions (user, kinds, superseded, expired) are checked here; with them, Milvus checks the
-    scope."""
+    they keep their place in the `depth` nearest. The rows are read by key (MilvusStore.by_ids): without
+    caller filters by id alone, the scope's own conditions (user, kinds, superseded, expired) checked here;
+    with them, the scope goes beside the ids as the rest of the condition (`where`)."""
     scope, depth = kinds_scope(q)
     kinds = list(q.kinds) if len(q.kinds) > 1 else ([q.kind] if q.kind else None)
     near = dict(r.store.cross.nearest(q.user_id, qx, kinds, scripts, depth + MARGIN))
@@ -151,12 +146,12 @@ def gather(r: Searcher, q: Query, qx: Sequence[float], scripts: Sequence[str],
     if not unread:
         rows = []
     elif q.plain:
-        rows = [row for row in r.store.query(id_filter(unread), fields=fields, limit=len(unread))
+        rows = [row for row in r.store.by_ids(unread, fields)
                 if row.get("user_id") == q.user_id and (kinds is None or row.get("memory_type") in kinds)
                 and (q.include_superseded or current_row(row)) and (q.include_expired or live_row(row))]
     else:
         fast = lite_scope(r.store, scope)  # milvus-lite: superseded rows dropped here, not by the filter
-        rows = r.store.query(F.and_(id_filter(unread), fast or scope), fields=fields, limit=len(unread), partition=q.part)
+        rows = r.store.by_ids(unread, fields, q.part, where=fast or scope)
         rows = [row for row in rows if not fast or kept_row(row)]
     ranked = sorted([*({"id": i, "_distance": near[i], "_known": True} for i in near if i in known),
                      *({**row, "_distance": near[int(row["id"])]} for row in rows)], key=lambda row: -row["_distance"])

@@ -148,8 +148,8 @@ def graph(r: Searcher, q: Query, cands: list[Candidate]) -> list[Candidate]:
     wanted = sorted((m for m in linked if m not in known), key=lambda m: -linked[m][0])[: p.max_new]
     joined = []
     if wanted:  # read within the search's scope: the user, the type, current facts only (milvus-lite: dropped here)
-        rows = r.store.query(F.and_(lite_scope(r.store, q.scope) or q.scope, F.in_("id", wanted)),
-                             fields=[*MEMORY_FIELDS, "vector"], partition=q.part)
+        rows = sorted(r.store.by_ids(wanted, [*MEMORY_FIELDS, "vector"], q.part, where=lite_scope(r.store, q.scope) or q.scope),
+                      key=lambda rw: int(rw["id"]))  # by key; in id order, as the scan read them
         for row in (rw for rw in rows if (q.include_superseded or current_row(rw)) and (q.include_expired or live_row(rw))):
             vec = row.pop("vector")
             sim = cosine(q.vector, vec)

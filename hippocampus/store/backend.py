@@ -27,6 +27,20 @@ def refused(exc: BaseException) -> bool:
     return errors is not None and isinstance(exc, errors.MilvusException)
 
 
+def keyed(client: Any, ids: list[Any], where: str = "", pk: str = "id") -> dict[str, Any]:
+    """The `query` arguments that read the rows with keys `ids` which also match `where` (built by
+    store/filters.py). A client with `reads_keys_with_filter` (LiteClient) takes both and finds each key in
+    its key index, where a filter `id in [...]` tests every row; pymilvus' MilvusClient refuses ids beside a
+    filter (it builds `id in [...]` itself), so a server is given the one expression `id in [...] and (where)`."""
+    if not where:
+        return {"ids": ids}
+    if getattr(client, "reads_keys_with_filter", False):
+        return {"ids": ids, "filter": where}
+    from . import filters as F
+
+    return {"filter": F.and_(F.in_(pk, ids), where)}
+
+
 class Kinds(NamedTuple):
     """The schema types a client's `create_schema` takes: pymilvus' or milvus-lite's (the same names)."""
 
@@ -69,7 +83,7 @@ class StoreClient(Protocol):
     def insert(self, collection_name: str, data: Any, **kwargs: Any) -> dict[str, Any]: ...
     def upsert(self, collection_name: str, data: Any, **kwargs: Any) -> dict[str, Any]: ...
     def delete(self, collection_name: str, **kwargs: Any) -> Any: ...
-    def query(self, collection_name: str, **kwargs: Any) -> list[dict[str, Any]]: ...
+    def query(self, collection_name: str, **kwargs: Any) -> list[dict[str, Any]]: ...  # ids + filter: see keyed()
     def query_iterator(self, collection_name: str, **kwargs: Any) -> Any: ...
     def search(self, collection_name: str, **kwargs: Any) -> Any: ...
     def hybrid_search(self, collection_name: str, reqs: Any, ranker: Any, **kwargs: Any) -> Any: ...

@@ -17,7 +17,8 @@ class PagedRows(Protocol):
 
     def iterate(self, filter_expr: str, fields: Sequence[str] = ..., batch: int = ...,
                 partition: str | None = None) -> Iterator[list[dict[str, Any]]]: ...
-    def by_ids(self, ids: Sequence[int], fields: Sequence[str] = ..., partition: str | None = None) -> list[dict[str, Any]]: ...
+    def by_ids(self, ids: Sequence[int], fields: Sequence[str] = ..., partition: str | None = None,
+               where: str = "") -> list[dict[str, Any]]: ...
 
 
 def exact_top_k(store: PagedRows, vector: Sequence[float], filter_expr: str, limit: int, fields: Sequence[str],

@@ -51,6 +51,12 @@ class HistoryCollection:
         with self.host._lock:
             return [int(i) for i in self.host._call("insert", self.name, data=rows)["ids"]]
 
+    def by_id(self, event_id: int) -> dict[str, Any] | None:
+        """One event by its own id, read by key (a filter on `id` would test every event), or None."""
+        with self.host._lock:
+            rows = self.host._call("query", self.name, ids=[int(event_id)], output_fields=["id", "event"])
+        return {**rows[0]["event"], "event_id": int(rows[0]["id"])} if rows else None
+
     def read(self, filter_expr: str) -> list[dict[str, Any]]:
         """Events matching the filter, oldest first, each with its own `event_id` (the row's primary key)."""
         with self.host._lock:

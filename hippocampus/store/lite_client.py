@@ -1,16 +1,13 @@
 """A local store's client: the pymilvus `MilvusClient` methods the store calls, with the same arguments and
 results, answered by milvus-lite's documented in-process API (`milvus_lite.MilvusLite`, `Collection`).
 
-Why: milvus-lite 3 is a Python engine; pymilvus reaches it through a gRPC server that milvus-lite starts in
-the same process, so every row was encoded, sent over a socket and decoded twice, the server listened on a
-loopback port (or, through milvus-lite's internals, on a private socket), and opening a store imported
-pymilvus and grpc. Here the store calls the engine: no server, no socket, no pymilvus. The Milvus-server
-path keeps pymilvus' client; both are held to the same contract tests (tests/store/test_lite_client.py,
-tests/store/test_store_servers.py). What each call maps to follows milvus-lite's own gRPC servicer (a
-delete or count by filter is a query first; a query iterator pages by primary key); hybrid search fuses
-the two searches as milvus-lite's server does (RRF: sum of 1/(k + rank); weighted: the weighted sum of
-scores, normalised per metric when asked). Not mapped, since the store never asks: databases, aliases,
-group-by, range search, search iterators. docs/store-local.md has the design and its measurements."""
+Why: pymilvus reaches milvus-lite 3 (a Python engine) through a gRPC server in the same process: every row
+encoded, sent over a socket and decoded twice, a loopback port, pymilvus and grpc imported. Here the store
+calls the engine. The Milvus-server path keeps pymilvus' client; both are held to the same contract tests
+(tests/store/test_lite_client.py, test_store_servers.py). Each call follows milvus-lite's own gRPC servicer
+(a delete or count by filter is a query first; a query iterator pages by primary key; hybrid search fuses
+as its server does). Not mapped, since the store never asks: databases, aliases, group-by, range search,
+search iterators. docs/store-local.md has the design and its measurements."""
 
 from __future__ import annotations
 
@@ -18,14 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from milvus_lite import (
-    Collection,
-    CollectionNotFoundError,
-    DataType,
-    FunctionType,
-    MilvusLite,
-    __version__,
-)
+from milvus_lite import Collection, CollectionNotFoundError, DataType, FunctionType, MilvusLite, __version__
 from milvus_lite import Function as LiteFunction
 
 from . import filters as F
@@ -61,6 +51,7 @@ class LiteClient:
     `close()` closing it, which releases the lock. Calls are serialised: the engine is not re-entrant."""
 
     kinds = Kinds(DataType, LiteFunction, FunctionType)  # what store/schema.py builds a schema with (backend.kinds)
+    reads_keys_with_filter = True  # query(ids=, filter=) reads by key, then tests the filter (backend.keyed)
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -246,13 +237,13 @@ class LiteClient:
     def query(self, collection_name: str, filter: str = "", output_fields: Sequence[str] | None = None,
               limit: int | None = None, partition_names: Sequence[str] | None = None, ids: Sequence[Any] | None = None,
               offset: int = 0, **_: Any) -> list[dict[str, Any]]:
-        """Rows matching `filter`, or with the keys `ids` (read by key: not a scan), or the count
-        `[{"count(*)": n}]` when output_fields names it."""
+        """Rows matching `filter`, or with the keys `ids` (read by key: not a scan) that also match `filter`
+        (which pymilvus' client refuses: the store asks backend.keyed), or the count `[{"count(*)": n}]` when
+        output_fields names it."""
         parts = list(partition_names) if partition_names else None
         if ids is not None:
-            if filter:
-                raise BackendError("a query takes ids or a filter, not both (as pymilvus)")
-            return self.get(collection_name, ids=ids, output_fields=output_fields, partition_names=partition_names)
+            return self.get(collection_name, ids=ids, output_fields=output_fields, partition_names=partition_names,
+                            filter=filter)
         with self._lock:
             col = self._col(collection_name)
             if output_fields and _COUNT in output_fields:
@@ -267,13 +258,13 @@ class LiteClient:
 
     @_refusals
     def get(self, collection_name: str, ids: Any, output_fields: Sequence[str] | None = None,
-            partition_names: Sequence[str] | None = None, **_: Any) -> list[dict[str, Any]]:
-        """Rows by primary key, in the order asked, those missing left out."""
+            partition_names: Sequence[str] | None = None, filter: str = "", **_: Any) -> list[dict[str, Any]]:
+        """Rows by primary key, in the order asked, those missing or not matching `filter` left out."""
         keys = list(ids) if isinstance(ids, (list, tuple)) else [ids]
         with self._lock:
             col = self._col(collection_name)
             rows = col.get(keys, partition_names=list(partition_names) if partition_names else None,
-                           output_fields=_fields(output_fields))
+                           expr=filter or None, output_fields=_fields(output_fields))
             return self._decoder(col).rows(rows)
 
     def query_iterator(self, collection_name: str, batch_size: int = 1000, filter: str = "",

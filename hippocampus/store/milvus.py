@@ -18,8 +18,7 @@ import numpy as np
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
 from ..models import ROW_FIELDS
 from ..observability.tracing import store_call
-from . import filters as F
-from .backend import StoreClient, refused
+from .backend import StoreClient, keyed, refused
 from .buckets import bucket_of, ensure_bucket, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, ensure_collection, release
@@ -233,13 +232,15 @@ class MilvusStore:
                 return readable(self._call("query", self.collection, filter=filter_expr, output_fields=list(fields), limit=limit, partition_names=_parts(partition)))
         return [row for page in self.iterate(filter_expr, fields, partition=partition) for row in page]
 
-    def by_ids(self, ids: Sequence[int], fields: Sequence[str] = MEMORY_FIELDS, partition: str | None = None) -> list[dict[str, Any]]:
-        """The rows with these ids (those that exist), read by key: milvus-lite finds each in its key index where a
-        filter `id in [...]` would test every row of the collection."""
-        out: list[dict[str, Any]] = []
-        for start in range(0, len(ids), _PAGE):
+    def by_ids(self, ids: Sequence[int], fields: Sequence[str] = MEMORY_FIELDS, partition: str | None = None,
+               where: str = "") -> list[dict[str, Any]]:
+        """The rows with these ids (those that exist, each once) that match `where` (the rest of a condition:
+        user, kind, state...), read by key on milvus-lite, where a filter `id in [...]` tests every row
+        (backend.keyed)."""
+        keys, out = list(dict.fromkeys(int(i) for i in ids)), []
+        for start in range(0, len(keys), _PAGE):
             with self._lock:
-                out += readable(self._call("query", self.collection, ids=[int(i) for i in ids[start:start + _PAGE]],
+                out += readable(self._call("query", self.collection, **keyed(self.client, keys[start:start + _PAGE], where),
                                            output_fields=list(fields), partition_names=_parts(partition)))
         return out
 
@@ -296,17 +297,9 @@ class MilvusStore:
         """Full-text BM25 over `text`; Milvus returns scores as negative distances, so never threshold them."""
         self.capabilities.require_full_text("search_bm25", self.uri)
         with self._lock:
-            res = self._call(
-                "search",
-                self.collection,
-                data=list(queries),
-                anns_field="sparse",
-                filter=filter_expr,
-                limit=limit,
-                output_fields=list(fields),
-                search_params={"metric_type": "BM25"},
-                partition_names=_parts(partition),
-            )
+            res = self._call("search", self.collection, data=list(queries), anns_field="sparse", filter=filter_expr,
+                             limit=limit, output_fields=list(fields), search_params={"metric_type": "BM25"},
+                             partition_names=_parts(partition))
         return [readable([_flatten(hit) for hit in hits]) for hits in res]
 
     def search_hybrid(
@@ -363,7 +356,7 @@ class MilvusStore:
 
     def history_event(self, event_id: int) -> dict[str, Any] | None:
         """One event by its own id, or None."""
-        return next(iter(self.history(F.eq("id", int(event_id)))), None)
+        return self.events.by_id(event_id)
 
     def delete_history(self, filter_expr: str) -> int:
         return self.events.delete(filter_expr)

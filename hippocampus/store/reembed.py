@@ -227,7 +227,7 @@ def _copy(c: StoreClient, src: str, dst: str, embedder: Embedder | None, batch_s
             if not page:
                 break
             ids = [int(r["id"]) for r in page]
-            present = {int(r["id"]) for r in c.query(dst, filter=F.in_("id", ids), output_fields=["id"], limit=len(ids))}
+            present = {int(r["id"]) for r in c.query(dst, ids=ids, output_fields=["id"])}
             todo = [{k: v for k, v in r.items() if k not in dropped} for r in page if int(r["id"]) not in present]
             report.resumed += len(page) - len(todo)
             if todo:

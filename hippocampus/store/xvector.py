@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import SchemaMismatchError
 from ..text import script_of
 from . import filters as F
-from .backend import StoreClient, kinds
+from .backend import StoreClient, keyed, kinds
 from .buckets import NUM_BUCKETS, PROP_BUCKETS, bucket_of, ensure_bucket
 from .capabilities import Capabilities
 from .schema import ID_MAX_LEN, PROP_CROSS, XVECTOR
@@ -260,8 +260,9 @@ class CrossVectors:
             parts = self._scan(user_id)
             if parts == []:
                 return {}
-            rows = self.host._call("query", self.name, filter=F.and_(F.in_("id", [int(i) for i in ids]), F.eq("user_id", user_id)),
-                                   output_fields=["id", XVECTOR], limit=len(ids), partition_names=parts)
+            keys = list(dict.fromkeys(int(i) for i in ids))  # by key: backend.keyed
+            rows = self.host._call("query", self.name, **keyed(self.host.client, keys, F.eq("user_id", user_id)),
+                                   output_fields=["id", XVECTOR], partition_names=parts)
         return {int(r["id"]): float(_units([r[XVECTOR]])[0] @ q) for r in rows}
 
     def holds(self, user_id: str, scripts: Sequence[str], ask: bool = True) -> bool:

@@ -143,7 +143,7 @@ class TransferService:
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), _BATCH):
             chunk = unique[start:start + _BATCH]
-            for row in self.ctx.store.query(F.and_(F.in_("id", chunk), F.eq("user_id", user_id)), limit=len(chunk)):
+            for row in self.ctx.store.by_ids(chunk, where=F.eq("user_id", user_id)):
                 out[int(row["id"])] = MemoryRecord.from_row(row)
         return out
 

@@ -16,7 +16,7 @@ import pytest
 
 from hippocampus import Memory
 from hippocampus.store import filters as F
-from hippocampus.store.backend import refused
+from hippocampus.store.backend import keyed, refused
 from hippocampus.store.connection import create_indexed
 from hippocampus.store.lite_client import LiteClient
 from hippocampus.store.schema import history_schema, leases_schema, memories_schema
@@ -161,6 +161,30 @@ def test_hybrid_search_fuses_as_the_server_does(clients, ranker: str) -> None:
     fuse = {"rrf": RRFRanker(60), "weighted": WeightedRanker(0.7, 0.3), "weighted-raw": WeightedRanker(0.7, 0.3, norm_score=False)}[ranker]
     remote, local = _both(clients, "hybrid_search", "m", reqs, ranker=fuse, limit=5, output_fields=["text"])
     assert _hits(local) == _hits(remote) and local[0]
+
+
+KEYED = [  # ids with the rest of a condition: some ids excluded by it, one id missing (999), one deleted (3)
+    ([1, 2, 3, 4, 5, 40, 62, 999], F.eq("user_id", "user1")),
+    ([0, 1, 2, 4, 5, 31, 32, 70, 999], 'metadata["life"]["state"] == "active"'),
+    ([4, 5, 6, 7, 35, 36, 64], F.and_(F.eq("memory_type", "episodic"), F.cmp("ts", "<", 1060))),
+    ([1, 2, 999], F.eq("user_id", "nobody")),
+]
+
+
+@pytest.mark.parametrize(("ids", "rest"), KEYED)
+@pytest.mark.parametrize("parts", [None, [PARTS[1]]])
+def test_ids_with_the_rest_of_a_condition_read_the_same_rows(clients, ids: list[int], rest: str,
+                                                             parts: list[str] | None) -> None:
+    """backend.keyed: the local client reads the ids by key and tests the rest; a server is given one
+    expression `id in [...] and (rest)`. Both find what a filter finds, the same rows the remote reads."""
+    remote, local = clients
+    want = _by_id(remote.query("m", filter=F.and_(F.in_("id", ids), rest), output_fields=FIELDS, partition_names=parts))
+    for c in (remote, local):
+        got = c.query("m", **keyed(c, ids, rest), output_fields=FIELDS, partition_names=parts)
+        assert _by_id(got) == want, type(c).__name__
+    assert set(keyed(local, ids, rest)) == {"ids", "filter"} and set(keyed(remote, ids, rest)) == {"filter"}
+    assert all(r["id"] in ids for r in want) and (want or rest == F.eq("user_id", "nobody"))
+    assert len({r["id"] for r in want}) < len(ids)  # the rest, a missing id or the partition left some out
 
 
 def test_reads_by_key_describe_and_indexes(clients) -> None:
