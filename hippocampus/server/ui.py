@@ -280,8 +280,9 @@ def stats(request: Request, user_id: str) -> Response:
                                "scores now, from 0 to 1"),
         "days": column_chart([n for _, n in days], [d for d, _ in days], "memories written per day"),
     }
+    crossless = memory.stats(user_id).get("without_cross_vector")  # None: the store keeps no cross vectors
     return _page(request, "stats.html", user_id=user_id, view=view, charts=charts, runs=list(reversed(runs)),
-                 states=[s.value for s in State])
+                 states=[s.value for s in State], crossless=crossless)
 
 
 @router.post("/users/{user_id}/consolidate")
