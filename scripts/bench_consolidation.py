@@ -6,7 +6,8 @@ loader of scripts/eval_locomo.py; each conversation is one user, stored with inf
 `Memory.add_many` as eval_locomo stores them; past the ten conversations they come again as new
 users), then `Memory.consolidate()` with the offline defaults (the bundled embedder, the rules
 provider as the LLM) under cProfile. Candidate pairs are the pairs the similarity search proposed
-to the judges (Merger or Separator); store calls are the MilvusStore methods called during the run.
+to the judges (Merger or Separator), as the run's ConsolidationStats counts them (`candidate_pairs`);
+store calls are the MilvusStore methods called during the run.
 
     python scripts/bench_consolidation.py                      # 1500,10000 (the second takes minutes)
     python scripts/bench_consolidation.py --sizes 300 --top 10
@@ -35,7 +36,6 @@ import numpy as np  # noqa: E402
 from eval_locomo import DEFAULT_DATA, turns_of  # noqa: E402
 
 from hippocampus import Memory  # noqa: E402
-from hippocampus.consolidation import rules as pair_rules  # noqa: E402
 from hippocampus.embeddings import OfflineEmbedder  # noqa: E402
 from hippocampus.store import MilvusStore  # noqa: E402
 
@@ -99,26 +99,6 @@ class Counted:
             setattr(MilvusStore, name, original)
 
 
-class Pairs:
-    """Counts the pairs the similarity search proposed (rules.classify said other than 'none')."""
-
-    def __init__(self) -> None:
-        self.proposed = 0
-        self._original = pair_rules.classify
-
-    def __enter__(self) -> Pairs:
-        def classify(similarity: float, thresholds: Any) -> str:
-            kind = self._original(similarity, thresholds)
-            self.proposed += kind != "none"
-            return kind
-
-        pair_rules.classify = classify
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pair_rules.classify = self._original
-
-
 def run(n: int, data: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     items = memories(data, n, args.one_user)
     with tempfile.TemporaryDirectory(prefix="consolidation-") as tmp:
@@ -139,7 +119,7 @@ def run(n: int, data: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
         try:
             memory.embedder.encode(["warm up"], role="passage")  # the model's load is not consolidation's
             profile = cProfile.Profile()
-            with Counted() as store, Pairs() as pairs:
+            with Counted() as store:
                 t0 = time.perf_counter()
                 if args.profile:
                     profile.enable()
@@ -162,7 +142,7 @@ def run(n: int, data: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
         if len(top) == args.top:
             break
     return {"n": n, "users": len({i["user_id"] for i in items}), "build_s": build_s, "seconds": seconds,
-            "pairs": pairs.proposed, "store_calls": sum(store.calls.values()), "store_by_method": dict(store.calls),
+            "pairs": stats.candidate_pairs, "store_calls": sum(store.calls.values()), "store_by_method": dict(store.calls),
             "stats": stats.model_dump(), "after": {k: after[k] for k in ("episodic", "semantic")}, "top": top}
 
 

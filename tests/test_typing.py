@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from mypy import api
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,17 @@ def test_the_public_api_is_strict_clean_and_misuse_is_refused(tmp_path: Path, mo
     assert [m.group(0) for m in clean] == [], "the public API is not strict-clean"
     found = {(int(m["line"]), m["code"]) for m in mypy(tmp_path, str(MISUSE.relative_to(ROOT)))}  # the cache is warm now
     assert found == expected_errors(MISUSE) and len(found) >= 6
+
+
+def test_every_adapter_module_is_checked_itself():
+    """The adapters' own code is strict-clean, not only what the example touches: each module of
+    hippocampus/integrations is one of the checked files (or under a checked folder)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]["files"]
+    checked = {ROOT / f for f in files}
+    modules = sorted((ROOT / "hippocampus" / "integrations").glob("*.py"))
+    assert len(modules) >= 6
+    assert [m.name for m in modules if not checked & {m, *m.parents}] == []
 
 
 def test_the_marks_are_read():

@@ -191,6 +191,7 @@ class PairPass:
             kind = R.classify(similarity, self.thresholds)
             if kind == "none":
                 break  # hits come best first
+            self.stats.candidate_pairs += 1
             other = MemoryRecord.from_row(fresh.get(other_id) or hit)
             if other.metadata.get("pending_decision"):
                 continue

@@ -57,9 +57,8 @@ from .langgraph_index import (
     INDEXED,
     VEC,
     Index,
+    best_score,
     compare,
-    cosine_scores,
-    decode_vector,
     matches,
     to_datetime,
     value_text,
@@ -130,7 +129,7 @@ class HippocampusStore(BaseStore):
         self._known: set[str] = set()  # users the registry is known to hold
         self._sweeper = Sweeper(self)
         self._lock = threading.Lock()  # one batch at a time: a put looks its key up, then writes
-        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[tuple[list[Op], asyncio.Future]]] = \
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[tuple[list[Op], asyncio.Future[list[Result]]]]] = \
             weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ TTL sweep (langgraph_ttl.py)
@@ -209,7 +208,7 @@ class HippocampusStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch` in a worker thread; async calls made together are run as one batch."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future = loop.create_future()
+        future: asyncio.Future[list[Result]] = loop.create_future()
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = []
@@ -295,8 +294,8 @@ class HippocampusStore(BaseStore):
                 self.memory.renew_expiry({i: expiries[i] for i in ids[start: start + CHUNK]}, user_id)
 
     def _write(self, puts: list[PutOp], view: _View) -> None:
-        live = [op for op in puts if op.value is not None]
-        vectors = dict(zip(map(id, live), self.index.vectors([(op.value, op.index) for op in live])))
+        live = [(op, op.value) for op in puts if op.value is not None]
+        vectors = dict(zip((id(op) for op, _value in live), self.index.vectors([(value, op.index) for op, value in live])))
         new: list[dict[str, Any]] = []
         updates: dict[str, list[dict[str, Any]]] = {}
         deletes: dict[str, list[int]] = {}
@@ -340,13 +339,16 @@ class HippocampusStore(BaseStore):
             raise RuntimeError(f"{len(failed)} item(s) were not updated: {'; '.join(failed[:5])}")
 
     # ------------------------------------------------------------------ reading
-    def _item(self, user_id: str, record: MemoryRecord, score: float | None = None, search: bool = False) -> Item:
+    def _item(self, user_id: str, record: MemoryRecord) -> Item:
         meta = record.metadata
         created = to_datetime(meta.get("created_at", record.created_at))
         updated = to_datetime(meta.get(UPDATED) or meta.get("updated_at") or record.updated_at)
-        fields = dict(namespace=self._namespace(user_id, record), key=meta[KEY], value=dict(meta.get(VALUE) or {}),
-                      created_at=created, updated_at=updated or created)
-        return SearchItem(**fields, score=score) if search else Item(**fields)
+        return Item(namespace=self._namespace(user_id, record), key=meta[KEY], value=dict(meta.get(VALUE) or {}),
+                    created_at=created, updated_at=updated)
+
+    def _search_item(self, user_id: str, record: MemoryRecord, score: float | None = None) -> SearchItem:
+        item = self._item(user_id, record)
+        return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score=score)
 
     def _search(self, op: SearchOp, view: _View, query: Any) -> list[tuple[SearchItem, str, MemoryRecord]]:
         """The items under the prefix passing the filter; with a query, scored by cosine, best first,
@@ -360,21 +362,21 @@ class HippocampusStore(BaseStore):
                 if (not rest or ns == joined or ns.startswith(joined + ".")) and self._passes(record, op.filter):
                     found.append((user_id, record))
         if query is None:
-            return [(self._item(u, r, search=True), u, r) for u, r in found[op.offset: op.offset + op.limit]]
+            return [(self._search_item(u, r), u, r) for u, r in found[op.offset: op.offset + op.limit]]
         lazy = [(u, r) for u, r in found if not r.metadata.get(VEC) and r.metadata.get(INDEXED, True) and self.index.config is None]
         extra = dict(zip((r.id for _u, r in lazy), self.index.embed_documents([r.text for _u, r in lazy])))  # items put before lg_vec
-        scored, scoreless = [], []
+        scored: list[tuple[float, str, MemoryRecord]] = []
+        scoreless: list[tuple[float | None, str, MemoryRecord]] = []
         for user_id, record in found:
-            vectors = [decode_vector(v) for v in (record.metadata.get(VEC) or {}).values()]
-            vectors += [extra[record.id]] if record.id in extra else []
-            if vectors:
-                scored.append((max(cosine_scores(query, vectors)), user_id, record))
+            score = best_score(query, record.metadata.get(VEC) or {}, extra.get(record.id))
+            if score is not None:
+                scored.append((score, user_id, record))
             else:
                 scoreless.append((None, user_id, record))
         scored.sort(key=lambda hit: -hit[0])
-        page = scored[op.offset: op.offset + op.limit]
+        page: list[tuple[float | None, str, MemoryRecord]] = list(scored[op.offset: op.offset + op.limit])
         page += scoreless[: max(0, op.limit - len(page))] if len(page) < op.limit else []
-        return [(self._item(u, r, score=s, search=True), u, r) for s, u, r in page]
+        return [(self._search_item(u, r, score=s), u, r) for s, u, r in page]
 
     @staticmethod
     def _passes(record: MemoryRecord, wanted: dict[str, Any] | None) -> bool:

@@ -25,7 +25,7 @@ import numpy as np
 from langgraph.store.base import IndexConfig, MatchCondition
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-__all__ = ["Index", "value_text", "cosine_scores", "encode_vector", "decode_vector", "compare", "matches", "to_datetime"]
+__all__ = ["Index", "value_text", "cosine_scores", "best_score", "encode_vector", "decode_vector", "compare", "matches", "to_datetime"]
 
 VEC, INDEXED = "lg_vec", "lg_index"
 
@@ -33,8 +33,9 @@ VEC, INDEXED = "lg_vec", "lg_index"
 def value_text(value: Mapping[str, Any]) -> str:
     """What is embedded and searched for an item: its "text" or "content" string, else its JSON."""
     for field in ("text", "content"):
-        if isinstance(value.get(field), str) and value[field].strip():
-            return value[field]
+        text = value.get(field)
+        if isinstance(text, str) and text.strip():
+            return text
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -43,10 +44,11 @@ def encode_vector(vector: Sequence[float]) -> str:
 
 
 def decode_vector(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype="<f4")
+    vector: np.ndarray = np.frombuffer(base64.b64decode(text), dtype="<f4")
+    return vector
 
 
-def cosine_scores(query: np.ndarray, vectors: Sequence[np.ndarray]) -> list[float]:
+def cosine_scores(query: np.ndarray, vectors: Sequence[np.ndarray | Sequence[float]]) -> list[float]:
     """Cosine of `query` with each vector (0.0 where either is the zero vector or the dimensions differ)."""
     q = np.asarray(query, dtype=np.float64)
     qn = float(np.linalg.norm(q))
@@ -56,6 +58,14 @@ def cosine_scores(query: np.ndarray, vectors: Sequence[np.ndarray]) -> list[floa
         vn = float(np.linalg.norm(v))
         out.append(float(q @ v / (qn * vn)) if qn > 0 and vn > 0 and v.shape == q.shape else 0.0)
     return out
+
+
+def best_score(query: np.ndarray, encoded: Mapping[str, str], extra: Sequence[float] | None = None) -> float | None:
+    """LangGraph's max pooling: the best cosine of `query` with an item's stored vectors (`lg_vec`) and
+    `extra` (a vector embedded now for an item put before `lg_vec`); None when the item has no vector."""
+    vectors: list[np.ndarray | Sequence[float]] = [decode_vector(v) for v in encoded.values()]
+    vectors += [extra] if extra is not None else []
+    return max(cosine_scores(query, vectors)) if vectors else None
 
 
 class Index:
@@ -95,7 +105,8 @@ class Index:
             return []
         if self.embeddings is not None:
             return [list(map(float, v)) for v in self.embeddings.embed_documents(texts)]
-        return np.asarray(self.memory.embedder.encode(texts, role="passage"), dtype=np.float32).tolist()
+        vectors = np.asarray(self.memory.embedder.encode(texts, role="passage"), dtype=np.float32)
+        return [[float(x) for x in v] for v in vectors]
 
     def embed_queries(self, queries: list[str]) -> dict[str, np.ndarray]:
         if not queries:
@@ -127,19 +138,19 @@ def compare(actual: Any, wanted: Any) -> bool:
     if isinstance(wanted, (list, tuple)):
         return (isinstance(actual, (list, tuple)) and len(actual) == len(wanted)
                 and all(compare(a, w) for a, w in zip(actual, wanted)))
-    return actual == wanted
+    return bool(actual == wanted)
 
 
 def _operator(actual: Any, op: str, arg: Any) -> bool:
     if op == "$eq":
-        return actual == arg
+        return bool(actual == arg)
     if op == "$ne":
-        return actual != arg
+        return bool(actual != arg)
     checks = {"$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b, "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
     if op not in checks:
         raise ValueError(f"unsupported filter operator {op!r}: use $eq, $ne, $gt, $gte, $lt or $lte")
     try:
-        return actual is not None and checks[op](actual, arg)
+        return actual is not None and bool(checks[op](actual, arg))
     except TypeError:
         return False
 

@@ -117,6 +117,7 @@ class ConsolidationStats(Model):
     pending_decided: int = 0
     llm_calls: int = 0
     similarity_lookups: int = 0
+    candidate_pairs: int = 0  # pairs the similarity search proposed to the judges (merge or separate), before the rules
     errors: int = 0
     archived: int = 0  # by the decay step that ends a run (lifecycle/decay.py)
     forgotten: int = 0

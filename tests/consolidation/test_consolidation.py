@@ -192,8 +192,10 @@ def test_similarity_lookups_grow_with_n_not_n_squared(mem):
     # one neighbour search per episode for pairs, one per episode for distillation (no facts scripted)
     assert stats.similarity_lookups == 80
     assert ("pairs", 40, 40) in seen and ("semantic", 40, 40) in seen
+    assert 0 < stats.candidate_pairs < 40 * 39 // 2  # the pairs the search proposed, not every pair
     again = mem.consolidate(user_id=user)
     assert again.llm_calls == 0 and again.similarity_lookups == 40
+    assert again.candidate_pairs == stats.candidate_pairs  # proposed again, judged distinct before: not asked
 
 
 def test_separations_are_written_in_batches_not_per_pair(mem, monkeypatch):

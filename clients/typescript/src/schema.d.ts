@@ -623,6 +623,11 @@ export interface components {
              */
             similarity_lookups: number;
             /**
+             * Candidate Pairs
+             * @default 0
+             */
+            candidate_pairs: number;
+            /**
              * Errors
              * @default 0
              */
