@@ -6,6 +6,7 @@ tenant's search during a 3,000-text batch answers within 1 s of its usual time")
     python scripts/bench_fairness.py --texts 300 --alone 5 --json fair.json
     python scripts/bench_fairness.py --burst                # issue 57's burst: two 250-item add_many and two single-add streams
     python scripts/bench_fairness.py --big-turns 2          # issue 57: two concurrent 60 KB Chinese turns
+    python scripts/bench_fairness.py --alone-batch 500      # one tenant's add_many rate, nobody else about
 
 - Service: `python -m hippocampus --uri <tmp>/fair.db serve` (scripts/bench_service.py `Service`: its own
   process group, temporary HIPPOCAMPUS_HOME and store, offline embedder and LLM, SIGTERM at the end) with two
@@ -18,6 +19,8 @@ tenant's search during a 3,000-text batch answers within 1 s of its usual time")
   two more threads, single adds one after another until both batches are done (issue 57's burst).
   `--big-turns N`: A sends N concurrent single adds of a 60 KB Chinese turn each (issue 57), repeated until
   B has searched `--alone` times during them.
+- `--alone-batch N`: tenant A alone sends add_many of N texts (B only seeds and warms, then waits): A's
+  texts per second when no other tenant is about, what adaptive chunks must not cost (docs/decisions.md).
 - Latencies are taken in the client (perf_counter around the call: HTTP and JSON included). The bench
   process and the service share the machine's cores, as do any other processes: read the load beside it.
 """
@@ -143,6 +146,30 @@ def run(texts: int, alone: int, seed: int, mode: str = "batch", burst_size: int 
             "load": os.getloadavg()}
 
 
+def run_alone_batch(texts: int, seed: int) -> dict[str, object]:
+    """Tenant A's add_many of `texts` texts with no other tenant about: its texts per second."""
+    from hippocampus import Client
+
+    key_a, key_b = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    with tempfile.TemporaryDirectory(prefix="bench-fair-") as tmp:
+        service = Service(Path(tmp) / "fair.db", Path(tmp) / "home",
+                          {"HIPPOCAMPUS_API_KEYS": f"{key_a}=alice;{key_b}=bob", "HIPPOCAMPUS_API_KEY": "",
+                           "HIPPOCAMPUS_KEYS_FILE": ""})
+        try:
+            with Client(service.url, api_key=key_b, timeout=3600) as b, Client(service.url, api_key=key_a, timeout=3600) as a:
+                b.add_many([{"text": SEED[i % len(SEED)], "user_id": "bob"} for i in range(max(seed, len(SEED)))])
+                b.search(QUERIES[0], "bob")  # warm: the models load once per process
+                time.sleep(2.0)  # longer than FairLock.RECENT_S: B is no longer about
+                items = [{"text": f"note {i}: I bought apples at the market and talked to Sam about the {i}th order",
+                          "user_id": "alice"} for i in range(texts)]
+                t0 = time.perf_counter()
+                stored = len(a.add_many(items))
+                wall = time.perf_counter() - t0
+        finally:
+            service.stop()
+    return {"texts": texts, "stored": stored, "wall_s": wall, "texts_per_s": stored / wall, "load": os.getloadavg()}
+
+
 def table(report: dict) -> str:
     rows = ["| B's search | searches | p50 ms | p90 ms | max ms |", "|---|---|---|---|---|"]
     for label, key in (("alone", "alone"), (f"during {report['label']}", "during")):
@@ -164,8 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", action="store_true", help="A's load: two add_many of --burst-size and two single-add streams")
     parser.add_argument("--burst-size", type=int, default=250, help="each add_many of the burst (default 250)")
     parser.add_argument("--big-turns", type=int, default=0, help="A's load: this many concurrent 60 KB Chinese turns")
+    parser.add_argument("--alone-batch", type=int, default=0, help="only A's add_many of this many texts, nobody else about")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
+    if args.alone_batch:
+        alone = run_alone_batch(args.alone_batch, args.seed)
+        print(f"A alone: {alone['stored']:,} stored in {alone['wall_s']:.1f} s ({alone['texts_per_s']:.1f} texts/s). "
+              "Load average at the end: " + " ".join(f"{x:.1f}" for x in alone["load"]))
+        if args.json:
+            args.json.write_text(json.dumps(alone, indent=2), encoding="utf-8")
+        return 0
     mode = "burst" if args.burst else "big" if args.big_turns else "batch"
     report = run(args.texts, args.alone, args.seed, mode, args.burst_size, args.big_turns)
     print(table(report))

@@ -72,6 +72,48 @@ class GiveWay(Exception):
         return check
 
 
+class GivingWay:
+    """What `consolidate` and each run of `schedule` consolidate with: the Memory (or Client) `open_()` gives,
+    whose run stops at the next step or phase (GiveWay) once a service is starting for its store. Then the
+    store is closed and the rest of the run goes to that service (`open_()` again: cli/base.py waits for it),
+    or runs here again when none answers. Other attributes are the current Memory's (or Client's)."""
+
+    def __init__(self, open_: Callable[[], Any]):
+        self._open = open_
+        self.memory = open_()
+
+    def consolidate(self, user_id: str | None = None, progress: Callable[[str, int, int], None] | None = None) -> Any:
+        """One run, handed on once (see the class) when a service starts meanwhile; its stats."""
+        give_way = GiveWay.watch(self.memory)
+
+        def checked(phase: str, done: int, total: int) -> None:
+            give_way()
+            if progress is not None:
+                progress(phase, done, total)
+
+        try:
+            return self.memory.consolidate(user_id=user_id, progress=checked)
+        except GiveWay as way:  # the store is closed: the service takes it, and the rest of the run with it
+            typer.echo(f"note: a service is starting for this store (pid {way.pid}); the rest of the run goes to it", err=True)
+            self.memory.close()
+            self.memory = self._open()
+            return self.memory.consolidate(user_id=user_id)
+
+    def __getattr__(self, name: str) -> Any:  # config, store: the current Memory's
+        if name == "memory":  # not set yet: never a lookup on itself
+            raise AttributeError(name)
+        return getattr(self.memory, name)
+
+    def close(self) -> None:
+        self.memory.close()
+
+    def __enter__(self) -> GivingWay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @app.command("consolidate")
 def consolidate_cmd(
     user: str | None = typer.Option(None, "--user", "-u", help="only this user's memories (default: everyone)"),
@@ -79,24 +121,19 @@ def consolidate_cmd(
 ) -> None:
     """Run consolidation once: retry pending decisions, distil facts, merge or separate similar episodes."""
     console, bars = Console(), Console(stderr=True)
-    try:
-        with open_memory() as memory:
-            with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=bars, transient=as_json, disable=not bars.is_terminal) as bar:  # a bar only on a terminal
-                tasks: dict[str, int] = {}
-                give_way = GiveWay.watch(memory)
+    with GivingWay(open_memory) as memory:
+        with Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=bars, transient=as_json, disable=not bars.is_terminal) as bar:  # a bar only on a terminal
+            tasks: dict[str, int] = {}
 
-                def progress(phase: str, done: int, total: int) -> None:
-                    give_way()
-                    if phase not in tasks:
-                        tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
-                    bar.update(tasks[phase], completed=done, total=total)
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks and not total:  # a phase starting (consolidation/service.py): no bar yet
+                    return
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(PHASES.get(phase, phase), total=total)
+                bar.update(tasks[phase], completed=done, total=total)
 
-                stats = memory.consolidate(user_id=user, progress=progress)
-    except GiveWay as way:  # the store is closed: the service takes it, and the rest of the run with it
-        typer.echo(f"note: a service is starting for this store (pid {way.pid}); the rest of the run goes to it", err=True)
-        with open_memory() as memory:  # through it once it answers (cli/base.py waits for it), else here again
-            stats = memory.consolidate(user_id=user)
+            stats = memory.consolidate(user_id=user, progress=progress)
     if as_json:
         typer.echo(json.dumps(stats.model_dump()))
     else:
@@ -118,10 +155,16 @@ def schedule_cmd(
     upcoming = trigger.get_next_fire_time(None, datetime.now(timezone.utc).astimezone())
     if as_json:
         typer.echo(json.dumps({"event": "scheduled", "cron": cron, "user_id": user, "next_run": upcoming.isoformat()}))
-        run_forever(lambda: JsonRuns(open_memory()), cron, user_id=user, misfire_grace_time=grace)
+        run_forever(lambda: JsonRuns(GivingWay(open_memory)), cron, user_id=user, misfire_grace_time=grace)
         return
     Console().print(render.literal(f"consolidating on {cron!r}; next run {upcoming:%Y-%m-%d %H:%M %Z}. Ctrl-C stops."))
-    run_forever(open_memory, cron, user_id=user, misfire_grace_time=grace, report=report_line)
+    run_forever(scheduled_run, cron, user_id=user, misfire_grace_time=grace, report=report_line)
+
+
+def scheduled_run() -> GivingWay:
+    """What each run of `schedule` consolidates with: a fresh Memory (or Client), giving way to a service
+    that starts for its store meanwhile, as `consolidate` does (issue 57)."""
+    return GivingWay(open_memory)
 
 
 class JsonRuns:

@@ -132,7 +132,9 @@ class ConsolidationService:
         self.honour = honour  # what a pending turn says about the memory itself (memory/forget.py's Honour)
 
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> ConsolidationStats:
-        """Every phase of PHASES, in order, for one user or (None) all."""
+        """Every phase of PHASES, in order, for one user or (None) all. `progress(phase, done, total)` gets
+        (name, 0, 0) as each phase starts (every phase stops cleanly between two: an exception raised
+        there ends the run with nothing half done), then what the phase itself reports."""
         user_id = V.check_id("user_id", user_id) if user_id is not None else None
         # one replica at a time for this user (or every user): a second waits; a caller that would rather
         # skip (the service's cron) takes the lease first, without waiting, and this re-enters it
@@ -140,6 +142,8 @@ class ConsolidationService:
             run = Run(self.ctx, self.decayer, self.graph, user_id, progress, ConsolidationStats(), self.honour, lease)
             for phase in PHASES:
                 if PHASE_SETTINGS[phase.__name__].runs(self.ctx.config):
+                    if progress is not None:  # each phase's start, (name, 0, 0): a caller may stop the run here (cli's GiveWay)
+                        progress(phase.__name__, 0, 0)
                     phase(run)
         return run.stats
 

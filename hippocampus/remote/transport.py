@@ -83,6 +83,14 @@ def _parts(items: Sequence[dict[str, Any]]) -> list[Sequence[dict[str, Any]]]:
     return [items[i : i + cap] for i in range(0, len(items), cap)] or [items]
 
 
+def _holds(answer: httpx.Response, milvus_uri: str, nonce: str) -> bool | None:
+    """What a /healthz answer to `nonce` says: whether its service holds `milvus_uri`; None when it does not say."""
+    held = answer.headers.get(store_identity.STORE_HEADER)
+    if answer.status_code != 200 or not held:
+        return None
+    return hmac.compare_digest(held, store_identity.fingerprint(milvus_uri, nonce))
+
+
 def _error(response: httpx.Response) -> HippocampusError:
     try:
         detail = response.json()["error"]
@@ -150,10 +158,7 @@ class SyncTransport(_Base):
             answer = self._http.get("/healthz", headers={store_identity.STORE_HEADER: nonce}, timeout=2.0)
         except httpx.HTTPError:
             return None
-        held = answer.headers.get(store_identity.STORE_HEADER)
-        if answer.status_code != 200 or not held:
-            return None
-        return hmac.compare_digest(held, store_identity.fingerprint(milvus_uri, nonce))
+        return _holds(answer, milvus_uri, nonce)
 
     def _send(self, call: Call[R]) -> R:
         try:
@@ -205,6 +210,23 @@ class AsyncTransport(_Base):
         """As Client.get_all: every memory of this user matching `filters`, oldest event first."""
         return [r async for r in self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id,
                                                agent_scope=agent_scope, run_id=run_id)]
+
+    async def healthy(self) -> bool:
+        """As Client.healthy: whether the service answers /healthz."""
+        try:
+            return (await self._http.get("/healthz", timeout=2.0)).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def holds_store(self, milvus_uri: str) -> bool | None:
+        """As Client.holds_store: whether the service holds the store at `milvus_uri`, asked at /healthz with
+        a fresh nonce (the path never crosses the wire); None when it does not say."""
+        nonce = secrets.token_urlsafe(24)
+        try:
+            answer = await self._http.get("/healthz", headers={store_identity.STORE_HEADER: nonce}, timeout=2.0)
+        except httpx.HTTPError:
+            return None
+        return _holds(answer, milvus_uri, nonce)
 
     async def _send(self, call: Call[R]) -> R:
         try:

@@ -81,6 +81,49 @@ def test_consolidate_stops_between_two_steps_and_hands_the_rest_on(home: Path, t
     assert json.loads(result.stdout)["examined"] > 0  # the rest of the run, done here again
 
 
+def test_a_run_can_give_way_between_any_two_phases(home: Path, tmp_path: Path) -> None:
+    """Every phase's start reaches the progress callback, so a run stops before supersede too (it reports no
+    progress of its own: before, a run gave way only in the phases that did); the lease is let go."""
+    started: list[str] = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if (done, total) == (0, 0):
+            started.append(phase)
+        if phase == "supersede":
+            raise GiveWay(os.getpid())
+
+    with Memory(milvus_uri=str(tmp_path / "phases.db")) as memory:
+        memory.add("I adopted a grey cat named Miso", user_id="dana", infer=False)
+        with pytest.raises(GiveWay):
+            memory.consolidate(progress=progress)
+        assert started == ["episodes", "supersede"]
+        assert memory.consolidate().examined == 1  # the run's lease was let go
+
+
+def test_schedule_gives_way_as_consolidate_does(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hippocampus schedule`'s runs give way too; one run as the scheduler fires it (run_consolidation), the
+    service starting for another collection of the store, so the rest runs here again."""
+    from hippocampus.consolidation import schedule
+
+    monkeypatch.setattr(GiveWay, "CHECK_EVERY_S", 0.0)
+    monkeypatch.setattr(schedule, "run_forever", lambda factory, cron, *, user_id=None, report=None, **_: (
+        schedule.run_consolidation(factory, user_id, report)))
+    db = str(tmp_path / "sched.db")
+    with Memory(milvus_uri=db) as memory:
+        memory.add_many([{"text": f"{w} I adopted a grey cat named Miso {n}", "user_id": "dana"}
+                         for n in range(2) for w in ("Today", "Yesterday")])
+    serving = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)  # hippocampus serve, waiting"])
+    try:
+        _write(_young_record(serving.pid, db).model_copy(update={"collection": "another"}))
+        result = CliRunner().invoke(app, ["--uri", db, "schedule", "--cron", "0 3 * * *"])
+    finally:
+        serving.kill()
+        serving.wait(timeout=30)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert f"a service is starting for this store (pid {serving.pid}); the rest of the run goes to it" in result.stderr
+    assert "consolidation finished (all users): examined 4" in result.stdout
+
+
 def test_a_command_waits_for_a_starting_service_only_while_its_process_runs(home: Path, tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
     starting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)  # hippocampus serve, opening"])

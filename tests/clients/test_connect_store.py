@@ -66,3 +66,26 @@ def test_the_health_answer_never_names_the_store(service, shared_db: Path):
     held = asked.headers[store_identity.STORE_HEADER]
     assert str(shared_db) not in held and held == store_identity.fingerprint(str(shared_db), "n1")
     assert held != httpx.get(url + "/healthz", headers={store_identity.STORE_HEADER: "n2"}).headers[store_identity.STORE_HEADER]
+
+
+def test_the_async_client_asks_which_store_as_the_client_does(service, shared_db: Path, tmp_path: Path):
+    """AsyncClient had no holds_store (nor healthy), so async code could not check the store before sending."""
+    import asyncio
+
+    from hippocampus import AsyncClient
+
+    url, _, paths = service
+
+    async def ask() -> tuple[bool, bool | None, bool | None]:
+        async with AsyncClient(url) as client:
+            same, other = await client.holds_store(str(shared_db)), await client.holds_store(str(tmp_path / "b.db"))
+            return await client.healthy(), same, other
+
+    healthy, same, other = asyncio.run(ask())
+    assert healthy and same is True and other is False and set(paths) == {"/healthz"}
+
+    async def nobody() -> tuple[bool, bool | None]:
+        async with AsyncClient("http://127.0.0.1:9") as client:  # nothing listens: neither healthy nor saying
+            return await client.healthy(), await client.holds_store(str(shared_db))
+
+    assert asyncio.run(nobody()) == (False, None)

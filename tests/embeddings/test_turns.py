@@ -82,6 +82,17 @@ def test_what_it_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _drain(turns) == ["again", "late"]
 
 
+def test_it_knows_whether_another_tenant_is_about() -> None:
+    turns = Turns()
+    turns.push("a", "a0", now=1.0)
+    assert not turns.others("a", since=0.0)  # a alone
+    assert turns.others("b", since=5.0)  # a waits: about, however long ago it asked
+    assert turns.pop() == "a0"
+    assert turns.others("b", since=1.0) and not turns.others("b", since=1.5)  # a asked at 1.0, waits no more
+    turns.seen("b", 2.0)  # b let go at 2.0
+    assert turns.others("a", since=1.5) and not turns.others("a", since=2.5) and not turns.others("b", since=1.5)
+
+
 def _until(lock: FairLock, waiters: int) -> None:
     for _ in range(WAIT_GUARD):
         if lock.waiting() >= waiters:
@@ -129,3 +140,32 @@ def test_the_default_tenant_is_the_library_one() -> None:
     with as_tenant("k"):
         assert current_tenant.get() == "k"
     assert current_tenant.get() == ""
+
+
+def test_chunks_are_small_only_while_another_tenant_is_about() -> None:
+    now = [100.0]
+    lock = FairLock(clock=lambda: now[0])
+    with as_tenant("a"):
+        with lock:  # a's own use does not count
+            assert lock.chunk_size(8) == 8 and not lock.others_waiting()
+    with as_tenant("b"), lock:  # b's search: let go at 100.0
+        pass
+    with as_tenant("a"):
+        assert lock.others_waiting() and lock.chunk_size(8) == FairLock.SHARED_CHUNK and lock.chunk_size(1) == 1
+        now[0] += FairLock.RECENT_S + 0.01
+        assert not lock.others_waiting() and lock.chunk_size(8) == 8  # b gone for longer than RECENT_S
+        lock.acquire()
+
+    def b_searches() -> None:
+        with as_tenant("b"), lock:
+            pass
+
+    waiter = threading.Thread(target=b_searches)
+    waiter.start()
+    _until(lock, 1)
+    now[0] += 60  # b asked long ago, and waits still
+    with as_tenant("a"):
+        assert lock.chunk_size(8) == FairLock.SHARED_CHUNK
+    lock.release()
+    waiter.join(60)
+    assert not lock.locked()

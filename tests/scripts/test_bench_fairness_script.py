@@ -30,3 +30,12 @@ def test_bench_fairness_burst_and_big_turns(tmp_path, capsys):
     assert bench_fairness.main(["--big-turns", "1", "--alone", "1", "--seed", "3", "--json", str(out)]) == 0
     assert "| during 1 concurrent 60 KB Chinese turns |" in capsys.readouterr().out
     assert json.loads(out.read_text())["stored"] >= 1
+
+
+def test_bench_fairness_alone_batch(tmp_path, capsys):
+    """One tenant's add_many with nobody else about: every text counted, its rate reported."""
+    out = tmp_path / "alone.json"
+    assert bench_fairness.main(["--alone-batch", "5", "--seed", "3", "--json", str(out)]) == 0
+    assert "A alone: 5 stored in" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["stored"] == 5 and report["texts_per_s"] > 0
