@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 
 from hippocampus import Memory
 from hippocampus.embeddings.crosslang import make_crosslang
-from hippocampus.store import filters as F
 from hippocampus.server.app import create_app
 from hippocampus.server.auth import KeyRing
+from hippocampus.store import filters as F
 from hippocampus.store.reembed import reembed_store
 
 QUESTION = "我对哪种药过敏？"
