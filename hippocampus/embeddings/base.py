@@ -10,7 +10,7 @@ import numpy as np
 from .turns import FairLock
 
 __all__ = ["LOCK_CHUNK", "Embedder", "FairLock", "Role", "bounded", "chunks", "cosine_similarity", "encode_in_turns",
-           "normalize"]
+           "normalize", "normalize_rows"]
 
 Role = Literal["query", "passage"]
 # A long text is embedded by its head and tail (the whole text is still stored and BM25-indexed):
@@ -55,17 +55,18 @@ def chunk_end(texts: Sequence[str], start: int, size: int) -> int:
 
 
 def encode_in_turns(texts: Sequence[str], size: int, lock: FairLock,
-                    run: Callable[[Sequence[str]], np.ndarray]) -> list[np.ndarray]:
-    """`run(chunk)` for consecutive chunks of `texts`, each under `lock`, in order. Each chunk is sized once
-    the lock is granted: min(size, LOCK_CHUNK) texts (`chunk_end`), or FairLock.SHARED_CHUNK while another
-    tenant waits or has just used the lock (`FairLock.chunk_size`), so its next request waits for a small
-    chunk, while a tenant alone keeps full ones."""
-    out: list[np.ndarray] = []
+                    run: Callable[[Sequence[str]], np.ndarray], dim: int) -> np.ndarray:
+    """`run(chunk)` for consecutive chunks of `texts`, each under `lock`, in order, written into the rows of one
+    (len(texts), dim) float32 array (a list of chunks and their concatenation would hold a large batch twice).
+    Each chunk is sized once the lock is granted: min(size, LOCK_CHUNK) texts (`chunk_end`), or
+    FairLock.SHARED_CHUNK while another tenant waits or has just used the lock (`FairLock.chunk_size`), so its
+    next request waits for a small chunk, while a tenant alone keeps full ones."""
+    out = np.empty((len(texts), dim), dtype=np.float32)
     start = 0
     while start < len(texts):
         with lock:
             end = chunk_end(texts, start, lock.chunk_size(min(int(size), LOCK_CHUNK)))
-            out.append(run(texts[start:end]))
+            out[start:end] = run(texts[start:end])
         start = end
     return out
 
@@ -100,6 +101,18 @@ def normalize(matrix: np.ndarray) -> np.ndarray:
         matrix = matrix[None, :]
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """`normalize` in place, for a float32 matrix the caller owns, a block of rows at a time (norm squares its
+    input: a whole-matrix norm would be a second copy of a large batch); returns it."""
+    for start in range(0, len(matrix), 1024):
+        block = matrix[start:start + 1024]
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        keep = norms > 0
+        np.divide(block, norms, out=block, where=keep)
+        block[~keep[:, 0]] = 0.0
+    return matrix
 
 
 def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:

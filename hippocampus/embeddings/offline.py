@@ -84,4 +84,4 @@ class OfflineEmbedder:
                 raise EmbeddingError(f"offline embedding failed: {exc}") from exc
             return np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1)
 
-        return normalize(np.concatenate(encode_in_turns(texts, self.batch_size, self._lock, run)))
+        return normalize(encode_in_turns(texts, self.batch_size, self._lock, run, self.dim))

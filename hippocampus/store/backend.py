@@ -49,6 +49,26 @@ class Kinds(NamedTuple):
     FunctionType: Any
 
 
+class HybridKinds(NamedTuple):
+    """What a hybrid search is asked with: pymilvus' `AnnSearchRequest(data, anns_field, param, limit, expr)`,
+    `RRFRanker(k)`, `WeightedRanker(*weights)`, or a LiteClient's own (store/lite_ranking.py)."""
+
+    AnnSearchRequest: Any
+    RRFRanker: Any
+    WeightedRanker: Any
+
+
+def hybrid_kinds(client: Any) -> HybridKinds:
+    """The request and ranker types of `client`'s hybrid_search: a LiteClient carries its own, so a local store
+    never imports pymilvus (tests/test_import_state.py); pymilvus' MilvusClient takes pymilvus'."""
+    own = getattr(client, "hybrid", None)
+    if own is not None:
+        return own  # type: ignore[no-any-return]
+    from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
+
+    return HybridKinds(AnnSearchRequest, RRFRanker, WeightedRanker)
+
+
 def kinds(client: Any) -> Kinds:
     """The schema types of `client`: a LiteClient carries milvus-lite's; pymilvus' MilvusClient takes pymilvus'."""
     own = getattr(client, "kinds", None)

@@ -20,7 +20,7 @@ from milvus_lite import Function as LiteFunction
 
 from . import filters as F
 from .backend import BackendError, Kinds
-from .lite_ranking import fusion
+from .lite_ranking import HYBRID, fusion
 from .lite_schema import Decoder, IndexParams, LiteSchema, describe, float32
 
 T = TypeVar("T")
@@ -51,6 +51,7 @@ class LiteClient:
     `close()` closing it, which releases the lock. Calls are serialised: the engine is not re-entrant."""
 
     kinds = Kinds(DataType, LiteFunction, FunctionType)  # what store/schema.py builds a schema with (backend.kinds)
+    hybrid = HYBRID  # the request and ranker types its hybrid_search takes, pymilvus' shapes (backend.hybrid_kinds)
     reads_keys_with_filter = True  # query(ids=, filter=) reads by key, then tests the filter (backend.keyed)
 
     def __init__(self, path: str) -> None:

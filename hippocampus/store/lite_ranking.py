@@ -6,11 +6,48 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from .backend import HybridKinds
 from .lite_schema import float32
 
 Hits = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """pymilvus' AnnSearchRequest as LiteClient.hybrid_search reads it: one route of a hybrid search."""
+
+    data: list[Any]
+    anns_field: str
+    param: dict[str, Any]
+    limit: int
+    expr: str | None = None
+
+
+@dataclass(frozen=True)
+class Ranker:
+    """pymilvus' RRFRanker or WeightedRanker as LiteClient.hybrid_search reads it: `dict()`, the fusion asked for."""
+
+    strategy: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "params": dict(self.params)}
+
+
+def rrf_ranker(k: int = 60) -> Ranker:
+    """As pymilvus' `RRFRanker(k)`."""
+    return Ranker("rrf", {"k": k})
+
+
+def weighted_ranker(*weights: float, norm_score: bool = True) -> Ranker:
+    """As pymilvus' `WeightedRanker(*weights, norm_score=True)`."""
+    return Ranker("weighted", {"weights": list(weights), "norm_score": norm_score})
+
+
+HYBRID = HybridKinds(SearchRequest, rrf_ranker, weighted_ranker)  # LiteClient.hybrid (backend.hybrid_kinds)
 
 
 def _rrf(k: float) -> Callable[[list[Hits]], Hits]:

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
 from ..models import ROW_FIELDS
 from ..observability.tracing import store_call
-from .backend import StoreClient, keyed, refused
+from .backend import StoreClient, hybrid_kinds, keyed, refused
 from .buckets import bucket_of, ensure_bucket, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
 from .connection import connect, ensure_collection, release
@@ -319,15 +319,14 @@ class MilvusStore:
         Kept for comparison and for Milvus servers; the retriever's default fusion is its own
         (retrieval/fusion.py), which measured better (docs/decisions.md, "Fusion"). `_distance` is the
         ranker's fused score."""
-        from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
-
         self.capabilities.require_full_text("search_hybrid", self.uri)
+        H = hybrid_kinds(self.client)  # a local store's own types: it never imports pymilvus
         depth = max(limit, candidates or limit)
         reqs = [
-            AnnSearchRequest(data=[list(map(float, vector))], anns_field="vector", param={"metric_type": "COSINE"}, limit=depth, expr=filter_expr or None),
-            AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=depth, expr=filter_expr or None),
+            H.AnnSearchRequest(data=[list(map(float, vector))], anns_field="vector", param={"metric_type": "COSINE"}, limit=depth, expr=filter_expr or None),
+            H.AnnSearchRequest(data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=depth, expr=filter_expr or None),
         ]
-        fuse = RRFRanker(60) if ranker == "rrf" else WeightedRanker(*weights)
+        fuse = H.RRFRanker(60) if ranker == "rrf" else H.WeightedRanker(*weights)
         with self._lock:
             res = self._call("hybrid_search", self.collection, reqs, ranker=fuse, limit=limit, output_fields=list(fields), partition_names=_parts(partition))
         return readable([_flatten(hit) for hit in res[0]])
