@@ -10,6 +10,9 @@ AsyncMemory in hippocampus/memory/async_memory.py: hippocampus/contract/faces.py
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from hippocampus.contract import faces
@@ -19,6 +22,7 @@ from hippocampus.remote.calls import _Requests
 from hippocampus.remote.transport import AsyncTransport, SyncTransport
 
 ROOT = Path(__file__).resolve().parent.parent
+_AGAIN = "HIPPOCAMPUS_VERBS_AGAIN"  # set in the process that renders the rest after memory/requested.py is written
 
 
 def rendered() -> dict[str, str]:
@@ -34,6 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.write or args.check):
         print(table())
         return 0
+    if args.write and faces.stale({faces.REQUESTED_PATH: faces.render_requested()}, ROOT) and not os.environ.get(_AGAIN):
+        # Memory's request verbs first: the Client and AsyncMemory are read from Memory's signatures, so they are
+        # rendered by a fresh process that imports the file just written.
+        (ROOT / faces.REQUESTED_PATH).write_text(faces.render_requested(), encoding="utf-8")
+        print(f"wrote {faces.REQUESTED_PATH}")
+        return subprocess.run([sys.executable, __file__, *(argv if argv is not None else sys.argv[1:])],
+                              env={**os.environ, _AGAIN: "1"}, check=False).returncode
     texts = rendered()
     old = faces.stale(texts, ROOT)
     if args.write:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from ..contract.requests import AddRequest
 from ..errors import HippocampusError
 from . import render
 from .base import (
@@ -40,10 +42,13 @@ from .base import (
     read_text,
     report,
 )
+from .fields import model_options
 
 
 # ---------------------------------------------------------------------- commands
 @app.command()
+@model_options(AddRequest, handled=("messages", "user_id", "chat_id", "who", "metadata", "memory_type", "infer", "ts",
+                                    "expires_at", "agent_id", "run_id"))  # the rest of AddRequest: cli/fields.py
 def add(
     text: str | None = typer.Argument(None, help="what to remember; - reads it from stdin"),
     user: str = UserOpt,
@@ -60,6 +65,7 @@ def add(
     agent: str | None = AgentOpt,
     run: str | None = RunOpt,
     as_json: bool = JsonOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Remember one piece of text.
 
@@ -71,7 +77,7 @@ def add(
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
             memory_type="procedural" if procedural else "semantic" if semantic else "episodic", expires_at=expires_at,
-            agent_id=agent, run_id=run,
+            agent_id=agent, run_id=run, **(fields or {}),
         )
     shown = f"stored as {', '.join(map(str, result.ids))}" if result.stored else f"not stored: {result.reason}"
     emit(as_json, result.model_dump(mode="json"), message=shown)

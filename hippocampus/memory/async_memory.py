@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
+    from ..contract.requests import Expiry, Message, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -54,28 +55,38 @@ class AsyncMemory(AsyncMemoryBase):
     async def __aenter__(self) -> AsyncMemory:
         return self
 
-    async def add(self, messages: str | list[dict[str, str]], user_id: str, chat_id: str = "default",
-                  who: str | None = None, metadata: dict[str, Any] | None = None, *, infer: bool = False,
-                  ts: Any = None, memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None,
+    async def add(self, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default",
+                  who: str | None = None, metadata: dict[str, Any] | None = None, infer: bool = False,
+                  ts: Timestamp = None, memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None,
                   agent_id: str | None = None, run_id: str | None = None) -> AddResult:
         """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
-        them. With `infer=False` the text is stored as-is as one memory; with `infer=True`
-        the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
-        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
-        `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
-        "到下周一", resolved once from when it was said: the end of that day in the user's zone) makes the
-        memory leave search, list and the prompt block once it passes; decay archives it (docs/filters.md).
-        `agent_id` makes the memory that agent's within the user (without one it is the user's shared memory);
-        `run_id` records the run it was said in (docs/agents.md).
+    them. With `infer=False` the text is stored as-is as one memory; with `infer=True` the rules gate or the
+    WriteDecider (one LLM call) decides whether and what to store; a deferred decision or a failed LLM keeps the
+    turn raw, marked `pending_decision` (see decide_pending). A memory past its `expires_at` leaves search, list
+    and the prompt block; decay archives it (docs/filters.md).
 
-        Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
-        a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
-        validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
-        failure is not raised: the turn is kept raw."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.add(messages, user_id, chat_id, who, metadata,
-                                                                      infer=infer, ts=ts, memory_type=memory_type,
-                                                                      expires_at=expires_at, agent_id=agent_id,
-                                                                      run_id=run_id))
+    Raises InvalidInput before anything is written for a bad argument, or for metadata that sets a key the
+    library owns (`created_at`, `updated_at`, `pending_decision`, ...: see validation.OWNED_KEYS);
+    EmbeddingError / StoreError when embedding or writing fails. An LLM failure is not raised: the turn is kept
+    raw.
+
+    Arguments (contract/requests.py AddRequest):
+    `messages`: the turn: a string, one {role, content} dict or a list of them (at most 1,000)
+    `user_id`: whose memory it is
+    `chat_id`: the conversation it was said in
+    `who`: who said or did it (default: the user)
+    `metadata`: the caller's own keys, kept with the memory (not a key the library owns)
+    `infer`: let the write decider (an LLM or the offline rules) decide what to keep
+    `ts`: when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
+    `memory_type`: episodic (a turn), semantic (a stable fact) or procedural (a tool-call sequence that worked)
+    `expires_at`: when it expires: epoch seconds, a datetime, ISO 8601, or words naming a day ("until Monday",
+        "到下周一"), resolved once from when it was said: the end of that day in the user's zone; docs/filters.md
+    `agent_id`: the agent the memory belongs to within the user (none: the user's shared memory); docs/agents.md
+    `run_id`: the run it was said in, recorded and filterable; docs/agents.md"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.add(messages, user_id, chat_id=chat_id, who=who,
+                                                                      metadata=metadata, infer=infer, ts=ts,
+                                                                      memory_type=memory_type, expires_at=expires_at,
+                                                                      agent_id=agent_id, run_id=run_id))
 
     async def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.

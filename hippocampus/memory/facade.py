@@ -1,7 +1,9 @@
 """Memory: the public facade. Every public verb is a one-line delegate to the service of its concern
 (memory/records.py, memory/observe.py, memory/browse.py, memory/undo.py, lifecycle/, transfer/, graph/,
 consolidation/), each built here on first use over one MemoryContext (context.py) and handed what it calls by name.
-The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parity.py read them)."""
+The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parity.py read them). The verbs whose
+parameters are one request model (contract/requests.py: add, ...) are functions of memory/requested.py, which
+`python scripts/verbs.py --write` generates from the models, taken here as methods."""
 
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ from ..errors import ConfigError
 from ..lifecycle.policy import THRESHOLDS
 from ..llm import ChatModel
 from ..models import (
-    AddResult,
     Category,
     ConsolidationStats,
     DecayStats,
@@ -37,7 +38,7 @@ from ..models import (
     UndoResult,
 )
 from ..observability.tracing import instrument
-from . import services
+from . import requested, services
 from .records import RecordService
 from .services import made_on_first_use
 
@@ -149,37 +150,7 @@ class Memory:
         self.close()
 
     # ------------------------------------------------------------------ writing
-    def add(
-        self,
-        messages: str | list[dict[str, str]],
-        user_id: str,
-        chat_id: str = "default",
-        who: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        *,
-        infer: bool = False,
-        ts: Any = None,
-        memory_type: MemoryType | str = MemoryType.EPISODIC,
-        expires_at: Any = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> AddResult:
-        """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
-        them. With `infer=False` the text is stored as-is as one memory; with `infer=True`
-        the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
-        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
-        `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
-        "到下周一", resolved once from when it was said: the end of that day in the user's zone) makes the
-        memory leave search, list and the prompt block once it passes; decay archives it (docs/filters.md).
-        `agent_id` makes the memory that agent's within the user (without one it is the user's shared memory);
-        `run_id` records the run it was said in (docs/agents.md).
-
-        Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
-        a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
-        validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
-        failure is not raised: the turn is kept raw."""
-        return self._records.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts, memory_type=memory_type,
-                                 expires_at=expires_at, agent_id=agent_id, run_id=run_id)
+    add = requested.add  # generated from contract/requests.py's AddRequest (memory/requested.py)
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.

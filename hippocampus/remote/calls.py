@@ -113,15 +113,12 @@ class _Requests:
     raises ServiceUnavailable when the service cannot be reached and AuthError when it refuses the
     API key; the service's own failures come back as the same errors Memory raises."""
 
-    def add(self, messages: Any, user_id: str, chat_id: str = "default", who: str | None = None,
-            metadata: dict[str, Any] | None = None, *, infer: bool = False, ts: Any = None,
-            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None, agent_id: str | None = None,
-            run_id: str | None = None) -> Call[AddResult]:
+    def add(self, messages: Any, user_id: str, **fields: Any) -> Call[AddResult]:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
-        body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
-                    ts=ts, memory_type=memory_type, expires_at=_when(expires_at), agent_id=agent_id, run_id=run_id)
-        return Call("POST", "/memories", AddResult, body=body, timeout="long" if infer else "default")  # the LLM decides
+        body = {"messages": messages, "user_id": user_id, **fields}  # AddRequest's fields, whatever they are
+        body["expires_at"] = _when(body.get("expires_at"))
+        return Call("POST", "/memories", AddResult, body=body, timeout="long" if fields.get("infer") else "default")
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
         """Store many turns as-is (see Memory.add_many); the ids in input order. Raises InvalidInput,

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
+    from ..contract.requests import Expiry, Message, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -62,14 +63,15 @@ class Client(SyncTransport):
     def __enter__(self) -> Client:
         return self
 
-    def add(self, messages: str | list[dict[str, str]], user_id: str, chat_id: str = "default", who: str | None = None,
-            metadata: dict[str, Any] | None = None, *, infer: bool = False, ts: Any = None,
-            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None, agent_id: str | None = None,
+    def add(self, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default", who: str | None = None,
+            metadata: dict[str, Any] | None = None, infer: bool = False, ts: Timestamp = None,
+            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None, agent_id: str | None = None,
             run_id: str | None = None) -> AddResult:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
-        return self._send(REQUESTS.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts,
-                                       memory_type=memory_type, expires_at=expires_at, agent_id=agent_id, run_id=run_id))
+        return self._send(REQUESTS.add(messages, user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
+                                       ts=ts, memory_type=memory_type, expires_at=expires_at, agent_id=agent_id,
+                                       run_id=run_id))
 
     def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
                expires_at: Any = None) -> MemoryRecord:
@@ -212,15 +214,15 @@ class AsyncClient(AsyncTransport):
     async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def add(self, messages: str | list[dict[str, str]], user_id: str, chat_id: str = "default",
-                  who: str | None = None, metadata: dict[str, Any] | None = None, *, infer: bool = False,
-                  ts: Any = None, memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None,
+    async def add(self, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default",
+                  who: str | None = None, metadata: dict[str, Any] | None = None, infer: bool = False,
+                  ts: Timestamp = None, memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None,
                   agent_id: str | None = None, run_id: str | None = None) -> AddResult:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
-        return await self._send(REQUESTS.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts,
-                                             memory_type=memory_type, expires_at=expires_at, agent_id=agent_id,
-                                             run_id=run_id))
+        return await self._send(REQUESTS.add(messages, user_id, chat_id=chat_id, who=who, metadata=metadata,
+                                             infer=infer, ts=ts, memory_type=memory_type, expires_at=expires_at,
+                                             agent_id=agent_id, run_id=run_id))
 
     async def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
                      expires_at: Any = None) -> MemoryRecord:

@@ -34,12 +34,15 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._version import __version__
+from ..contract.requests import AddRequest
+from ..contract.verbs import by_name
 from ..contract.wire import NotAFlag, error_body
 from ..errors import AuthError, HippocampusError, http_status
 from ..models.base import Model
 from .auth import KeyRing, Tenant
 from .deps import presented_key
 from .guard import DEFAULT_MAX_BODY_BYTES, HostList
+from .mcp_params import tool_params, verb_args
 
 log = logging.getLogger("hippocampus.mcp")
 MCP_PATH = "/mcp"
@@ -171,12 +174,12 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
     def tool(**kwargs: Any) -> Callable[[Callable[..., Awaitable[dict[str, Any]]]], Any]:
         return lambda fn: server.tool(**kwargs)(_tool_errors(fn, observe))
 
+    add_face = by_name()["add"].mcp
+
     @tool()
-    async def add_memory(ctx: Context, text: str, user_id: UserId, chat_id: str = "default", who: str | None = None,
-                         metadata: dict[str, Any] | None = None, infer: bool = False,
-                         memory_type: Literal["episodic", "semantic", "procedural"] = "episodic",
-                         ts: When = None, expires_at: When = None, agent_id: AgentId = None,
-                         run_id: RunId = None) -> dict[str, Any]:
+    @tool_params(AddRequest, add_face, {"messages": str, "user_id": UserId, "memory_type": Literal["episodic", "semantic", "procedural"],
+                                        "ts": When, "expires_at": When, "agent_id": AgentId, "run_id": RunId})
+    async def add_memory(ctx: Context, **fields: Any) -> dict[str, Any]:
         """Remember something about user_id. Call it after a turn worth keeping; give the exchange
         ("assistant: Do you travel alone? user: With my sister"), not a bare reply. infer=true lets
         the write decider choose what (and whether) to keep; memory_type="semantic" stores a stable
@@ -185,9 +188,10 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
         expires_at: when it stops being true ("until Monday", "到下周一", ISO 8601 or epoch seconds): after it the memory
         leaves search and the prompt block. agent_id: the memory is that agent's (none: shared with the user's other
         agents); run_id: the run it was said in. Returns {ids, stored, reason, pending_decision}."""
-        result = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.add, text, user_id=user_id, chat_id=chat_id,
-                                who=who, metadata=metadata, infer=infer, ts=ts, memory_type=memory_type, expires_at=expires_at,
-                                run_id=run_id)
+        args = verb_args(fields, add_face)  # AddRequest's fields (contract/requests.py), under the verb's names
+        user_id, agent_id = args.pop("user_id"), args.pop("agent_id", None)
+        result = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.add, args.pop("messages"), user_id=user_id,
+                                **args)
         return result.model_dump(mode="json")
 
     @tool(annotations=_READ)

@@ -15,6 +15,7 @@ from fastapi import Query, Request
 from .. import validation as V
 from ..contract import wire
 from ..contract.replies import GraphView
+from ..contract.requests import fields_of
 from ..contract.wire import (
     AddManyRequest,
     AddRequest,
@@ -63,9 +64,7 @@ def _missing(memory_id: int) -> str:
 @router.post("/memories", response_model=AddResult, summary="Remember a turn (add)")
 def add(body: AddRequest, tenant: TenantDep, memory: MemoryDep, jobs: JobsDep) -> AddResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
-    result = memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
-                        infer=body.infer, ts=body.ts, memory_type=body.memory_type, expires_at=body.expires_at,
-                        agent_id=agent, run_id=body.run_id)
+    result = memory.add(**{**fields_of(body), "agent_id": agent})  # the body is the verb's request (contract/requests.py)
     if result.pending_decision:
         jobs.nudge()  # the background worker decides it (write_decision: deferred)
     return result

@@ -1,0 +1,110 @@
+"""One typed request per verb: the parameters of `Memory.<verb>`, written once (docs/architecture.md, "Adding a
+field").
+
+A model here is the verb's parameters: each field's type, default and description (the parameter's doc). Every
+face takes its parameters from it: Memory's method (generated into memory/requested.py by
+`python scripts/verbs.py --write`), which builds the model once and hands the model object to the service;
+REST's request body (the model itself); MCP's tool parameters (server/mcp_params.py); the Client (generated from
+Memory's signature); the CLI's options (cli/fields.py gives every field a command does not spell by hand an
+option). The first two fields are positional on Memory, the rest keyword-only.
+
+Types are as loose as the verb accepts: the model refuses what is not even of the right shape (a number where a
+text is meant, true or false where a time is meant); the service's checks (validation.py) decide the rest, with
+the library's own messages.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from ..errors import InvalidInput
+from ..models import MemoryType
+
+Message = dict[str, str]
+MAX_TURNS = 1000  # the turns one add may hold (issue 42): past it a clear InvalidInput (422) before any work
+
+
+def not_a_flag(value: Any) -> Any:
+    """Refuse true/false where a time is meant. Why: pydantic's lax mode reads `true` as the number 1, so
+    `"ts": true` was stored as 1970-01-01 (issue 57); the library refuses a bool, and so does the wire."""
+    if isinstance(value, bool):
+        raise ValueError("a time is epoch seconds or ISO 8601, not true or false")
+    return value
+
+
+NotAFlag = BeforeValidator(not_a_flag)
+Timestamp = Annotated[int | float | datetime | None, NotAFlag]
+Expiry = Annotated[int | float | str | datetime | None, NotAFlag]  # also words naming a day ("until Monday")
+Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
+
+
+class Request(BaseModel):
+    """A verb's parameters. Unknown fields are refused (a misspelt option is an error, not a silent default)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+R = TypeVar("R", bound=Request)
+
+
+def build(model: type[R], **fields: Any) -> R:
+    """The verb's request from its arguments, checked once: a value of the wrong shape is InvalidInput naming
+    the field (as every bad argument is), never pydantic's ValidationError."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else model.__name__  # not the union member pydantic tried
+        message = first["msg"].removeprefix("Value error, ")
+        if sum(1 for e in exc.errors() if e["loc"][:1] == first["loc"][:1]) > 1:  # no member of a union took it
+            message = f"a {type(first['input']).__name__} is none of the kinds of value it takes"
+        raise InvalidInput(f"{field}: {message}") from None
+
+
+def fields_of(request: BaseModel) -> dict[str, Any]:
+    """The request's fields as given (values as validated, not serialised: a datetime stays a datetime)."""
+    return {name: getattr(request, name) for name in type(request).model_fields}
+
+
+class AddRequest(Request):
+    """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
+    them. With `infer=False` the text is stored as-is as one memory; with `infer=True` the rules gate or the
+    WriteDecider (one LLM call) decides whether and what to store; a deferred decision or a failed LLM keeps the
+    turn raw, marked `pending_decision` (see decide_pending). A memory past its `expires_at` leaves search, list
+    and the prompt block; decay archives it (docs/filters.md).
+
+    Raises InvalidInput before anything is written for a bad argument, or for metadata that sets a key the
+    library owns (`created_at`, `updated_at`, `pending_decision`, ...: see validation.OWNED_KEYS);
+    EmbeddingError / StoreError when embedding or writing fails. An LLM failure is not raised: the turn is kept
+    raw."""
+
+    messages: str | Message | Turns = Field(description="the turn: a string, one {role, content} dict or a list of "
+                                                        "them (at most 1,000)")
+    user_id: str = Field(description="whose memory it is")
+    chat_id: str = Field(default="default", description="the conversation it was said in")
+    who: str | None = Field(default=None, description="who said or did it (default: the user)")
+    metadata: dict[str, Any] | None = Field(default=None, description="the caller's own keys, kept with the memory "
+                                                                      "(not a key the library owns)")
+    infer: bool = Field(default=False, description="let the write decider (an LLM or the offline rules) decide "
+                                                   "what to keep")
+    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds, a datetime or ISO 8601 "
+                                                    "(default: now)")
+    memory_type: MemoryType | str = Field(default=MemoryType.EPISODIC, description="episodic (a turn), semantic (a "
+                                          "stable fact) or procedural (a tool-call sequence that worked)")
+    expires_at: Expiry = Field(default=None, description="when it expires: epoch seconds, a datetime, ISO 8601, or "
+                               "words naming a day (\"until Monday\", \"到下周一\"), resolved once from when it was "
+                               "said: the end of that day in the user's zone; docs/filters.md")
+    agent_id: str | None = Field(default=None, description="the agent the memory belongs to within the user (none: "
+                                                           "the user's shared memory); docs/agents.md")
+    run_id: str | None = Field(default=None, description="the run it was said in, recorded and filterable; "
+                                                         "docs/agents.md")
+
+
+# The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
+# the result Memory returns). contract/faces.py generates Memory's methods for them (memory/requested.py).
+REQUESTS: dict[str, tuple[type[Request], str, str]] = {
+    "add": (AddRequest, "_records", "AddResult"),
+}
