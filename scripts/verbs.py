@@ -15,18 +15,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hippocampus.contract import faces
+from hippocampus.contract import faces  # the kernel: no import of Memory, whose request verbs it may write first
 from hippocampus.contract.verbs import table
-from hippocampus.memory.async_base import AsyncMemoryBase  # (the facade registers the class whose signatures are read)
-from hippocampus.remote.calls import _Requests
-from hippocampus.remote.transport import AsyncTransport, SyncTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 _AGAIN = "HIPPOCAMPUS_VERBS_AGAIN"  # set in the process that renders the rest after memory/requested.py is written
 
 
 def rendered() -> dict[str, str]:
-    """The generated faces as they should read now."""
+    """The generated faces as they should read now (importing Memory: memory/requested.py must be current)."""
+    from hippocampus.memory.async_base import (
+        AsyncMemoryBase,  # (the facade registers the class whose signatures are read)
+    )
+    from hippocampus.remote.calls import _Requests
+    from hippocampus.remote.transport import AsyncTransport, SyncTransport
+
     return faces.render(_Requests, SyncTransport, AsyncTransport, AsyncMemoryBase)
 
 
@@ -36,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a generated face is stale")
     args = parser.parse_args(argv)
     if not (args.write or args.check):
+        import hippocampus.memory  # noqa: F401  (registers Memory, whose signatures the table reads)
+
         print(table())
         return 0
     if args.write and faces.stale({faces.REQUESTED_PATH: faces.render_requested()}, ROOT) and not os.environ.get(_AGAIN):

@@ -81,11 +81,10 @@ def copy_package(tmp: Path) -> None:
 def add_topic(tmp: Path) -> None:
     """The hand-edits: the field in the model, its name in the record's carried fields."""
     model = tmp / MODEL
-    anchor = "\n\n# The verbs whose parameters are one model here"
     text = model.read_text(encoding="utf-8")
-    assert anchor in text
-    model.write_text(text.replace(anchor, '\n    topic: str | None = Field(default=None, description="what the turn is about")'
-                                          + anchor, 1), encoding="utf-8")
+    end = text.index("\n\n\n", text.index("class AddRequest("))  # the last line of AddRequest's fields
+    field = '\n    topic: str | None = Field(default=None, description="what the turn is about")'
+    model.write_text(text[:end] + field + text[end:], encoding="utf-8")
     record = tmp / RECORD
     anchor = "CARRIED: dict[str, str] = {\n"
     text = record.read_text(encoding="utf-8")

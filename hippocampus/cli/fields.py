@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import typer
 from pydantic import BaseModel
 
-from ..contract.verbs import CLI_NAMES
+from ..contract.verbs import CLI_NAMES, Face
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PLAIN = (str, int, float, bool)
@@ -37,17 +37,19 @@ def _option_type(annotation: Any) -> Any:
     return (plain[0] if len(args) == 1 and plain else str) | None
 
 
-def model_options(model: type[BaseModel], handled: Iterable[str]) -> Callable[[F], F]:
+def model_options(model: type[BaseModel], face: Face, handled: Iterable[str]) -> Callable[[F], F]:
     """Add to the command an option for each field of `model` not in `handled` (the fields the command reads
-    itself), passed to the command as `fields` (only those given: a default stays the verb's)."""
-    done = set(handled)
+    itself) nor in the face's `skips` (each with why: contract/verbs.py), passed to the command as `fields` (only
+    those given: a default stays the verb's)."""
+    done = set(handled) | set(face.skips)
 
     def decorate(fn: F) -> F:
         own = [p for p in inspect.signature(fn).parameters.values() if p.name != "fields"]
         extra = {name: field for name, field in model.model_fields.items() if name not in done}
         params = own + [
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=_option_type(field.annotation),
-                              default=typer.Option(None, option_name(name), help=field.description or name))
+                              default=typer.Option(None, face.names.get(name, option_name(name)),
+                                                   help=field.description or name))
             for name, field in extra.items()]
 
         @functools.wraps(fn)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
 from ..errors import InvalidInput
 from ..models import MemoryType
@@ -39,6 +39,8 @@ NotAFlag = BeforeValidator(not_a_flag)
 Timestamp = Annotated[int | float | datetime | None, NotAFlag]
 Expiry = Annotated[int | float | str | datetime | None, NotAFlag]  # also words naming a day ("until Monday")
 Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
+Flag = Annotated[bool, Strict()]  # true or false only: not 1, not "yes"
+Kinds = Annotated[list[MemoryType | str], Field(max_length=8)]  # several kinds of memory at once
 
 
 class Request(BaseModel):
@@ -103,8 +105,44 @@ class AddRequest(Request):
                                                          "docs/agents.md")
 
 
+class SearchRequest(Request):
+    """Up to k_episodic episodic and k_semantic semantic memories, each list best first; procedural memories
+    (k_procedural) only when `memory_type` or `memory_types` names them. Without a working embedder BM25 serves
+    alone. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
+    memories, each just before the one that replaced it (docs/slots.md).
+
+    Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both memory_type and
+    memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown field or operator,
+    has a wrong value type or is nested too deep, an as_of that names no time); StoreError on failure. An embedder
+    failure is not raised: BM25 answers instead."""
+
+    query: str = Field(description="what to recall")
+    user_id: str = Field(description="whose memories")
+    limit: int | None = Field(default=None, description="caps every list at once (0..1000; default: k_episodic, "
+                                                        "k_semantic, k_procedural)")
+    memory_type: MemoryType | str | None = Field(default=None, description="one kind: episodic, semantic or procedural")
+    filters: dict[str, Any] | None = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
+                                           "metadata.<key> (a bare key some memory of the user has also works): a value, "
+                                           "or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, "
+                                           "exists) with AND / OR / NOT, e.g. {\"priority\": {\"gte\": 3}}; docs/filters.md")
+    mode: str | None = Field(default=None, description="hybrid, dense or bm25 for this call (default: config.search_mode)")
+    include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
+    memory_types: Kinds | None = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
+    graph: Flag | None = Field(default=None, description="the graph stage (memories linked through the user's entities "
+                                                         "and triples) on or off for this search (default: config `graph`)")
+    include_expired: Flag = Field(default=False, description="also memories past their expires_at")
+    agent_id: str | None = Field(default=None, description="the agent reading, with agent_scope; docs/agents.md")
+    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without an "
+                                                         "agent) or both")
+    run_id: str | None = Field(default=None, description="only memories of this run")
+    as_of: datetime | int | float | str | None = Field(default=None, description="answer as the memories stood then "
+                                                       "(said by then, not superseded or expired by then): a datetime, "
+                                                       "epoch seconds or ISO 8601 (a date alone is its end); docs/slots.md")
+
+
 # The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
 # the result Memory returns). contract/faces.py generates Memory's methods for them (memory/requested.py).
 REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "add": (AddRequest, "_records", "AddResult"),
+    "search": (SearchRequest, "_records", "SearchResult"),
 }

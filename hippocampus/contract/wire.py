@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field
 
-from .requests import MAX_TURNS, AddRequest, Expiry, Message, NotAFlag, Timestamp, Turns, not_a_flag
+from .requests import MAX_TURNS, AddRequest, Expiry, Message, NotAFlag, SearchRequest, Timestamp, Turns, not_a_flag
 
-__all__ = ["MAX_TURNS", "AddRequest", "Expiry", "Message", "NotAFlag", "Timestamp", "Turns", "not_a_flag"]  # one definition: requests.py
+__all__ = ["MAX_TURNS", "AddRequest", "Expiry", "Message", "NotAFlag", "SearchRequest", "Timestamp", "Turns",  # defined once:
+           "not_a_flag"]  # contract/requests.py
 API_PREFIX = "/v1"
 KEY_HEADER = "Authorization"  # "Bearer <key>"; X-API-Key is accepted too
 ALT_KEY_HEADER = "X-API-Key"
@@ -37,28 +38,6 @@ class AddManyRequest(_Body):
 
 class IdsResult(BaseModel):
     ids: list[int] = Field(default_factory=list)
-
-
-class SearchRequest(_Body):
-    query: str
-    user_id: str
-    limit: int | None = None
-    memory_type: str | None = None
-    filters: dict[str, Any] | None = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
-                                              "metadata.<key>: a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, "
-                                              "contains, icontains, exists) with AND / OR / NOT, e.g. {\"priority\": {\"gte\": 3}}; "
-                                              "docs/filters.md")
-    mode: str | None = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
-    include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
-    memory_types: list[str] | None = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]",
-                                              max_length=8)
-    graph: StrictBool | None = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
-    include_expired: StrictBool = Field(default=False, description="also memories past their expires_at")
-    agent_id: str | None = Field(default=None, description="the agent reading; with agent_scope; docs/agents.md")
-    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without agent) or both")
-    run_id: str | None = Field(default=None, description="only memories of this run")
-    as_of: int | float | str | None = Field(default=None, description="answer as the memories stood then: epoch seconds or ISO 8601 "
-                                    "(a date alone is its end); docs/slots.md")
 
 
 class UpdateRequest(_Body):

@@ -31,7 +31,7 @@ from .restore import bring_back, revived
 class Reader(Protocol):
     """What the lifecycle service reads through the facade's record service (memory/records.py)."""
 
-    def search(self, query: str, user_id: str, limit: int | None = None) -> SearchResult: ...
+    def find(self, query: str, user_id: str, **fields: Any) -> SearchResult: ...
     def get(self, memory_id: int, user_id: str) -> MemoryRecord: ...
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]: ...
 
@@ -72,7 +72,7 @@ class LifecycleService:
         reviewer = self.ctx.processor(MemoryReviewer)
 
         def texts(query: str, user_id: str, skip: int | None = None) -> list[str]:
-            return [h.text for h in self.reader.search(query, user_id=user_id, limit=5).all if h.id != skip][:5]
+            return [h.text for h in self.reader.find(query, user_id=user_id, limit=5).all if h.id != skip][:5]
 
         def review(record: MemoryRecord, trigger: str) -> tuple[str, str]:
             if not real_model:
@@ -142,7 +142,7 @@ class LifecycleService:
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:
             raise InvalidInput(f"min_score must be a number between 0 and 1, got {min_score!r}")
         now = V.check_ts(now) if now is not None else now_ts()
-        relevant = [h.memory for h in self.reader.search(query, user_id=user_id, limit=max_items, agent_id=agent_id, agent_scope=scope,
+        relevant = [h.memory for h in self.reader.find(query, user_id=user_id, limit=max_items, agent_id=agent_id, agent_scope=scope,
                                                          run_id=run_id).all] if query is not None else []
         records = [MemoryRecord.from_row(row) for page in self.ctx.store.iterate(F.eq("user_id", user_id)) for row in page
                    if A.visible(row.get("metadata"), agent_id, scope, run_id)]

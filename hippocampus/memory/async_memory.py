@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
-    from ..contract.requests import Expiry, Message, Timestamp, Turns
+    from ..contract.requests import Expiry, Flag, Kinds, Message, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -172,39 +172,49 @@ class AsyncMemory(AsyncMemoryBase):
                                                                           metadata, ts=ts, agent_id=agent_id,
                                                                           run_id=run_id))
 
-    async def search(self, query: str, user_id: str, limit: int | None = None,
+    async def search(self, query: str, user_id: str, *, limit: int | None = None,
                      memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                     mode: str | None = None, include_superseded: bool = False,
-                     memory_types: Sequence[MemoryType | str] | None = None, graph: bool | None = None,
-                     include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
-                     run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
-        """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
-        procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
+                     mode: str | None = None, include_superseded: bool = False, memory_types: Kinds | None = None,
+                     graph: Flag | None = None, include_expired: Flag = False, agent_id: str | None = None,
+                     agent_scope: str = "both", run_id: str | None = None,
+                     as_of: datetime | int | float | str | None = None) -> SearchResult:
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first; procedural memories
+    (k_procedural) only when `memory_type` or `memory_types` names them. Without a working embedder BM25 serves
+    alone. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
+    memories, each just before the one that replaced it (docs/slots.md).
 
-        `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
-        `filters` match chat_id, who, memory_type, category, state, ts, or metadata.<key> (a bare
-        key that some memory of the user has in its metadata also works), each an exact value or mem0's
-        operators ({"gte": 3}, in, contains, ...) combined with AND / OR / NOT (docs/filters.md); `mode` (hybrid, dense, bm25) overrides
-        config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
-        a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
-        stage (memories linked through the user's entities and triples) or not; None: config `graph`.
-        A memory past its `expires_at` is left out unless `include_expired`. `agent_id` with `agent_scope`
-        reads that agent's own memories ("own"), the user's shared ones ("shared") or both (default);
-        `run_id` keeps one run's (docs/agents.md). `as_of` (a datetime, epoch seconds or ISO 8601 text; a date
-        alone is its end) answers as the memories stood then: said by then, and not superseded or expired by
-        then. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
-        memories, each just before the one that replaced it (docs/slots.md).
+    Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both memory_type and
+    memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown field or operator,
+    has a wrong value type or is nested too deep, an as_of that names no time); StoreError on failure. An embedder
+    failure is not raised: BM25 answers instead.
 
-        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
-        memory_type and memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown
-        field or operator, has a wrong value type or is nested too deep, an as_of that names no time);
-        StoreError on failure. An embedder
-        failure is not raised: BM25 answers instead.
-        """
-        return await anyio.to_thread.run_sync(lambda: self.memory.search(query, user_id, limit, memory_type, filters,
-                                                                         mode, include_superseded, memory_types, graph,
-                                                                         include_expired, agent_id, agent_scope, run_id,
-                                                                         as_of))
+    Arguments (contract/requests.py SearchRequest):
+    `query`: what to recall
+    `user_id`: whose memories
+    `limit`: caps every list at once (0..1000; default: k_episodic, k_semantic, k_procedural)
+    `memory_type`: one kind: episodic, semantic or procedural
+    `filters`: chat_id, who, memory_type, category, state, ts or metadata.<key> (a bare key some memory of the user
+        has also works): a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains,
+        exists) with AND / OR / NOT, e.g. {"priority": {"gte": 3}}; docs/filters.md
+    `mode`: hybrid, dense or bm25 for this call (default: config.search_mode)
+    `include_superseded`: also facts that a newer one superseded
+    `memory_types`: several kinds, e.g. ["episodic", "procedural"]
+    `graph`: the graph stage (memories linked through the user's entities and triples) on or off for this search
+        (default: config `graph`)
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run
+    `as_of`: answer as the memories stood then (said by then, not superseded or expired by then): a datetime, epoch
+        seconds or ISO 8601 (a date alone is its end); docs/slots.md"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.search(query, user_id, limit=limit,
+                                                                         memory_type=memory_type, filters=filters,
+                                                                         mode=mode,
+                                                                         include_superseded=include_superseded,
+                                                                         memory_types=memory_types, graph=graph,
+                                                                         include_expired=include_expired,
+                                                                         agent_id=agent_id, agent_scope=agent_scope,
+                                                                         run_id=run_id, as_of=as_of))
 
     async def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory of this user.

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
@@ -34,7 +33,6 @@ from ..models import (
     MemoryType,
     ObserveResult,
     Progress,
-    SearchResult,
     UndoResult,
 )
 from ..observability.tracing import instrument
@@ -213,49 +211,7 @@ class Memory:
         return self._records.reset(user_id)
 
     # ------------------------------------------------------------------ reading
-    def search(
-        self,
-        query: str,
-        user_id: str,
-        limit: int | None = None,
-        memory_type: MemoryType | str | None = None,
-        filters: dict[str, Any] | None = None,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        memory_types: Sequence[MemoryType | str] | None = None,
-        graph: bool | None = None,
-        include_expired: bool = False,
-        agent_id: str | None = None,
-        agent_scope: str = "both",
-        run_id: str | None = None,
-        as_of: datetime | int | float | str | None = None,
-    ) -> SearchResult:
-        """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
-        procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
-
-        `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
-        `filters` match chat_id, who, memory_type, category, state, ts, or metadata.<key> (a bare
-        key that some memory of the user has in its metadata also works), each an exact value or mem0's
-        operators ({"gte": 3}, in, contains, ...) combined with AND / OR / NOT (docs/filters.md); `mode` (hybrid, dense, bm25) overrides
-        config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
-        a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
-        stage (memories linked through the user's entities and triples) or not; None: config `graph`.
-        A memory past its `expires_at` is left out unless `include_expired`. `agent_id` with `agent_scope`
-        reads that agent's own memories ("own"), the user's shared ones ("shared") or both (default);
-        `run_id` keeps one run's (docs/agents.md). `as_of` (a datetime, epoch seconds or ISO 8601 text; a date
-        alone is its end) answers as the memories stood then: said by then, and not superseded or expired by
-        then. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
-        memories, each just before the one that replaced it (docs/slots.md).
-
-        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
-        memory_type and memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown
-        field or operator, has a wrong value type or is nested too deep, an as_of that names no time);
-        StoreError on failure. An embedder
-        failure is not raised: BM25 answers instead.
-        """
-        return self._records.search(query, user_id, limit, memory_type, filters, mode, include_superseded, memory_types, graph,
-                                    include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id,
-                                    as_of=as_of)
+    search = requested.search  # generated from contract/requests.py's SearchRequest (memory/requested.py)
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory of this user.

@@ -209,7 +209,7 @@ class ChatHookService:
         asks = forget_asks(said)
         from .records import RecordService
 
-        search = functools.partial(RecordService(self.ctx).search, agent_id=agent_id)  # forget within the agent's view
+        search = functools.partial(RecordService(self.ctx).find, agent_id=agent_id)  # forget within the agent's view
         if asks:  # what the request names among all this user's memories, not only those shown (memory/forget.py)
             more = forget_named(self.ctx, search, user_id, asks, actor=ACTOR, skip=set(result.deleted))
             result.deleted += more.deleted

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import validation as V
 from ..context import MemoryContext
-from ..contract.requests import AddRequest, build
+from ..contract.requests import AddRequest, SearchRequest, build
 from ..errors import InvalidInput, NotFound
 from ..lifecycle import expiry
 from ..lifecycle.decay import forgotten_row
@@ -77,7 +77,7 @@ class RecordService:
             from .online import add_inferred
 
             ctx = self.ctx
-            seen = functools.partial(self.search, agent_id=req.agent_id)  # forget and correct within the agent's view
+            seen = functools.partial(self.find, agent_id=req.agent_id)  # forget and correct within the agent's view
 
             def forget(asks: list[str]) -> list[int]:  # memory/forget.py: as observe honours a forget request
                 return forget_named(ctx, seen, user_id, asks, actor="write_decider").deleted
@@ -176,29 +176,20 @@ class RecordService:
             self.ctx.store.delete_history(scope)
         return count
 
-    def search(
-        self,
-        query: str,
-        user_id: str,
-        limit: int | None = None,
-        memory_type: MemoryType | str | None = None,
-        filters: dict[str, Any] | None = None,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        memory_types: Sequence[MemoryType | str] | None = None,
-        graph: bool | None = None,
-        include_expired: bool = False,
-        agent_id: str | None = None,
-        agent_scope: str = "both",
-        run_id: str | None = None,
-        as_of: Any = None,
-    ) -> SearchResult:
-        """Up to k_episodic episodic and k_semantic semantic memories, each list best first. Memory.search
-        documents the arguments and errors."""
+    def find(self, query: str, user_id: str, **fields: Any) -> SearchResult:
+        """`search` with its fields by name: what the services that search for themselves call (forget, observe,
+        the lifecycle)."""
+        return self.search(build(SearchRequest, query=query, user_id=user_id, **fields))
+
+    def search(self, req: SearchRequest) -> SearchResult:
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first. SearchRequest
+        (contract/requests.py) documents the fields and errors."""
+        query, user_id, limit, memory_type, memory_types = req.query, req.user_id, req.limit, req.memory_type, req.memory_types
+        graph, mode, include_expired = req.graph, req.mode, req.include_expired
         query = V.check_text(query, "query")
         user_id = V.check_id("user_id", user_id)
-        metadata = V.check_metadata(filters, "filters")
-        metadata = self.scoped(metadata, agent_id, agent_scope, run_id) or {}
+        metadata = V.check_metadata(req.filters, "filters")
+        metadata = self.scoped(metadata, req.agent_id, req.agent_scope, req.run_id) or {}
         if memory_type is None and not memory_types and isinstance(metadata.get("memory_type"), str):
             memory_type = metadata["memory_type"]  # filters={"memory_type": "procedural"} picks the kind searched
         kinds = V.check_memory_types(memory_type, memory_types)
@@ -210,15 +201,15 @@ class RecordService:
         vector = self.ctx.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
         mode = mode if vector is not None else "bm25"
         include_expired = V.check_flag("include_expired", include_expired)
-        at = T.moment(as_of, user_zone(self.ctx.config, user_id))  # retrieval/as_of.py: what was current then
-        past = at is None and not include_superseded and T.asks_past(query)  # "where did I live before?"
+        at = T.moment(req.as_of, user_zone(self.ctx.config, user_id))  # retrieval/as_of.py: what was current then
+        past = at is None and not req.include_superseded and T.asks_past(query)  # "where did I live before?"
         item = ordinal(query)  # "the 7th job idea": the list holding item 7 first (text/assistant.py)
         result, memo = SearchResult(), {}  # memo: what the kinds share (one cross-language search)
         for kind in kinds:
             k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
             depth = k if at is None else min(1000, 3 * k + 10)  # room for what the moment leaves out
             hits = self.ctx.retriever.search(query, user_id, depth, kind, caller, vector, mode,
-                                             include_superseded=bool(include_superseded) or past or at is not None, graph=graph,
+                                             include_superseded=bool(req.include_superseded) or past or at is not None, graph=graph,
                                              include_expired=include_expired or at is not None,
                                              kinds=[x.value for x in kinds], memo=memo)
             if at is not None:

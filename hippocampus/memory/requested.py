@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..contract.requests import AddRequest, build
+from ..contract.requests import AddRequest, SearchRequest, build
 from ..models import MemoryType
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
-    from ..contract.requests import Expiry, Message, Timestamp, Turns
-    from ..models import AddResult
+    from ..contract.requests import Expiry, Flag, Kinds, Message, Timestamp, Turns
+    from ..models import AddResult, SearchResult
     from .records import RecordService
 
 
@@ -58,3 +59,44 @@ def add(self: Facade, messages: str | Message | Turns, user_id: str, *, chat_id:
     return self._records.add(build(AddRequest, messages=messages, user_id=user_id, chat_id=chat_id, who=who,
                                               metadata=metadata, infer=infer, ts=ts, memory_type=memory_type,
                                               expires_at=expires_at, agent_id=agent_id, run_id=run_id))
+
+
+def search(self: Facade, query: str, user_id: str, *, limit: int | None = None,
+           memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None, mode: str | None = None,
+           include_superseded: bool = False, memory_types: Kinds | None = None, graph: Flag | None = None,
+           include_expired: Flag = False, agent_id: str | None = None, agent_scope: str = "both",
+           run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
+    """Up to k_episodic episodic and k_semantic semantic memories, each list best first; procedural memories
+    (k_procedural) only when `memory_type` or `memory_types` names them. Without a working embedder BM25 serves
+    alone. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
+    memories, each just before the one that replaced it (docs/slots.md).
+
+    Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both memory_type and
+    memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown field or operator,
+    has a wrong value type or is nested too deep, an as_of that names no time); StoreError on failure. An embedder
+    failure is not raised: BM25 answers instead.
+
+    Arguments (contract/requests.py SearchRequest):
+    `query`: what to recall
+    `user_id`: whose memories
+    `limit`: caps every list at once (0..1000; default: k_episodic, k_semantic, k_procedural)
+    `memory_type`: one kind: episodic, semantic or procedural
+    `filters`: chat_id, who, memory_type, category, state, ts or metadata.<key> (a bare key some memory of the user
+        has also works): a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains,
+        exists) with AND / OR / NOT, e.g. {"priority": {"gte": 3}}; docs/filters.md
+    `mode`: hybrid, dense or bm25 for this call (default: config.search_mode)
+    `include_superseded`: also facts that a newer one superseded
+    `memory_types`: several kinds, e.g. ["episodic", "procedural"]
+    `graph`: the graph stage (memories linked through the user's entities and triples) on or off for this search
+        (default: config `graph`)
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run
+    `as_of`: answer as the memories stood then (said by then, not superseded or expired by then): a datetime, epoch
+        seconds or ISO 8601 (a date alone is its end); docs/slots.md"""
+    return self._records.search(build(SearchRequest, query=query, user_id=user_id, limit=limit, memory_type=memory_type,
+                                                    filters=filters, mode=mode, include_superseded=include_superseded,
+                                                    memory_types=memory_types, graph=graph,
+                                                    include_expired=include_expired, agent_id=agent_id,
+                                                    agent_scope=agent_scope, run_id=run_id, as_of=as_of))

@@ -128,16 +128,12 @@ class _Requests:
         call.read = lambda payload: IdsResult.model_validate(payload).ids  # type: ignore[method-assign]
         return call
 
-    def search(self, query: str, user_id: str, limit: int | None = None, memory_type: MemoryType | str | None = None,
-               filters: dict[str, Any] | None = None, mode: str | None = None,
-               include_superseded: bool = False, memory_types: Sequence[Any] | None = None,
-               graph: bool | None = None, include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None,
-               as_of: datetime | int | float | str | None = None) -> Call[SearchResult]:
+    def search(self, query: str, user_id: str, **fields: Any) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
-        body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
-                    include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None,
-                    graph=graph, include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id,
-                    as_of=_when(as_of))
+        body = {"query": query, "user_id": user_id, **fields}  # SearchRequest's fields, whatever they are
+        if body.get("memory_types") is not None:
+            body["memory_types"] = list(body["memory_types"])
+        body["as_of"] = _when(body.get("as_of"))
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
-    from ..contract.requests import Expiry, Message, Timestamp, Turns
+    from ..contract.requests import Expiry, Flag, Kinds, Message, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -112,14 +112,16 @@ class Client(SyncTransport):
         return self._send(REQUESTS.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts, agent_id=agent_id,
                                            run_id=run_id))
 
-    def search(self, query: str, user_id: str, limit: int | None = None, memory_type: MemoryType | str | None = None,
+    def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: MemoryType | str | None = None,
                filters: dict[str, Any] | None = None, mode: str | None = None, include_superseded: bool = False,
-               memory_types: Sequence[MemoryType | str] | None = None, graph: bool | None = None,
-               include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
-               run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
+               memory_types: Kinds | None = None, graph: Flag | None = None, include_expired: Flag = False,
+               agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None,
+               as_of: datetime | int | float | str | None = None) -> SearchResult:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
-        return self._send(REQUESTS.search(query, user_id, limit, memory_type, filters, mode, include_superseded,
-                                          memory_types, graph, include_expired, agent_id, agent_scope, run_id, as_of))
+        return self._send(REQUESTS.search(query, user_id, limit=limit, memory_type=memory_type, filters=filters,
+                                          mode=mode, include_superseded=include_superseded, memory_types=memory_types,
+                                          graph=graph, include_expired=include_expired, agent_id=agent_id,
+                                          agent_scope=agent_scope, run_id=run_id, as_of=as_of))
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
@@ -263,16 +265,17 @@ class AsyncClient(AsyncTransport):
         return await self._send(REQUESTS.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts,
                                                  agent_id=agent_id, run_id=run_id))
 
-    async def search(self, query: str, user_id: str, limit: int | None = None,
+    async def search(self, query: str, user_id: str, *, limit: int | None = None,
                      memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                     mode: str | None = None, include_superseded: bool = False,
-                     memory_types: Sequence[MemoryType | str] | None = None, graph: bool | None = None,
-                     include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
-                     run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
+                     mode: str | None = None, include_superseded: bool = False, memory_types: Kinds | None = None,
+                     graph: Flag | None = None, include_expired: Flag = False, agent_id: str | None = None,
+                     agent_scope: str = "both", run_id: str | None = None,
+                     as_of: datetime | int | float | str | None = None) -> SearchResult:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
-        return await self._send(REQUESTS.search(query, user_id, limit, memory_type, filters, mode, include_superseded,
-                                                memory_types, graph, include_expired, agent_id, agent_scope, run_id,
-                                                as_of))
+        return await self._send(REQUESTS.search(query, user_id, limit=limit, memory_type=memory_type, filters=filters,
+                                                mode=mode, include_superseded=include_superseded,
+                                                memory_types=memory_types, graph=graph, include_expired=include_expired,
+                                                agent_id=agent_id, agent_scope=agent_scope, run_id=run_id, as_of=as_of))
 
     async def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""

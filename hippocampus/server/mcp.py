@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._version import __version__
-from ..contract.requests import AddRequest
+from ..contract.requests import AddRequest, SearchRequest
 from ..contract.verbs import by_name
 from ..contract.wire import NotAFlag, error_body
 from ..errors import AuthError, HippocampusError, http_status
@@ -194,12 +194,12 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
                                 **args)
         return result.model_dump(mode="json")
 
+    search_face = by_name()["search"].mcp
+
     @tool(annotations=_READ)
-    async def search_memory(ctx: Context, query: str, user_id: UserId, limit: int | None = None,
-                            memory_type: MemoryKind = None, filters: dict[str, Any] | None = None,
-                            graph: bool | None = None, include_expired: bool = False, agent_id: AgentId = None,
-                            agent_scope: AgentScope = "both", run_id: RunId = None,
-                            as_of: int | str | None = None) -> dict[str, Any]:
+    @tool_params(SearchRequest, search_face, {"user_id": UserId, "memory_type": MemoryKind, "agent_id": AgentId,
+                                              "agent_scope": AgentScope, "run_id": RunId, "as_of": int | str | None})
+    async def search_memory(ctx: Context, **fields: Any) -> dict[str, Any]:
         """Recall user_id's memories related to query; call it before answering. limit caps each kind
         (episodic, semantic); filters match chat_id, who, memory_type, category, state, ts or
         metadata.<key>, each a value or operators (eq ne gt gte lt lte in nin contains icontains exists)
@@ -211,9 +211,10 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
         the agent's own memories, the user's shared ones, or both (default). as_of (epoch seconds or ISO 8601)
         answers as the memories stood then; a question about the past ("where did I live before?") also
         gets the values a correction replaced."""
-        result = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.search, query, user_id=user_id, limit=limit,
-                                memory_type=memory_type, filters=filters, graph=graph, include_expired=include_expired,
-                                agent_scope=agent_scope, run_id=run_id, as_of=as_of)
+        args = verb_args(fields, search_face)  # SearchRequest's fields (contract/requests.py), under the verb's names
+        user_id, agent_id = args.pop("user_id"), args.pop("agent_id", None)
+        result = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.search, args.pop("query"), user_id=user_id,
+                                **args)
         return {"memories": [{"id": h.memory.id, "text": h.memory.text, "score": round(h.score, 4),
                               "memory_type": h.memory.memory_type.value, "time": h.memory.time_iso,
                               "found_by": found_by(h.signals)} for h in result.all]}

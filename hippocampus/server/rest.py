@@ -84,10 +84,7 @@ def add_many(body: AddManyRequest, tenant: TenantDep, memory: MemoryDep) -> IdsR
 @router.post("/search", response_model=SearchResult, summary="Recall memories for a query")
 def search(body: SearchRequest, tenant: TenantDep, memory: MemoryDep) -> SearchResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
-    return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
-                         filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
-                         memory_types=body.memory_types, graph=body.graph, include_expired=body.include_expired,
-                         agent_id=agent, agent_scope=body.agent_scope, run_id=body.run_id, as_of=body.as_of)
+    return memory.search(**{**fields_of(body), "agent_id": agent})  # the body is the verb's request (contract/requests.py)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
