@@ -15,6 +15,7 @@ the library's own messages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -25,6 +26,7 @@ from ..models import MemoryType
 
 Message = dict[str, str]
 MAX_TURNS = 1000  # the turns one add may hold (issue 42): past it a clear InvalidInput (422) before any work
+MAX_IDS = 1000  # ids one request may name (issue 42); the batch verbs take 1,000 items (memory/batch.py)
 
 
 def not_a_flag(value: Any) -> Any:
@@ -40,6 +42,7 @@ Timestamp = Annotated[int | float | datetime | None, NotAFlag]
 Expiry = Annotated[int | float | str | datetime | None, NotAFlag]  # also words naming a day ("until Monday")
 Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
 Flag = Annotated[bool, Strict()]  # true or false only: not 1, not "yes"
+Shown = Annotated[Sequence[Any], Field(max_length=MAX_IDS)]  # memory ids, or the search hits that carry them
 Kinds = Annotated[list[MemoryType | str], Field(max_length=8)]  # several kinds of memory at once
 
 
@@ -140,9 +143,36 @@ class SearchRequest(Request):
                                                        "epoch seconds or ISO 8601 (a date alone is its end); docs/slots.md")
 
 
+
+class ObserveRequest(Request):
+    """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
+    mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
+    most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
+    boosts, deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement). Ids
+    outside the shown set, and updates or deletes of core memories, are refused and listed. With nothing shown, a
+    turn the rules gate is certain of costs no call. A model failure keeps the turn raw, pending, as
+    add(infer=True) does; nothing else changes.
+
+    Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A shown id that is
+    missing or another user's is not shown to the model (listed in `refused`)."""
+
+    messages: str | Message | Turns = Field(description="the turn with the answer: a string or [{role, content}, ...]")
+    user_id: str = Field(description="whose memories")
+    shown: Shown = Field(default=(), description="the memories retrieved for this turn, best first: ids or search hits")
+    chat_id: str = Field(default="default", description="the conversation it was said in")
+    who: str | None = Field(default=None, description="who said it (default: the user)")
+    metadata: dict[str, Any] | None = Field(default=None, description="the caller's own keys, kept on what it adds")
+    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds, a datetime or ISO 8601 "
+                                                    "(default: now)")
+    agent_id: str | None = Field(default=None, description="the agent observing: what it adds is its own, and only its "
+                                                           "own and shared memories are shown or forgotten; docs/agents.md")
+    run_id: str | None = Field(default=None, description="the run, recorded on what it adds")
+
+
 # The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
 # the result Memory returns). contract/faces.py generates Memory's methods for them (memory/requested.py).
 REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "add": (AddRequest, "_records", "AddResult"),
     "search": (SearchRequest, "_records", "SearchResult"),
+    "observe": (ObserveRequest, "_hook", "ObserveResult"),
 }

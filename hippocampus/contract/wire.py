@@ -11,15 +11,26 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .requests import MAX_TURNS, AddRequest, Expiry, Message, NotAFlag, SearchRequest, Timestamp, Turns, not_a_flag
+from .requests import (
+    MAX_IDS,
+    MAX_TURNS,
+    AddRequest,
+    Expiry,
+    Message,
+    NotAFlag,
+    ObserveRequest,
+    SearchRequest,
+    Timestamp,
+    Turns,
+    not_a_flag,
+)
 
-__all__ = ["MAX_TURNS", "AddRequest", "Expiry", "Message", "NotAFlag", "SearchRequest", "Timestamp", "Turns",  # defined once:
-           "not_a_flag"]  # contract/requests.py
+__all__ = ["MAX_IDS", "MAX_TURNS", "AddRequest", "Expiry", "Message", "NotAFlag", "ObserveRequest", "SearchRequest",  # defined
+           "Timestamp", "Turns", "not_a_flag"]  # once: contract/requests.py
 API_PREFIX = "/v1"
 KEY_HEADER = "Authorization"  # "Bearer <key>"; X-API-Key is accepted too
 ALT_KEY_HEADER = "X-API-Key"
 
-MAX_IDS = 1000  # ids one request may name (issue 42); the batch verbs take 1,000 items (memory/batch.py)
 # The texts one add_many request may embed (issue 41): tens of seconds of the embedders on few cores, which other
 # tenants share (they take turns per chunk of 8 texts: embeddings/turns.py FairLock). The service refuses
 # more with InvalidInput 422 (server/rest.py); the Client sends a larger batch as several requests.
@@ -63,19 +74,6 @@ class MarkUsedRequest(_Body):
     user_id: str
     memory_ids: list[int] = Field(max_length=MAX_IDS)
     context: str | None = None
-
-
-class ObserveRequest(_Body):
-    messages: str | Turns = Field(description="the turn with the answer: a string or [{role, content}, ...]")
-    user_id: str
-    shown: list[int] = Field(default_factory=list, description="ids of the memories retrieved for this turn, best first",
-                             max_length=MAX_IDS)
-    chat_id: str = "default"
-    who: str | None = None
-    metadata: dict[str, Any] | None = None
-    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
-    agent_id: str | None = Field(default=None, description="the agent observing: what it adds is its own; docs/agents.md")
-    run_id: str | None = Field(default=None, description="the run, recorded on what it adds")
 
 
 class ConsolidateRequest(_Body):

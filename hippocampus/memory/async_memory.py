@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
-    from ..contract.requests import Expiry, Flag, Kinds, Message, Timestamp, Turns
+    from ..contract.requests import Expiry, Flag, Kinds, Message, Shown, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -152,25 +152,34 @@ class AsyncMemory(AsyncMemoryBase):
         when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.mark_used(memory_ids, user_id, context))
 
-    async def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (),
-                      chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None, *,
-                      ts: Any = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
-        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of
-        add(infer=True), mark_used and reconsolidation: given the turn (with the answer) and the
-        memories `shown` for it (ids or search hits, best first; at most 50 reach the model), the
-        model adds what is new, and per shown memory updates (the old text to history), boosts,
-        deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement).
-        Ids outside the shown set, and updates or deletes of core memories, are refused and listed.
-        With nothing shown, a turn the rules gate is certain of costs no call. A model failure keeps
-        the turn raw, pending, as add(infer=True) does; nothing else changes.
+    async def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (),
+                      chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None,
+                      ts: Timestamp = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
+    mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
+    most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
+    boosts, deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement). Ids
+    outside the shown set, and updates or deletes of core memories, are refused and listed. With nothing shown, a
+    turn the rules gate is certain of costs no call. A model failure keeps the turn raw, pending, as
+    add(infer=True) does; nothing else changes.
 
-        Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A
-        shown id that is missing or another user's is not shown to the model (listed in `refused`). With
-        `agent_id` what it adds is that agent's and only its own and shared memories are shown or forgotten;
-        `run_id` is recorded (docs/agents.md)."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.observe(messages, user_id, shown, chat_id, who,
-                                                                          metadata, ts=ts, agent_id=agent_id,
-                                                                          run_id=run_id))
+    Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A shown id that is
+    missing or another user's is not shown to the model (listed in `refused`).
+
+    Arguments (contract/requests.py ObserveRequest):
+    `messages`: the turn with the answer: a string or [{role, content}, ...]
+    `user_id`: whose memories
+    `shown`: the memories retrieved for this turn, best first: ids or search hits
+    `chat_id`: the conversation it was said in
+    `who`: who said it (default: the user)
+    `metadata`: the caller's own keys, kept on what it adds
+    `ts`: when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
+    `agent_id`: the agent observing: what it adds is its own, and only its own and shared memories are shown or
+        forgotten; docs/agents.md
+    `run_id`: the run, recorded on what it adds"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.observe(messages, user_id, shown=shown,
+                                                                          chat_id=chat_id, who=who, metadata=metadata,
+                                                                          ts=ts, agent_id=agent_id, run_id=run_id))
 
     async def search(self, query: str, user_id: str, *, limit: int | None = None,
                      memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,

@@ -31,7 +31,6 @@ from ..models import (
     MemoryPage,
     MemoryRecord,
     MemoryType,
-    ObserveResult,
     Progress,
     UndoResult,
 )
@@ -317,23 +316,7 @@ class Memory:
         when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
         return self._hook.mark_used(memory_ids, user_id, context)
 
-    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
-                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
-                run_id: str | None = None) -> ObserveResult:
-        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of
-        add(infer=True), mark_used and reconsolidation: given the turn (with the answer) and the
-        memories `shown` for it (ids or search hits, best first; at most 50 reach the model), the
-        model adds what is new, and per shown memory updates (the old text to history), boosts,
-        deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement).
-        Ids outside the shown set, and updates or deletes of core memories, are refused and listed.
-        With nothing shown, a turn the rules gate is certain of costs no call. A model failure keeps
-        the turn raw, pending, as add(infer=True) does; nothing else changes.
-
-        Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A
-        shown id that is missing or another user's is not shown to the model (listed in `refused`). With
-        `agent_id` what it adds is that agent's and only its own and shared memories are shown or forgotten;
-        `run_id` is recorded (docs/agents.md)."""
-        return self._hook.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts, agent_id=agent_id, run_id=run_id)
+    observe = requested.observe  # generated from contract/requests.py's ObserveRequest (memory/requested.py)
 
     # ------------------------------------------------------------------ lifecycle
     def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:

@@ -18,7 +18,6 @@ from ..lifecycle.expiry import expired
 from ..lifecycle.rows import plain_row
 from ..lifecycle.when import user_zone
 from ..models import (
-    CARRIED,
     LIFE_KEY,
     AddResult,
     HistoryAction,
@@ -27,6 +26,7 @@ from ..models import (
     MemoryRecord,
     MemoryType,
     SearchResult,
+    carried,
     now_ts,
 )
 from ..retrieval import as_of as T
@@ -43,12 +43,6 @@ def deletion_event(old: MemoryRecord, user_id: str, **details: Any) -> dict[str,
     """The "deleted" history event of `delete` and `delete_many` (batch.py), keeping the row for `undo`."""
     return HistoryEvent(memory_id=old.id, user_id=user_id, action=HistoryAction.DELETED, old_text=old.text, actor="api",
                         details={**details, "row": forgotten_row(old)}).model_dump(mode="json")
-
-
-def carried(req: Any) -> dict[str, Any]:
-    """The request's fields a memory keeps in its metadata under their own names (models/record.py CARRIED),
-    those given."""
-    return {key: getattr(req, key) for key in CARRIED if getattr(req, key, None) is not None}
 
 
 def unchanged(old: MemoryRecord, text: str, metadata: dict[str, Any], until: int | None) -> bool:

@@ -10,22 +10,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..contract.requests import AddRequest, SearchRequest, build
+from ..contract.requests import AddRequest, ObserveRequest, SearchRequest, build
 from ..models import MemoryType
 
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
-    from ..contract.requests import Expiry, Flag, Kinds, Message, Timestamp, Turns
-    from ..models import AddResult, SearchResult
+    from ..contract.requests import Expiry, Flag, Kinds, Message, Shown, Timestamp, Turns
+    from ..models import AddResult, ObserveResult, SearchResult
+    from .observe import ChatHookService
     from .records import RecordService
 
 
 class Facade(Protocol):
     """What these verbs read of Memory: the services they hand their request to."""
 
-    _records: RecordService
+    @property
+    def _hook(self) -> ChatHookService: ...
+    @property
+    def _records(self) -> RecordService: ...
 
 
 def add(self: Facade, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default",
@@ -100,3 +104,32 @@ def search(self: Facade, query: str, user_id: str, *, limit: int | None = None,
                                                     memory_types=memory_types, graph=graph,
                                                     include_expired=include_expired, agent_id=agent_id,
                                                     agent_scope=agent_scope, run_id=run_id, as_of=as_of))
+
+
+def observe(self: Facade, messages: str | Message | Turns, user_id: str, *, shown: Shown = (), chat_id: str = "default",
+            who: str | None = None, metadata: dict[str, Any] | None = None, ts: Timestamp = None,
+            agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+    """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
+    mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
+    most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
+    boosts, deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement). Ids
+    outside the shown set, and updates or deletes of core memories, are refused and listed. With nothing shown, a
+    turn the rules gate is certain of costs no call. A model failure keeps the turn raw, pending, as
+    add(infer=True) does; nothing else changes.
+
+    Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A shown id that is
+    missing or another user's is not shown to the model (listed in `refused`).
+
+    Arguments (contract/requests.py ObserveRequest):
+    `messages`: the turn with the answer: a string or [{role, content}, ...]
+    `user_id`: whose memories
+    `shown`: the memories retrieved for this turn, best first: ids or search hits
+    `chat_id`: the conversation it was said in
+    `who`: who said it (default: the user)
+    `metadata`: the caller's own keys, kept on what it adds
+    `ts`: when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
+    `agent_id`: the agent observing: what it adds is its own, and only its own and shared memories are shown or
+        forgotten; docs/agents.md
+    `run_id`: the run, recorded on what it adds"""
+    return self._hook.observe(build(ObserveRequest, messages=messages, user_id=user_id, shown=shown, chat_id=chat_id,
+                                                   who=who, metadata=metadata, ts=ts, agent_id=agent_id, run_id=run_id))

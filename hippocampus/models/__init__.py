@@ -23,6 +23,7 @@ from .record import (
     TEXT_MAX_BYTES,
     HistoryEvent,
     MemoryRecord,
+    carried,
     damaged_rows,
     note_damaged,
 )
@@ -43,5 +44,5 @@ __all__ = [
     "AddResult", "AnyCategory", "Category", "CategorySpec", "ConsolidationStats", "CustomCategory", "DecayRule",
     "DecayStats", "HistoryAction", "HistoryEvent", "Lifecycle", "MemoryPage", "MemoryRecord", "MemoryType",
     "ObserveResult", "Progress", "SearchHit", "SearchResult", "State", "UndoResult",
-    "damaged_rows", "note_damaged", "now_ts", "simulated_clock", "ts_to_iso",
+    "carried", "damaged_rows", "note_damaged", "now_ts", "simulated_clock", "ts_to_iso",
 ]

@@ -40,6 +40,11 @@ CARRIED: dict[str, str] = {
 }
 
 
+def carried(request: Any) -> dict[str, Any]:
+    """The request's fields a new memory keeps in its metadata under their own names (CARRIED), those given."""
+    return {key: getattr(request, key) for key in CARRIED if getattr(request, key, None) is not None}
+
+
 def damaged_rows(user_id: str | None = None) -> int:
     """Rows (of `user_id`, or of every user) that reads met with a damaged stamp since the process started."""
     return len(_DAMAGED.get(user_id, ())) if user_id is not None else sum(map(len, _DAMAGED.values()))

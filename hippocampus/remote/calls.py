@@ -197,17 +197,14 @@ class _Requests:
         ids = [memory_ids] if isinstance(memory_ids, (int, str)) else list(memory_ids)
         return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
 
-    def observe(self, messages: Any, user_id: str, shown: Sequence[Any] = (), chat_id: str = "default", who: str | None = None,
-                metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
-                run_id: str | None = None) -> Call[ObserveResult]:
+    def observe(self, messages: Any, user_id: str, **fields: Any) -> Call[ObserveResult]:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
+        shown = fields.get("shown", ())
         if isinstance(shown, (str, bytes)):
             raise InvalidInput("shown must be a list of memory ids or search hits")
-        ids = [getattr(s, "id", s) for s in shown]
-        return Call("POST", "/observe", ObserveResult, body={"messages": messages, "user_id": user_id, "shown": ids,
-                                                             "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts,
-                                                             "agent_id": agent_id, "run_id": run_id}, timeout="long")
+        body = {"messages": messages, "user_id": user_id, **fields, "shown": [getattr(s, "id", s) for s in shown]}
+        return Call("POST", "/observe", ObserveResult, body=body, timeout="long")
 
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> Call[ConsolidationStats]:
         """Run consolidation in the service (after any run in progress); `progress` is not streamed.

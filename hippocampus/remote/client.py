@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
-    from ..contract.requests import Expiry, Flag, Kinds, Message, Timestamp, Turns
+    from ..contract.requests import Expiry, Flag, Kinds, Message, Shown, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -104,13 +104,13 @@ class Client(SyncTransport):
         for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
         return self._send(REQUESTS.mark_used(memory_ids, user_id, context))
 
-    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (),
-                chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None, *,
-                ts: Any = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+    def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (), chat_id: str = "default",
+                who: str | None = None, metadata: dict[str, Any] | None = None, ts: Timestamp = None,
+                agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
-        return self._send(REQUESTS.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts, agent_id=agent_id,
-                                           run_id=run_id))
+        return self._send(REQUESTS.observe(messages, user_id, shown=shown, chat_id=chat_id, who=who, metadata=metadata,
+                                           ts=ts, agent_id=agent_id, run_id=run_id))
 
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: MemoryType | str | None = None,
                filters: dict[str, Any] | None = None, mode: str | None = None, include_superseded: bool = False,
@@ -257,13 +257,13 @@ class AsyncClient(AsyncTransport):
         for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
         return await self._send(REQUESTS.mark_used(memory_ids, user_id, context))
 
-    async def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (),
-                      chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None, *,
-                      ts: Any = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+    async def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (),
+                      chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None,
+                      ts: Timestamp = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
-        return await self._send(REQUESTS.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts,
-                                                 agent_id=agent_id, run_id=run_id))
+        return await self._send(REQUESTS.observe(messages, user_id, shown=shown, chat_id=chat_id, who=who,
+                                                 metadata=metadata, ts=ts, agent_id=agent_id, run_id=run_id))
 
     async def search(self, query: str, user_id: str, *, limit: int | None = None,
                      memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,

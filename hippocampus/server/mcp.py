@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._version import __version__
-from ..contract.requests import AddRequest, SearchRequest
+from ..contract.requests import AddRequest, ObserveRequest, SearchRequest
 from ..contract.verbs import by_name
 from ..contract.wire import NotAFlag, error_body
 from ..errors import AuthError, HippocampusError, http_status
@@ -295,16 +295,21 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
                                max_items=max_items, dates=dates, agent_scope=agent_scope, run_id=run_id)
         return {"context": block}
 
+    observe_face = by_name()["observe"].mcp
+
     @tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
-    async def observe_turn(ctx: Context, exchange: str, user_id: UserId, shown: list[int] | None = None,
-                           chat_id: str = "default", agent_id: AgentId = None, run_id: RunId = None) -> dict[str, Any]:
+    @tool_params(ObserveRequest, observe_face, {"messages": str, "user_id": UserId, "shown": list[int] | None,
+                                                "agent_id": AgentId, "run_id": RunId})
+    async def observe_turn(ctx: Context, **fields: Any) -> dict[str, Any]:
         """After you answered: give the exchange ("user: ... assistant: ...") and the ids search_memory
         returned for it; one background judgement adds what is new, corrects or (softly, restorably)
         deletes memories the user corrected or asked to forget, and counts those your answer actually
         used. Use it instead of add_memory when you searched first. Returns {added, updated, boosted,
         used, deleted, refused, llm_calls, pending_decision, reason}."""
-        result = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.observe, exchange, user_id=user_id,
-                                shown=shown or [], chat_id=chat_id, run_id=run_id)
+        args = verb_args(fields, observe_face)  # ObserveRequest's fields (contract/requests.py), under the verb's names
+        user_id, agent_id = args.pop("user_id"), args.pop("agent_id", None)
+        result = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.observe, args.pop("messages"), user_id=user_id,
+                                **{**args, "shown": args.get("shown") or []})
         return result.model_dump(mode="json")
 
     return server

@@ -154,8 +154,7 @@ def mark_used(body: MarkUsedRequest, tenant: TenantDep, memory: MemoryDep) -> li
 @router.post("/observe", response_model=ObserveResult, summary="After a turn: one KnowledgeMonitor call (add, update, use, delete)")
 def observe(body: ObserveRequest, tenant: TenantDep, memory: MemoryDep) -> ObserveResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
-    return memory.observe(body.messages, user_id=body.user_id, shown=body.shown, chat_id=body.chat_id, who=body.who,
-                          metadata=body.metadata, ts=body.ts, agent_id=agent, run_id=body.run_id)
+    return memory.observe(**{**fields_of(body), "agent_id": agent})  # the body is the verb's request (contract/requests.py)
 
 
 @router.delete("/memories", response_model=ResetResult, summary="Erase a user's memories and history")
