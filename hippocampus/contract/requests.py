@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, Strict, ValidationError
 
 from ..errors import InvalidInput
 from ..models import MemoryType
+from .defaults import INJECT_MAX_ITEMS, INJECT_MIN_SCORE
 
 Message = dict[str, str]
 MAX_TURNS = 1000  # the turns one add may hold (issue 42): past it a clear InvalidInput (422) before any work
@@ -38,18 +39,23 @@ def not_a_flag(value: Any) -> Any:
 
 
 NotAFlag = BeforeValidator(not_a_flag)
-Timestamp = Annotated[int | float | datetime | None, NotAFlag]
+Timestamp = Annotated[int | float | Annotated[datetime, Strict(False)] | None, NotAFlag]  # ISO 8601 text read as a datetime
 Expiry = Annotated[int | float | str | datetime | None, NotAFlag]  # also words naming a day ("until Monday")
 Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
+# A JSON object the service checks itself (validation.check_caller_metadata, check_metadata: keys, depth, size,
+# the library's own keys), with the messages that name the limit: not judged twice.
+Metadata = Annotated[dict[str, Any] | None, SkipValidation]
 Flag = Annotated[bool, Strict()]  # true or false only: not 1, not "yes"
 Shown = Annotated[Sequence[Any], Field(max_length=MAX_IDS)]  # memory ids, or the search hits that carry them
-Kinds = Annotated[list[MemoryType | str], Field(max_length=8)]  # several kinds of memory at once
+Kinds = Annotated[list[MemoryType | str], Field(max_length=8), Strict(False)]  # several kinds of memory at once
 
 
 class Request(BaseModel):
-    """A verb's parameters. Unknown fields are refused (a misspelt option is an error, not a silent default)."""
+    """A verb's parameters. Unknown fields are refused (a misspelt option is an error, not a silent default), and
+    values are taken as they are (strict: bytes are not text, "5" and true are not numbers), except where a type
+    says `Strict(False)` (a time, which may come as ISO 8601 text; a tuple of kinds)."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 R = TypeVar("R", bound=Request)
@@ -91,7 +97,7 @@ class AddRequest(Request):
     user_id: str = Field(description="whose memory it is")
     chat_id: str = Field(default="default", description="the conversation it was said in")
     who: str | None = Field(default=None, description="who said or did it (default: the user)")
-    metadata: dict[str, Any] | None = Field(default=None, description="the caller's own keys, kept with the memory "
+    metadata: Metadata = Field(default=None, description="the caller's own keys, kept with the memory "
                                                                       "(not a key the library owns)")
     infer: bool = Field(default=False, description="let the write decider (an LLM or the offline rules) decide "
                                                    "what to keep")
@@ -124,7 +130,7 @@ class SearchRequest(Request):
     limit: int | None = Field(default=None, description="caps every list at once (0..1000; default: k_episodic, "
                                                         "k_semantic, k_procedural)")
     memory_type: MemoryType | str | None = Field(default=None, description="one kind: episodic, semantic or procedural")
-    filters: dict[str, Any] | None = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
+    filters: Metadata = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
                                            "metadata.<key> (a bare key some memory of the user has also works): a value, "
                                            "or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, "
                                            "exists) with AND / OR / NOT, e.g. {\"priority\": {\"gte\": 3}}; docs/filters.md")
@@ -161,12 +167,48 @@ class ObserveRequest(Request):
     shown: Shown = Field(default=(), description="the memories retrieved for this turn, best first: ids or search hits")
     chat_id: str = Field(default="default", description="the conversation it was said in")
     who: str | None = Field(default=None, description="who said it (default: the user)")
-    metadata: dict[str, Any] | None = Field(default=None, description="the caller's own keys, kept on what it adds")
+    metadata: Metadata = Field(default=None, description="the caller's own keys, kept on what it adds")
     ts: Timestamp = Field(default=None, description="when it happened: epoch seconds, a datetime or ISO 8601 "
                                                     "(default: now)")
     agent_id: str | None = Field(default=None, description="the agent observing: what it adds is its own, and only its "
                                                            "own and shared memories are shown or forgotten; docs/agents.md")
     run_id: str | None = Field(default=None, description="the run, recorded on what it adds")
+
+
+
+def a_number(value: Any) -> Any:
+    """Refuse true/false where a number is meant (pydantic's lax mode would read `true` as 1)."""
+    if isinstance(value, bool):
+        raise ValueError("a number, not true or false")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(a_number)]
+Score = Annotated[float, BeforeValidator(a_number)]
+Clock = Annotated[int | None, NotAFlag]  # epoch seconds standing in for the clock (simulations)
+
+
+class ContextRequest(Request):
+    """The block an agent puts in its system prompt: active memories scoring at least `min_score`, at most
+    `max_items`, core first, then (with `query`) what the search finds, then the rest by score, grouped by
+    category; each line dated with `dates`. The texts sit inside <data> delimiters that no stored text can close.
+    "" when nothing qualifies.
+
+    Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now; StoreError on
+    failure."""
+
+    user_id: str = Field(description="whose memories")
+    query: str | None = Field(default=None, description="also the memories most related to this")
+    max_items: Count = Field(default=INJECT_MAX_ITEMS, description="at most this many memories (0..1000)")
+    min_score: Score = Field(default=INJECT_MIN_SCORE, description="only memories scoring at least this, 0..1 (core: "
+                                                                   "any score)")
+    dates: bool = Field(default=False, description="start each line with the memory's date")
+    now: Clock = Field(default=None, description="the clock, epoch seconds (simulations; "
+                                                                            "default: now)")
+    agent_id: str | None = Field(default=None, description="the agent reading, with agent_scope; docs/agents.md")
+    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without an "
+                                                         "agent) or both")
+    run_id: str | None = Field(default=None, description="only memories of this run")
 
 
 # The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
@@ -175,4 +217,5 @@ REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "add": (AddRequest, "_records", "AddResult"),
     "search": (SearchRequest, "_records", "SearchResult"),
     "observe": (ObserveRequest, "_hook", "ObserveResult"),
+    "context": (ContextRequest, "_lifecycle", "str"),
 }

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
-    from ..contract.requests import Expiry, Flag, Kinds, Message, Shown, Timestamp, Turns
+    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -56,8 +56,8 @@ class AsyncMemory(AsyncMemoryBase):
         return self
 
     async def add(self, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default",
-                  who: str | None = None, metadata: dict[str, Any] | None = None, infer: bool = False,
-                  ts: Timestamp = None, memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None,
+                  who: str | None = None, metadata: Metadata = None, infer: bool = False, ts: Timestamp = None,
+                  memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None,
                   agent_id: str | None = None, run_id: str | None = None) -> AddResult:
         """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
     them. With `infer=False` the text is stored as-is as one memory; with `infer=True` the rules gate or the
@@ -153,8 +153,8 @@ class AsyncMemory(AsyncMemoryBase):
         return await anyio.to_thread.run_sync(lambda: self.memory.mark_used(memory_ids, user_id, context))
 
     async def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (),
-                      chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None,
-                      ts: Timestamp = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+                      chat_id: str = "default", who: str | None = None, metadata: Metadata = None, ts: Timestamp = None,
+                      agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
         """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
     mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
     most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
@@ -182,11 +182,10 @@ class AsyncMemory(AsyncMemoryBase):
                                                                           ts=ts, agent_id=agent_id, run_id=run_id))
 
     async def search(self, query: str, user_id: str, *, limit: int | None = None,
-                     memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                     mode: str | None = None, include_superseded: bool = False, memory_types: Kinds | None = None,
-                     graph: Flag | None = None, include_expired: Flag = False, agent_id: str | None = None,
-                     agent_scope: str = "both", run_id: str | None = None,
-                     as_of: datetime | int | float | str | None = None) -> SearchResult:
+                     memory_type: MemoryType | str | None = None, filters: Metadata = None, mode: str | None = None,
+                     include_superseded: bool = False, memory_types: Kinds | None = None, graph: Flag | None = None,
+                     include_expired: Flag = False, agent_id: str | None = None, agent_scope: str = "both",
+                     run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
         """Up to k_episodic episodic and k_semantic semantic memories, each list best first; procedural memories
     (k_procedural) only when `memory_type` or `memory_types` names them. Without a working embedder BM25 serves
     alone. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
@@ -285,20 +284,31 @@ class AsyncMemory(AsyncMemoryBase):
         Raises InvalidInput for a bad user_id; StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.stats(user_id))
 
-    async def context(self, user_id: str, query: str | None = None, max_items: int = 20, min_score: float = 0.5,
-                      dates: bool = False, now: int | None = None, *, agent_id: str | None = None,
-                      agent_scope: str = "both", run_id: str | None = None) -> str:
-        """The block an agent puts in its system prompt: active memories scoring at least `min_score`,
-        at most `max_items`, core first, then (with `query`) what the search finds, then the rest by
-        score, grouped by category; each line dated with `dates`. The texts sit inside <data>
-        delimiters that no stored text can close. "" when nothing qualifies. `agent_id`, `agent_scope` and
-        `run_id` scope it as search's do (docs/agents.md).
+    async def context(self, user_id: str, query: str | None = None, *, max_items: Count = 20, min_score: Score = 0.5,
+                      dates: bool = False, now: Clock = None, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> str:
+        """The block an agent puts in its system prompt: active memories scoring at least `min_score`, at most
+    `max_items`, core first, then (with `query`) what the search finds, then the rest by score, grouped by
+    category; each line dated with `dates`. The texts sit inside <data> delimiters that no stored text can close.
+    "" when nothing qualifies.
 
-        Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now;
-        StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.context(user_id, query, max_items, min_score, dates,
-                                                                          now, agent_id=agent_id,
-                                                                          agent_scope=agent_scope, run_id=run_id))
+    Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now; StoreError on
+    failure.
+
+    Arguments (contract/requests.py ContextRequest):
+    `user_id`: whose memories
+    `query`: also the memories most related to this
+    `max_items`: at most this many memories (0..1000)
+    `min_score`: only memories scoring at least this, 0..1 (core: any score)
+    `dates`: start each line with the memory's date
+    `now`: the clock, epoch seconds (simulations; default: now)
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.context(user_id, query, max_items=max_items,
+                                                                          min_score=min_score, dates=dates, now=now,
+                                                                          agent_id=agent_id, agent_scope=agent_scope,
+                                                                          run_id=run_id))
 
     async def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
         """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those

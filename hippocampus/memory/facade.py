@@ -21,7 +21,6 @@ from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats,
 from ..contract.verbs import VERBS, register_facade
 from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
-from ..lifecycle.policy import THRESHOLDS
 from ..llm import ChatModel
 from ..models import (
     Category,
@@ -355,19 +354,7 @@ class Memory:
         NotFound when the memory is missing or another user's; StoreError on failure."""
         return self._lifecycle.curate(memory_id, user_id, category=category, importance=importance)
 
-    def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
-                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None, *,
-                agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> str:
-        """The block an agent puts in its system prompt: active memories scoring at least `min_score`,
-        at most `max_items`, core first, then (with `query`) what the search finds, then the rest by
-        score, grouped by category; each line dated with `dates`. The texts sit inside <data>
-        delimiters that no stored text can close. "" when nothing qualifies. `agent_id`, `agent_scope` and
-        `run_id` scope it as search's do (docs/agents.md).
-
-        Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now;
-        StoreError on failure."""
-        return self._lifecycle.context(user_id, query, max_items, min_score, dates, now, agent_id=agent_id,
-                                       agent_scope=agent_scope, run_id=run_id)
+    context = requested.context  # generated from contract/requests.py's ContextRequest (memory/requested.py)
 
     # ------------------------------------------------------------------ transfer
     def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..contract.requests import AddRequest, ObserveRequest, SearchRequest, build
+from ..contract.requests import AddRequest, ContextRequest, ObserveRequest, SearchRequest, build
 from ..models import MemoryType
 
 if TYPE_CHECKING:
     from datetime import datetime
-    from typing import Any
 
-    from ..contract.requests import Expiry, Flag, Kinds, Message, Shown, Timestamp, Turns
+    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
+    from ..lifecycle.service import LifecycleService
     from ..models import AddResult, ObserveResult, SearchResult
     from .observe import ChatHookService
     from .records import RecordService
@@ -29,11 +29,13 @@ class Facade(Protocol):
     @property
     def _hook(self) -> ChatHookService: ...
     @property
+    def _lifecycle(self) -> LifecycleService: ...
+    @property
     def _records(self) -> RecordService: ...
 
 
 def add(self: Facade, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default",
-        who: str | None = None, metadata: dict[str, Any] | None = None, infer: bool = False, ts: Timestamp = None,
+        who: str | None = None, metadata: Metadata = None, infer: bool = False, ts: Timestamp = None,
         memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None, agent_id: str | None = None,
         run_id: str | None = None) -> AddResult:
     """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
@@ -66,7 +68,7 @@ def add(self: Facade, messages: str | Message | Turns, user_id: str, *, chat_id:
 
 
 def search(self: Facade, query: str, user_id: str, *, limit: int | None = None,
-           memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None, mode: str | None = None,
+           memory_type: MemoryType | str | None = None, filters: Metadata = None, mode: str | None = None,
            include_superseded: bool = False, memory_types: Kinds | None = None, graph: Flag | None = None,
            include_expired: Flag = False, agent_id: str | None = None, agent_scope: str = "both",
            run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
@@ -107,8 +109,8 @@ def search(self: Facade, query: str, user_id: str, *, limit: int | None = None,
 
 
 def observe(self: Facade, messages: str | Message | Turns, user_id: str, *, shown: Shown = (), chat_id: str = "default",
-            who: str | None = None, metadata: dict[str, Any] | None = None, ts: Timestamp = None,
-            agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+            who: str | None = None, metadata: Metadata = None, ts: Timestamp = None, agent_id: str | None = None,
+            run_id: str | None = None) -> ObserveResult:
     """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
     mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
     most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
@@ -133,3 +135,29 @@ def observe(self: Facade, messages: str | Message | Turns, user_id: str, *, show
     `run_id`: the run, recorded on what it adds"""
     return self._hook.observe(build(ObserveRequest, messages=messages, user_id=user_id, shown=shown, chat_id=chat_id,
                                                    who=who, metadata=metadata, ts=ts, agent_id=agent_id, run_id=run_id))
+
+
+def context(self: Facade, user_id: str, query: str | None = None, *, max_items: Count = 20, min_score: Score = 0.5,
+            dates: bool = False, now: Clock = None, agent_id: str | None = None, agent_scope: str = "both",
+            run_id: str | None = None) -> str:
+    """The block an agent puts in its system prompt: active memories scoring at least `min_score`, at most
+    `max_items`, core first, then (with `query`) what the search finds, then the rest by score, grouped by
+    category; each line dated with `dates`. The texts sit inside <data> delimiters that no stored text can close.
+    "" when nothing qualifies.
+
+    Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now; StoreError on
+    failure.
+
+    Arguments (contract/requests.py ContextRequest):
+    `user_id`: whose memories
+    `query`: also the memories most related to this
+    `max_items`: at most this many memories (0..1000)
+    `min_score`: only memories scoring at least this, 0..1 (core: any score)
+    `dates`: start each line with the memory's date
+    `now`: the clock, epoch seconds (simulations; default: now)
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+    return self._lifecycle.context(build(ContextRequest, user_id=user_id, query=query, max_items=max_items,
+                                                        min_score=min_score, dates=dates, now=now, agent_id=agent_id,
+                                                        agent_scope=agent_scope, run_id=run_id))

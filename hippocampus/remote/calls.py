@@ -221,14 +221,17 @@ class _Requests:
         params = {"user_id": _uid(user_id), **({"limit": V.check_limit(limit)} if limit is not None else {})}
         return Call("GET", "/graph", GraphView, params=params)
 
-    def context(self, user_id: str, query: str | None = None, max_items: int = 20, min_score: float = 0.5,
-                dates: bool = False, now: Any = None, *, agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> Call[str]:
+    def context(self, user_id: str, query: str | None = None, **fields: Any) -> Call[str]:
         """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
         Raises InvalidInput for a bad argument."""
-        if now is not None:
+        if fields.pop("now", None) is not None:
             raise InvalidInput("context(now=...) is for in-process simulations; a service uses its own clock")
-        params = {"user_id": _uid(user_id), "query": query, "max_items": V.check_limit(max_items, "max_items"),
-                  "min_score": min_score, "dates": bool(dates), **_agent_params(agent_id, agent_scope, run_id)}
+        if "max_items" in fields:
+            fields["max_items"] = V.check_limit(fields["max_items"], "max_items")
+        if "dates" in fields:
+            fields["dates"] = bool(fields["dates"])
+        scope = _agent_params(fields.pop("agent_id", None), fields.pop("agent_scope", "both"), fields.pop("run_id", None))
+        params = {"user_id": _uid(user_id), "query": query, **fields, **scope}  # ContextRequest's fields, whatever they are
         call: Call[Any] = Call("GET", "/context", None, params={k: v for k, v in params.items() if v is not None})
         call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
         return call

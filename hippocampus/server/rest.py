@@ -8,14 +8,15 @@ Routes are plain `def`s: FastAPI runs them in its thread pool, and Memory is thr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Query, Request
+from fastapi import Depends, Query, Request
 
 from .. import validation as V
 from ..contract import wire
 from ..contract.replies import GraphView
-from ..contract.requests import fields_of
+from ..contract.requests import ContextRequest, fields_of
+from ..contract.verbs import by_name
 from ..contract.wire import (
     AddManyRequest,
     AddRequest,
@@ -49,6 +50,7 @@ from ..models import (
 )
 from .batch_routes import router as batch_router
 from .deps import JobsDep, MemoryDep, TenantDep, v1_router
+from .rest_params import query_params
 from .transfer_routes import router as transfer_router
 
 router = v1_router()
@@ -179,13 +181,10 @@ def decay(tenant: TenantDep, memory: MemoryDep, jobs: JobsDep, body: DecayReques
 
 
 @router.get("/context", response_model=ContextReply, summary="The prompt block of a user's memories")
-def context(tenant: TenantDep, memory: MemoryDep, user_id: str, query: str | None = None,
-            max_items: int = Query(20, ge=0, le=1000),
-            min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, agent_id: str | None = None,
-            agent_scope: str = "both", run_id: str | None = None) -> ContextReply:
-    agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
-    return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates,
-                                               agent_id=agent, agent_scope=agent_scope, run_id=run_id))
+def context(tenant: TenantDep, memory: MemoryDep,
+            fields: Annotated[dict[str, Any], Depends(query_params(ContextRequest, by_name()["context"].rest))]) -> ContextReply:
+    agent = tenant.check_agent(fields["user_id"], fields.get("agent_id"), f"user {fields['user_id']!r} not found")
+    return ContextReply(context=memory.context(**{**fields, "agent_id": agent}))  # ContextRequest's fields (rest_params.py)
 
 
 @router.get("/graph", response_model=GraphView, summary="A user's entities and triples (graph memory)")
