@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InvalidInput
-from .models import TEXT_MAX_BYTES, MemoryType, now_ts
+from .models import CARRIED, TEXT_MAX_BYTES, MemoryType, now_ts
 
 ID_MAX_CHARS = 128  # the schema's VARCHAR(128); Milvus counts bytes, so we check bytes too
 WHO_MAX = 128  # who defaults to user_id, so it holds any valid user_id
@@ -138,8 +138,7 @@ OWNED_KEYS: dict[str, str] = {
     "compression_failed_at": "when compressing this fact last failed (it waits a week before the next try)",
     "source_hash": "the content hash an import found this memory under, so importing the file again adds nothing",
     "expires_at": "when the memory expires (epoch seconds), set by add / update's expires_at (lifecycle/expiry.py)",
-    "agent_id": "the agent the memory belongs to, set by add's agent_id (store/agents.py; absent: shared)",
-    "run_id": "the run the memory was written in, set by add's run_id (store/agents.py)",
+    **CARRIED,  # agent_id, run_id: the request's fields a memory keeps in its metadata (models/record.py)
     "statements": "who the memory is about and which slots it fills (text/slots.py): corrections supersede by slot",
     "said_by": "'assistant' on the assistant's memory of a turn (memory/assistant_turns.py)",
     "assistant_kind": "what the assistant's memory of a turn keeps: a recommendation, a list, a plan or an answer",

@@ -10,19 +10,26 @@ AsyncMemory in hippocampus/memory/async_memory.py: hippocampus/contract/faces.py
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from hippocampus.contract import faces
+from hippocampus.contract import faces  # the kernel: no import of Memory, whose request verbs it may write first
 from hippocampus.contract.verbs import table
-from hippocampus.memory.async_base import AsyncMemoryBase  # (the facade registers the class whose signatures are read)
-from hippocampus.remote.calls import _Requests
-from hippocampus.remote.transport import AsyncTransport, SyncTransport
 
 ROOT = Path(__file__).resolve().parent.parent
+_AGAIN = "HIPPOCAMPUS_VERBS_AGAIN"  # set in the process that renders the rest after memory/requested.py is written
 
 
 def rendered() -> dict[str, str]:
-    """The generated faces as they should read now."""
+    """The generated faces as they should read now (importing Memory: memory/requested.py must be current)."""
+    from hippocampus.memory.async_base import (
+        AsyncMemoryBase,  # (the facade registers the class whose signatures are read)
+    )
+    from hippocampus.remote.calls import _Requests
+    from hippocampus.remote.transport import AsyncTransport, SyncTransport
+
     return faces.render(_Requests, SyncTransport, AsyncTransport, AsyncMemoryBase)
 
 
@@ -32,8 +39,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a generated face is stale")
     args = parser.parse_args(argv)
     if not (args.write or args.check):
+        import hippocampus.memory  # noqa: F401  (registers Memory, whose signatures the table reads)
+
         print(table())
         return 0
+    if args.write and faces.stale({faces.REQUESTED_PATH: faces.render_requested()}, ROOT) and not os.environ.get(_AGAIN):
+        # Memory's request verbs first: the Client and AsyncMemory are read from Memory's signatures, so they are
+        # rendered by a fresh process that imports the file just written.
+        (ROOT / faces.REQUESTED_PATH).write_text(faces.render_requested(), encoding="utf-8")
+        print(f"wrote {faces.REQUESTED_PATH}")
+        return subprocess.run([sys.executable, __file__, *(argv if argv is not None else sys.argv[1:])],
+                              env={**os.environ, _AGAIN: "1"}, check=False).returncode
     texts = rendered()
     old = faces.stale(texts, ROOT)
     if args.write:

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from ..contract.requests import AddRequest, SearchRequest
+from ..contract.verbs import by_name
 from ..errors import HippocampusError
 from . import render
 from .base import (
@@ -40,10 +43,13 @@ from .base import (
     read_text,
     report,
 )
+from .fields import model_options
 
 
 # ---------------------------------------------------------------------- commands
 @app.command()
+@model_options(AddRequest, by_name()["add"].cli, handled=("messages", "user_id", "chat_id", "who", "metadata", "memory_type", "infer", "ts",
+                                    "expires_at", "agent_id", "run_id"))  # the rest of AddRequest: cli/fields.py
 def add(
     text: str | None = typer.Argument(None, help="what to remember; - reads it from stdin"),
     user: str = UserOpt,
@@ -60,6 +66,7 @@ def add(
     agent: str | None = AgentOpt,
     run: str | None = RunOpt,
     as_json: bool = JsonOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Remember one piece of text.
 
@@ -71,13 +78,16 @@ def add(
         result = memory.add(
             text, user_id=user, chat_id=chat, who=who, metadata=parse_meta(meta), infer=infer, ts=ts,
             memory_type="procedural" if procedural else "semantic" if semantic else "episodic", expires_at=expires_at,
-            agent_id=agent, run_id=run,
+            agent_id=agent, run_id=run, **(fields or {}),
         )
     shown = f"stored as {', '.join(map(str, result.ids))}" if result.stored else f"not stored: {result.reason}"
     emit(as_json, result.model_dump(mode="json"), message=shown)
 
 
 @app.command()
+@model_options(SearchRequest, by_name()["search"].cli, handled=(
+    "query", "user_id", "limit", "memory_type", "mode", "filters", "include_superseded", "include_expired", "graph", "agent_id",
+    "agent_scope", "run_id", "as_of"))  # the rest of SearchRequest (memory_types is skipped: contract/verbs.py)
 def search(
     query: str = typer.Argument(..., help="what to recall"),
     user: str = UserOpt,
@@ -98,12 +108,13 @@ def search(
                                      "or epoch seconds (docs/slots.md)"),
     as_json: bool = JsonOpt,
     wide: bool = WideOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Recall the memories most related to a question."""
     with open_memory() as memory:
         result = memory.search(query, user_id=user, limit=limit, memory_type=memory_type, filters=parse_filters(where), mode=mode,
                                include_superseded=include_superseded, graph=graph, include_expired=include_expired,
-                               agent_id=agent, agent_scope=agent_scope, run_id=run, as_of=as_of)
+                               agent_id=agent, agent_scope=agent_scope, run_id=run, as_of=as_of, **(fields or {}))
     emit(as_json, render.result_json(result), render.hits_table(result, title=f"recalled for {query!r}", rows=limit, wide=wide),
          None if len(result) else "nothing recalled", wide=wide)
 

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
+from ..contract.requests import ContextRequest
+from ..contract.verbs import by_name
 from . import render
 from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, app, emit, open_memory
 from .consolidate import stats_table
+from .fields import model_options
 
 
 @app.command()
@@ -24,6 +29,8 @@ def decay(
 
 
 @app.command()
+@model_options(ContextRequest, by_name()["context"].cli, handled=(
+    "user_id", "query", "max_items", "min_score", "dates", "agent_id", "agent_scope", "run_id"))  # the rest: cli/fields.py
 def context(
     user: str = UserOpt,
     query: str | None = typer.Option(None, "--query", "-q", help="also the memories most related to this"),
@@ -34,11 +41,12 @@ def context(
     agent_scope: str = AgentScopeOpt,
     run: str | None = RunOpt,
     as_json: bool = JsonOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Print the block an agent puts in its system prompt: core memories first, then by category."""
     with open_memory() as memory:
         block = memory.context(user, query=query, max_items=max_items, min_score=min_score, dates=dates, agent_id=agent,
-                               agent_scope=agent_scope, run_id=run)
+                               agent_scope=agent_scope, run_id=run, **(fields or {}))
     if as_json:
         emit(True, {"user_id": user, "context": block})
     else:

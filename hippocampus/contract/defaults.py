@@ -10,4 +10,6 @@ DEFAULT_GRACE_S = 3600  # a missed scheduled run may still start this late
 # `serve` waits this long for a store another process holds (a CLI command, cron's consolidate) before it
 # gives up; a command that finds a service starting for its store waits for it somewhat longer (issue 57).
 STORE_WAIT_S = 60.0
+INJECT_MAX_ITEMS = 20  # the prompt block (Memory.context): at most this many memories,
+INJECT_MIN_SCORE = 0.5  # each scoring at least this (lifecycle/policy.py THRESHOLDS reads both)
 SERVICE_START_WAIT_S = STORE_WAIT_S + 30.0

@@ -7,57 +7,38 @@ so that the facade's validation, not a second copy of it here, decides what is I
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field
 
+from .requests import (
+    MAX_IDS,
+    MAX_TURNS,
+    AddRequest,
+    Expiry,
+    Message,
+    NotAFlag,
+    ObserveRequest,
+    SearchRequest,
+    Timestamp,
+    Turns,
+    not_a_flag,
+)
+
+__all__ = ["MAX_IDS", "MAX_TURNS", "AddRequest", "Expiry", "Message", "NotAFlag", "ObserveRequest", "SearchRequest",  # defined
+           "Timestamp", "Turns", "not_a_flag"]  # once: contract/requests.py
 API_PREFIX = "/v1"
 KEY_HEADER = "Authorization"  # "Bearer <key>"; X-API-Key is accepted too
 ALT_KEY_HEADER = "X-API-Key"
 
-Message = dict[str, str]
-
-
-def not_a_flag(value: Any) -> Any:
-    """Refuse true/false where a time is meant. Why: pydantic's lax mode reads `true` as the number 1, so
-    `"ts": true` was stored as 1970-01-01 (issue 57); the library refuses a bool, and so does the wire."""
-    if isinstance(value, bool):
-        raise ValueError("a time is epoch seconds or ISO 8601, not true or false")
-    return value
-
-
-NotAFlag = BeforeValidator(not_a_flag)
-Timestamp = Annotated[int | float | datetime | None, NotAFlag]
-Expiry = Annotated[int | float | str | None, NotAFlag]  # also words naming a day ("until Monday")
-# List lengths a request may hold (issue 42): past them a clear 422 before any work. The batch verbs take
-# 1,000 items (memory/batch.py).
-MAX_IDS = 1000
-MAX_TURNS = 1000
 # The texts one add_many request may embed (issue 41): tens of seconds of the embedders on few cores, which other
 # tenants share (they take turns per chunk of 8 texts: embeddings/turns.py FairLock). The service refuses
 # more with InvalidInput 422 (server/rest.py); the Client sends a larger batch as several requests.
 MAX_ADD_MANY = 1000
-Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class AddRequest(_Body):
-    messages: str | Turns = Field(description="the turn: a string or [{role, content}, ...]")
-    user_id: str
-    chat_id: str = "default"
-    who: str | None = None
-    metadata: dict[str, Any] | None = None
-    infer: bool = False
-    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
-    memory_type: str = "episodic"
-    expires_at: Expiry = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
-                                                          "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
-    agent_id: str | None = Field(default=None, description="the agent the memory belongs to (none: the user's shared memory); docs/agents.md")
-    run_id: str | None = Field(default=None, description="the run it was said in, recorded and filterable; docs/agents.md")
 
 
 class AddManyRequest(_Body):
@@ -68,28 +49,6 @@ class AddManyRequest(_Body):
 
 class IdsResult(BaseModel):
     ids: list[int] = Field(default_factory=list)
-
-
-class SearchRequest(_Body):
-    query: str
-    user_id: str
-    limit: int | None = None
-    memory_type: str | None = None
-    filters: dict[str, Any] | None = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
-                                              "metadata.<key>: a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, "
-                                              "contains, icontains, exists) with AND / OR / NOT, e.g. {\"priority\": {\"gte\": 3}}; "
-                                              "docs/filters.md")
-    mode: str | None = Field(default=None, description="hybrid, dense or bm25 (default: the server's setting)")
-    include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
-    memory_types: list[str] | None = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]",
-                                              max_length=8)
-    graph: StrictBool | None = Field(default=None, description="the graph stage on or off for this search (default: the server's `graph`)")
-    include_expired: StrictBool = Field(default=False, description="also memories past their expires_at")
-    agent_id: str | None = Field(default=None, description="the agent reading; with agent_scope; docs/agents.md")
-    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without agent) or both")
-    run_id: str | None = Field(default=None, description="only memories of this run")
-    as_of: int | float | str | None = Field(default=None, description="answer as the memories stood then: epoch seconds or ISO 8601 "
-                                    "(a date alone is its end); docs/slots.md")
 
 
 class UpdateRequest(_Body):
@@ -115,19 +74,6 @@ class MarkUsedRequest(_Body):
     user_id: str
     memory_ids: list[int] = Field(max_length=MAX_IDS)
     context: str | None = None
-
-
-class ObserveRequest(_Body):
-    messages: str | Turns = Field(description="the turn with the answer: a string or [{role, content}, ...]")
-    user_id: str
-    shown: list[int] = Field(default_factory=list, description="ids of the memories retrieved for this turn, best first",
-                             max_length=MAX_IDS)
-    chat_id: str = "default"
-    who: str | None = None
-    metadata: dict[str, Any] | None = None
-    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds or ISO 8601 (default: now)")
-    agent_id: str | None = Field(default=None, description="the agent observing: what it adds is its own; docs/agents.md")
-    run_id: str | None = Field(default=None, description="the run, recorded on what it adds")
 
 
 class ConsolidateRequest(_Body):

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from ..contract.defaults import INJECT_MAX_ITEMS, INJECT_MIN_SCORE
 from ..models import Category, CustomCategory, DecayRule, Lifecycle, State
 from ..models.base import Model
 
@@ -61,8 +62,8 @@ class Thresholds(Model):
     reinforce_step: float = 0.2  # s + (1 - s) * step
     cooldown_s: int = 2 * 3600  # uses within 2 h of the last counted one count once
     daily_cap: int = 3  # counted uses per memory per day (about +1.0 a day at +0.3 a use)
-    inject_min_score: float = 0.5
-    inject_max_items: int = 20
+    inject_min_score: float = INJECT_MIN_SCORE
+    inject_max_items: int = INJECT_MAX_ITEMS
 
 
 THRESHOLDS = Thresholds()

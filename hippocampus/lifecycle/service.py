@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.requests import ContextRequest
 from ..errors import InvalidInput
 from ..models import (
     LIFE_KEY,
@@ -31,7 +32,7 @@ from .restore import bring_back, revived
 class Reader(Protocol):
     """What the lifecycle service reads through the facade's record service (memory/records.py)."""
 
-    def search(self, query: str, user_id: str, limit: int | None = None) -> SearchResult: ...
+    def find(self, query: str, user_id: str, **fields: Any) -> SearchResult: ...
     def get(self, memory_id: int, user_id: str) -> MemoryRecord: ...
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]: ...
 
@@ -72,7 +73,7 @@ class LifecycleService:
         reviewer = self.ctx.processor(MemoryReviewer)
 
         def texts(query: str, user_id: str, skip: int | None = None) -> list[str]:
-            return [h.text for h in self.reader.search(query, user_id=user_id, limit=5).all if h.id != skip][:5]
+            return [h.text for h in self.reader.find(query, user_id=user_id, limit=5).all if h.id != skip][:5]
 
         def review(record: MemoryRecord, trigger: str) -> tuple[str, str]:
             if not real_model:
@@ -129,23 +130,24 @@ class LifecycleService:
             details["last_activated"] = [life.last_activated, new_life.last_activated]
         return self.ctx.writer.rewrite(old, old.text, meta, HistoryAction.UPDATED, actor="api", details=details)
 
-    def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
-                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None, *,
-                agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> str:
-        """The block an agent puts in its system prompt. Memory.context documents the arguments and errors."""
+    def context(self, req: ContextRequest) -> str:
+        """The block an agent puts in its system prompt. ContextRequest (contract/requests.py) documents the fields
+        and errors."""
         from ..store import agents as A  # the agent scope (store/agents.py)
 
+        user_id, query, max_items, min_score, now = req.user_id, req.query, req.max_items, req.min_score, req.now
+
         user_id = V.check_id("user_id", user_id)
-        agent_id, run_id = A.check_ids(agent_id, run_id)
-        scope = A.check_scope(agent_id, agent_scope)
+        agent_id, run_id = A.check_ids(req.agent_id, req.run_id)
+        scope = A.check_scope(agent_id, req.agent_scope)
         max_items = V.check_limit(max_items, "max_items")
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:
             raise InvalidInput(f"min_score must be a number between 0 and 1, got {min_score!r}")
         now = V.check_ts(now) if now is not None else now_ts()
-        relevant = [h.memory for h in self.reader.search(query, user_id=user_id, limit=max_items, agent_id=agent_id, agent_scope=scope,
+        relevant = [h.memory for h in self.reader.find(query, user_id=user_id, limit=max_items, agent_id=agent_id, agent_scope=scope,
                                                          run_id=run_id).all] if query is not None else []
         records = [MemoryRecord.from_row(row) for page in self.ctx.store.iterate(F.eq("user_id", user_id)) for row in page
                    if A.visible(row.get("metadata"), agent_id, scope, run_id)]
         table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         chosen = prompt_block.select(records, now, relevant, max_items, float(min_score), table)
-        return prompt_block.render(chosen, dates)
+        return prompt_block.render(chosen, req.dates)

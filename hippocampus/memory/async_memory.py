@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
+    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -54,28 +55,38 @@ class AsyncMemory(AsyncMemoryBase):
     async def __aenter__(self) -> AsyncMemory:
         return self
 
-    async def add(self, messages: str | list[dict[str, str]], user_id: str, chat_id: str = "default",
-                  who: str | None = None, metadata: dict[str, Any] | None = None, *, infer: bool = False,
-                  ts: Any = None, memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None,
+    async def add(self, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default",
+                  who: str | None = None, metadata: Metadata = None, infer: bool = False, ts: Timestamp = None,
+                  memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None,
                   agent_id: str | None = None, run_id: str | None = None) -> AddResult:
         """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
-        them. With `infer=False` the text is stored as-is as one memory; with `infer=True`
-        the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
-        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
-        `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
-        "到下周一", resolved once from when it was said: the end of that day in the user's zone) makes the
-        memory leave search, list and the prompt block once it passes; decay archives it (docs/filters.md).
-        `agent_id` makes the memory that agent's within the user (without one it is the user's shared memory);
-        `run_id` records the run it was said in (docs/agents.md).
+    them. With `infer=False` the text is stored as-is as one memory; with `infer=True` the rules gate or the
+    WriteDecider (one LLM call) decides whether and what to store; a deferred decision or a failed LLM keeps the
+    turn raw, marked `pending_decision` (see decide_pending). A memory past its `expires_at` leaves search, list
+    and the prompt block; decay archives it (docs/filters.md).
 
-        Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
-        a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
-        validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
-        failure is not raised: the turn is kept raw."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.add(messages, user_id, chat_id, who, metadata,
-                                                                      infer=infer, ts=ts, memory_type=memory_type,
-                                                                      expires_at=expires_at, agent_id=agent_id,
-                                                                      run_id=run_id))
+    Raises InvalidInput before anything is written for a bad argument, or for metadata that sets a key the
+    library owns (`created_at`, `updated_at`, `pending_decision`, ...: see validation.OWNED_KEYS);
+    EmbeddingError / StoreError when embedding or writing fails. An LLM failure is not raised: the turn is kept
+    raw.
+
+    Arguments (contract/requests.py AddRequest):
+    `messages`: the turn: a string, one {role, content} dict or a list of them (at most 1,000)
+    `user_id`: whose memory it is
+    `chat_id`: the conversation it was said in
+    `who`: who said or did it (default: the user)
+    `metadata`: the caller's own keys, kept with the memory (not a key the library owns)
+    `infer`: let the write decider (an LLM or the offline rules) decide what to keep
+    `ts`: when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
+    `memory_type`: episodic (a turn), semantic (a stable fact) or procedural (a tool-call sequence that worked)
+    `expires_at`: when it expires: epoch seconds, a datetime, ISO 8601, or words naming a day ("until Monday",
+        "到下周一"), resolved once from when it was said: the end of that day in the user's zone; docs/filters.md
+    `agent_id`: the agent the memory belongs to within the user (none: the user's shared memory); docs/agents.md
+    `run_id`: the run it was said in, recorded and filterable; docs/agents.md"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.add(messages, user_id, chat_id=chat_id, who=who,
+                                                                      metadata=metadata, infer=infer, ts=ts,
+                                                                      memory_type=memory_type, expires_at=expires_at,
+                                                                      agent_id=agent_id, run_id=run_id))
 
     async def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.
@@ -141,59 +152,77 @@ class AsyncMemory(AsyncMemoryBase):
         when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.mark_used(memory_ids, user_id, context))
 
-    async def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (),
-                      chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None, *,
-                      ts: Any = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
-        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of
-        add(infer=True), mark_used and reconsolidation: given the turn (with the answer) and the
-        memories `shown` for it (ids or search hits, best first; at most 50 reach the model), the
-        model adds what is new, and per shown memory updates (the old text to history), boosts,
-        deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement).
-        Ids outside the shown set, and updates or deletes of core memories, are refused and listed.
-        With nothing shown, a turn the rules gate is certain of costs no call. A model failure keeps
-        the turn raw, pending, as add(infer=True) does; nothing else changes.
+    async def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (),
+                      chat_id: str = "default", who: str | None = None, metadata: Metadata = None, ts: Timestamp = None,
+                      agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
+    mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
+    most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
+    boosts, deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement). Ids
+    outside the shown set, and updates or deletes of core memories, are refused and listed. With nothing shown, a
+    turn the rules gate is certain of costs no call. A model failure keeps the turn raw, pending, as
+    add(infer=True) does; nothing else changes.
 
-        Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A
-        shown id that is missing or another user's is not shown to the model (listed in `refused`). With
-        `agent_id` what it adds is that agent's and only its own and shared memories are shown or forgotten;
-        `run_id` is recorded (docs/agents.md)."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.observe(messages, user_id, shown, chat_id, who,
-                                                                          metadata, ts=ts, agent_id=agent_id,
-                                                                          run_id=run_id))
+    Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A shown id that is
+    missing or another user's is not shown to the model (listed in `refused`).
 
-    async def search(self, query: str, user_id: str, limit: int | None = None,
-                     memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                     mode: str | None = None, include_superseded: bool = False,
-                     memory_types: Sequence[MemoryType | str] | None = None, graph: bool | None = None,
-                     include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+    Arguments (contract/requests.py ObserveRequest):
+    `messages`: the turn with the answer: a string or [{role, content}, ...]
+    `user_id`: whose memories
+    `shown`: the memories retrieved for this turn, best first: ids or search hits
+    `chat_id`: the conversation it was said in
+    `who`: who said it (default: the user)
+    `metadata`: the caller's own keys, kept on what it adds
+    `ts`: when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
+    `agent_id`: the agent observing: what it adds is its own, and only its own and shared memories are shown or
+        forgotten; docs/agents.md
+    `run_id`: the run, recorded on what it adds"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.observe(messages, user_id, shown=shown,
+                                                                          chat_id=chat_id, who=who, metadata=metadata,
+                                                                          ts=ts, agent_id=agent_id, run_id=run_id))
+
+    async def search(self, query: str, user_id: str, *, limit: int | None = None,
+                     memory_type: MemoryType | str | None = None, filters: Metadata = None, mode: str | None = None,
+                     include_superseded: bool = False, memory_types: Kinds | None = None, graph: Flag | None = None,
+                     include_expired: Flag = False, agent_id: str | None = None, agent_scope: str = "both",
                      run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
-        """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
-        procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first; procedural memories
+    (k_procedural) only when `memory_type` or `memory_types` names them. Without a working embedder BM25 serves
+    alone. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
+    memories, each just before the one that replaced it (docs/slots.md).
 
-        `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
-        `filters` match chat_id, who, memory_type, category, state, ts, or metadata.<key> (a bare
-        key that some memory of the user has in its metadata also works), each an exact value or mem0's
-        operators ({"gte": 3}, in, contains, ...) combined with AND / OR / NOT (docs/filters.md); `mode` (hybrid, dense, bm25) overrides
-        config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
-        a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
-        stage (memories linked through the user's entities and triples) or not; None: config `graph`.
-        A memory past its `expires_at` is left out unless `include_expired`. `agent_id` with `agent_scope`
-        reads that agent's own memories ("own"), the user's shared ones ("shared") or both (default);
-        `run_id` keeps one run's (docs/agents.md). `as_of` (a datetime, epoch seconds or ISO 8601 text; a date
-        alone is its end) answers as the memories stood then: said by then, and not superseded or expired by
-        then. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
-        memories, each just before the one that replaced it (docs/slots.md).
+    Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both memory_type and
+    memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown field or operator,
+    has a wrong value type or is nested too deep, an as_of that names no time); StoreError on failure. An embedder
+    failure is not raised: BM25 answers instead.
 
-        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
-        memory_type and memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown
-        field or operator, has a wrong value type or is nested too deep, an as_of that names no time);
-        StoreError on failure. An embedder
-        failure is not raised: BM25 answers instead.
-        """
-        return await anyio.to_thread.run_sync(lambda: self.memory.search(query, user_id, limit, memory_type, filters,
-                                                                         mode, include_superseded, memory_types, graph,
-                                                                         include_expired, agent_id, agent_scope, run_id,
-                                                                         as_of))
+    Arguments (contract/requests.py SearchRequest):
+    `query`: what to recall
+    `user_id`: whose memories
+    `limit`: caps every list at once (0..1000; default: k_episodic, k_semantic, k_procedural)
+    `memory_type`: one kind: episodic, semantic or procedural
+    `filters`: chat_id, who, memory_type, category, state, ts or metadata.<key> (a bare key some memory of the user
+        has also works): a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains,
+        exists) with AND / OR / NOT, e.g. {"priority": {"gte": 3}}; docs/filters.md
+    `mode`: hybrid, dense or bm25 for this call (default: config.search_mode)
+    `include_superseded`: also facts that a newer one superseded
+    `memory_types`: several kinds, e.g. ["episodic", "procedural"]
+    `graph`: the graph stage (memories linked through the user's entities and triples) on or off for this search
+        (default: config `graph`)
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run
+    `as_of`: answer as the memories stood then (said by then, not superseded or expired by then): a datetime, epoch
+        seconds or ISO 8601 (a date alone is its end); docs/slots.md"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.search(query, user_id, limit=limit,
+                                                                         memory_type=memory_type, filters=filters,
+                                                                         mode=mode,
+                                                                         include_superseded=include_superseded,
+                                                                         memory_types=memory_types, graph=graph,
+                                                                         include_expired=include_expired,
+                                                                         agent_id=agent_id, agent_scope=agent_scope,
+                                                                         run_id=run_id, as_of=as_of))
 
     async def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory of this user.
@@ -255,20 +284,31 @@ class AsyncMemory(AsyncMemoryBase):
         Raises InvalidInput for a bad user_id; StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.stats(user_id))
 
-    async def context(self, user_id: str, query: str | None = None, max_items: int = 20, min_score: float = 0.5,
-                      dates: bool = False, now: int | None = None, *, agent_id: str | None = None,
-                      agent_scope: str = "both", run_id: str | None = None) -> str:
-        """The block an agent puts in its system prompt: active memories scoring at least `min_score`,
-        at most `max_items`, core first, then (with `query`) what the search finds, then the rest by
-        score, grouped by category; each line dated with `dates`. The texts sit inside <data>
-        delimiters that no stored text can close. "" when nothing qualifies. `agent_id`, `agent_scope` and
-        `run_id` scope it as search's do (docs/agents.md).
+    async def context(self, user_id: str, query: str | None = None, *, max_items: Count = 20, min_score: Score = 0.5,
+                      dates: bool = False, now: Clock = None, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> str:
+        """The block an agent puts in its system prompt: active memories scoring at least `min_score`, at most
+    `max_items`, core first, then (with `query`) what the search finds, then the rest by score, grouped by
+    category; each line dated with `dates`. The texts sit inside <data> delimiters that no stored text can close.
+    "" when nothing qualifies.
 
-        Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now;
-        StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.context(user_id, query, max_items, min_score, dates,
-                                                                          now, agent_id=agent_id,
-                                                                          agent_scope=agent_scope, run_id=run_id))
+    Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now; StoreError on
+    failure.
+
+    Arguments (contract/requests.py ContextRequest):
+    `user_id`: whose memories
+    `query`: also the memories most related to this
+    `max_items`: at most this many memories (0..1000)
+    `min_score`: only memories scoring at least this, 0..1 (core: any score)
+    `dates`: start each line with the memory's date
+    `now`: the clock, epoch seconds (simulations; default: now)
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.context(user_id, query, max_items=max_items,
+                                                                          min_score=min_score, dates=dates, now=now,
+                                                                          agent_id=agent_id, agent_scope=agent_scope,
+                                                                          run_id=run_id))
 
     async def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
         """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those

@@ -1,14 +1,15 @@
 """Memory: the public facade. Every public verb is a one-line delegate to the service of its concern
 (memory/records.py, memory/observe.py, memory/browse.py, memory/undo.py, lifecycle/, transfer/, graph/,
 consolidation/), each built here on first use over one MemoryContext (context.py) and handed what it calls by name.
-The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parity.py read them)."""
+The docstrings stay here: they are the API's (verbs.py and tests/test_verb_parity.py read them). The verbs whose
+parameters are one request model (contract/requests.py: add, ...) are functions of memory/requested.py, which
+`python scripts/verbs.py --write` generates from the models, taken here as methods."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
@@ -20,10 +21,8 @@ from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats,
 from ..contract.verbs import VERBS, register_facade
 from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
-from ..lifecycle.policy import THRESHOLDS
 from ..llm import ChatModel
 from ..models import (
-    AddResult,
     Category,
     ConsolidationStats,
     DecayStats,
@@ -31,13 +30,11 @@ from ..models import (
     MemoryPage,
     MemoryRecord,
     MemoryType,
-    ObserveResult,
     Progress,
-    SearchResult,
     UndoResult,
 )
 from ..observability.tracing import instrument
-from . import services
+from . import requested, services
 from .records import RecordService
 from .services import made_on_first_use
 
@@ -149,37 +146,7 @@ class Memory:
         self.close()
 
     # ------------------------------------------------------------------ writing
-    def add(
-        self,
-        messages: str | list[dict[str, str]],
-        user_id: str,
-        chat_id: str = "default",
-        who: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        *,
-        infer: bool = False,
-        ts: Any = None,
-        memory_type: MemoryType | str = MemoryType.EPISODIC,
-        expires_at: Any = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> AddResult:
-        """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
-        them. With `infer=False` the text is stored as-is as one memory; with `infer=True`
-        the rules gate or the WriteDecider (one LLM call) decides whether and what to store; a deferred
-        decision or a failed LLM keeps the turn raw, marked `pending_decision` (see decide_pending).
-        `expires_at` (epoch seconds, a datetime, an ISO date or datetime, or words such as "until Monday" /
-        "到下周一", resolved once from when it was said: the end of that day in the user's zone) makes the
-        memory leave search, list and the prompt block once it passes; decay archives it (docs/filters.md).
-        `agent_id` makes the memory that agent's within the user (without one it is the user's shared memory);
-        `run_id` records the run it was said in (docs/agents.md).
-
-        Raises InvalidInput before anything is written for a bad argument, or for metadata that sets
-        a key the library owns (`created_at`, `updated_at`, `pending_decision`, ...: see
-        validation.OWNED_KEYS); EmbeddingError / StoreError when embedding or writing fails. An LLM
-        failure is not raised: the turn is kept raw."""
-        return self._records.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts, memory_type=memory_type,
-                                 expires_at=expires_at, agent_id=agent_id, run_id=run_id)
+    add = requested.add  # generated from contract/requests.py's AddRequest (memory/requested.py)
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
         """Store many turns as-is (infer=False), embedding them in batches: bulk import and benchmarks.
@@ -242,49 +209,7 @@ class Memory:
         return self._records.reset(user_id)
 
     # ------------------------------------------------------------------ reading
-    def search(
-        self,
-        query: str,
-        user_id: str,
-        limit: int | None = None,
-        memory_type: MemoryType | str | None = None,
-        filters: dict[str, Any] | None = None,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        memory_types: Sequence[MemoryType | str] | None = None,
-        graph: bool | None = None,
-        include_expired: bool = False,
-        agent_id: str | None = None,
-        agent_scope: str = "both",
-        run_id: str | None = None,
-        as_of: datetime | int | float | str | None = None,
-    ) -> SearchResult:
-        """Up to k_episodic episodic and k_semantic semantic memories, each list best first;
-        procedural memories (k_procedural) only when `memory_type` or `memory_types` names them.
-
-        `limit` caps every list at once; `memory_type` restricts to one kind, `memory_types` to several;
-        `filters` match chat_id, who, memory_type, category, state, ts, or metadata.<key> (a bare
-        key that some memory of the user has in its metadata also works), each an exact value or mem0's
-        operators ({"gte": 3}, in, contains, ...) combined with AND / OR / NOT (docs/filters.md); `mode` (hybrid, dense, bm25) overrides
-        config.search_mode for this call. Without a working embedder BM25 serves alone. Facts that
-        a newer one superseded are left out unless `include_superseded`. `graph` asks for the graph
-        stage (memories linked through the user's entities and triples) or not; None: config `graph`.
-        A memory past its `expires_at` is left out unless `include_expired`. `agent_id` with `agent_scope`
-        reads that agent's own memories ("own"), the user's shared ones ("shared") or both (default);
-        `run_id` keeps one run's (docs/agents.md). `as_of` (a datetime, epoch seconds or ISO 8601 text; a date
-        alone is its end) answers as the memories stood then: said by then, and not superseded or expired by
-        then. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
-        memories, each just before the one that replaced it (docs/slots.md).
-
-        Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both
-        memory_type and memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown
-        field or operator, has a wrong value type or is nested too deep, an as_of that names no time);
-        StoreError on failure. An embedder
-        failure is not raised: BM25 answers instead.
-        """
-        return self._records.search(query, user_id, limit, memory_type, filters, mode, include_superseded, memory_types, graph,
-                                    include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id,
-                                    as_of=as_of)
+    search = requested.search  # generated from contract/requests.py's SearchRequest (memory/requested.py)
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory of this user.
@@ -390,23 +315,7 @@ class Memory:
         when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
         return self._hook.mark_used(memory_ids, user_id, context)
 
-    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
-                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
-                run_id: str | None = None) -> ObserveResult:
-        """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of
-        add(infer=True), mark_used and reconsolidation: given the turn (with the answer) and the
-        memories `shown` for it (ids or search hits, best first; at most 50 reach the model), the
-        model adds what is new, and per shown memory updates (the old text to history), boosts,
-        deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement).
-        Ids outside the shown set, and updates or deletes of core memories, are refused and listed.
-        With nothing shown, a turn the rules gate is certain of costs no call. A model failure keeps
-        the turn raw, pending, as add(infer=True) does; nothing else changes.
-
-        Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A
-        shown id that is missing or another user's is not shown to the model (listed in `refused`). With
-        `agent_id` what it adds is that agent's and only its own and shared memories are shown or forgotten;
-        `run_id` is recorded (docs/agents.md)."""
-        return self._hook.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts, agent_id=agent_id, run_id=run_id)
+    observe = requested.observe  # generated from contract/requests.py's ObserveRequest (memory/requested.py)
 
     # ------------------------------------------------------------------ lifecycle
     def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
@@ -445,19 +354,7 @@ class Memory:
         NotFound when the memory is missing or another user's; StoreError on failure."""
         return self._lifecycle.curate(memory_id, user_id, category=category, importance=importance)
 
-    def context(self, user_id: str, query: str | None = None, max_items: int = THRESHOLDS.inject_max_items,
-                min_score: float = THRESHOLDS.inject_min_score, dates: bool = False, now: int | None = None, *,
-                agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> str:
-        """The block an agent puts in its system prompt: active memories scoring at least `min_score`,
-        at most `max_items`, core first, then (with `query`) what the search finds, then the rest by
-        score, grouped by category; each line dated with `dates`. The texts sit inside <data>
-        delimiters that no stored text can close. "" when nothing qualifies. `agent_id`, `agent_scope` and
-        `run_id` scope it as search's do (docs/agents.md).
-
-        Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now;
-        StoreError on failure."""
-        return self._lifecycle.context(user_id, query, max_items, min_score, dates, now, agent_id=agent_id,
-                                       agent_scope=agent_scope, run_id=run_id)
+    context = requested.context  # generated from contract/requests.py's ContextRequest (memory/requested.py)
 
     # ------------------------------------------------------------------ transfer
     def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:

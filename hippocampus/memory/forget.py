@@ -157,7 +157,7 @@ class Honour:
 def forget_named(ctx: MemoryContext, search: Callable[..., object], user_id: str, asks: list[str], actor: str,
                  skip: set[int] | frozenset[int] = frozenset()) -> ObserveResult:
     """Soft-delete this user's episodic and semantic memories that the forget request names (never a core
-    or system one); `search` is RecordService.search. The result lists the deleted ids and any refusal."""
+    or system one); `search` is RecordService.find. The result lists the deleted ids and any refusal."""
     out = ObserveResult()
     terms = forget_terms(asks)
     if not terms:

@@ -17,6 +17,7 @@ from typing import Any
 from .. import text as T
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.requests import ObserveRequest
 from ..embeddings import Embedder
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.categories import model_category, new_life
@@ -32,6 +33,7 @@ from ..models import (
     MemoryRecord,
     MemoryType,
     ObserveResult,
+    carried,
     now_ts,
     ts_to_iso,
 )
@@ -144,11 +146,9 @@ class ChatHookService:
         table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
         return [record_use(self.ctx.store, self.ctx.embedder, self.ctx.write_lock, rec, reconsolidator, context, table) for rec in records]
 
-    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (), chat_id: str = "default",
-                who: str | None = None, metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
-                run_id: str | None = None) -> ObserveResult:
+    def observe(self, req: ObserveRequest) -> ObserveResult:
         """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
-        mark_used and reconsolidation. Memory.observe documents the arguments and errors."""
+        mark_used and reconsolidation. ObserveRequest (contract/requests.py) documents the fields and errors."""
         from ..errors import LLMError
         from ..lifecycle.policy import decay_table
         from ..processors.gate import gate, refused_turn
@@ -156,14 +156,15 @@ class ChatHookService:
         from ..processors.results import MonitorAdd
         from ..processors.write_decider import gate_enabled, pending_metadata
 
-        user_id = V.check_id("user_id", user_id)
-        chat_id = V.check_id("chat_id", chat_id)
-        who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
+        messages, shown, metadata = req.messages, req.shown, req.metadata
+        user_id = V.check_id("user_id", req.user_id)
+        chat_id = V.check_id("chat_id", req.chat_id)
+        who = V.check_id("who", req.who if req.who is not None else user_id, V.WHO_MAX)
         from ..store import agents as A
 
-        agent_id, run_id = A.check_ids(agent_id, run_id)
-        turn_meta = A.stamp(V.check_caller_metadata(metadata), agent_id, run_id)  # what it adds is the agent's (store/agents.py)
-        event_ts = V.event_ts(ts)
+        agent_id, run_id = A.check_ids(req.agent_id, req.run_id)
+        turn_meta = A.stamp(V.check_caller_metadata(metadata) | carried(req), agent_id, run_id)  # what it adds is the agent's (store/agents.py)
+        event_ts = V.event_ts(req.ts)
         text, turns = V.messages_to_text(messages)
         turns = V.exchange_turns(text) if isinstance(messages, str) else turns
         if isinstance(shown, (str, bytes)) or not isinstance(shown, Sequence):
@@ -209,7 +210,7 @@ class ChatHookService:
         asks = forget_asks(said)
         from .records import RecordService
 
-        search = functools.partial(RecordService(self.ctx).search, agent_id=agent_id)  # forget within the agent's view
+        search = functools.partial(RecordService(self.ctx).find, agent_id=agent_id)  # forget within the agent's view
         if asks:  # what the request names among all this user's memories, not only those shown (memory/forget.py)
             more = forget_named(self.ctx, search, user_id, asks, actor=ACTOR, skip=set(result.deleted))
             result.deleted += more.deleted

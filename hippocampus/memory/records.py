@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.requests import AddRequest, SearchRequest, build
 from ..errors import InvalidInput, NotFound
 from ..lifecycle import expiry
 from ..lifecycle.decay import forgotten_row
@@ -25,6 +26,7 @@ from ..models import (
     MemoryRecord,
     MemoryType,
     SearchResult,
+    carried,
     now_ts,
 )
 from ..retrieval import as_of as T
@@ -56,40 +58,20 @@ class RecordService:
     def __init__(self, ctx: MemoryContext):
         self.ctx = ctx
 
-    def add(
-        self,
-        messages: str | list[dict[str, str]],
-        user_id: str,
-        chat_id: str = "default",
-        who: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        *,
-        infer: bool = False,
-        ts: Any = None,
-        memory_type: MemoryType | str = MemoryType.EPISODIC,
-        expires_at: Any = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> AddResult:
-        """Remember a turn. Memory.add documents the arguments and errors."""
-        user_id = V.check_id("user_id", user_id)
-        chat_id = V.check_id("chat_id", chat_id)
-        who = V.check_id("who", who if who is not None else user_id, V.WHO_MAX)
-        agent_id, run_id = A.check_ids(agent_id, run_id)
-        metadata = A.stamp(V.check_caller_metadata(metadata), agent_id, run_id)  # store/agents.py: the writer's scope
-        event_ts = V.event_ts(ts)
-        mtype = V.check_memory_type(memory_type) or MemoryType.EPISODIC
-        text, turns = V.messages_to_text(messages)
+    def add(self, req: AddRequest) -> AddResult:
+        """Remember a turn. AddRequest (contract/requests.py) documents the fields; Memory.add the errors."""
+        user_id, chat_id, who, mtype, event_ts, metadata = self.checked(req)
+        text, turns = V.messages_to_text(req.messages)
         tz = user_zone(self.ctx.config, user_id)  # the user's own zone, else the setting's (when.py)
-        until = expiry.resolve(expires_at, event_ts, tz)  # resolved once, from when it was said
-        if infer and mtype is MemoryType.EPISODIC:  # the LLM path's modules load here: a CLI list or search needs none
+        until = expiry.resolve(req.expires_at, event_ts, tz)  # resolved once, from when it was said
+        if req.infer and mtype is MemoryType.EPISODIC:  # the LLM path's modules load here: a CLI list or search needs none
             from ..processors.write_decider import EpisodicWriteDecider
             from .assistant_turns import keep_assistant, with_assistant
             from .forget import forget_named, supersede_corrected
             from .online import add_inferred
 
             ctx = self.ctx
-            seen = functools.partial(self.search, agent_id=agent_id)  # forget and correct within the agent's view
+            seen = functools.partial(self.find, agent_id=req.agent_id)  # forget and correct within the agent's view
 
             def forget(asks: list[str]) -> list[int]:  # memory/forget.py: as observe honours a forget request
                 return forget_named(ctx, seen, user_id, asks, actor="write_decider").deleted
@@ -105,31 +87,38 @@ class RecordService:
                 ctx.writer.rewrite(old, old.text, expiry.stamp(old.metadata, until), HistoryAction.UPDATED, actor="api",
                                    details={"expires_at": until})
             return added
-        row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz, declared=self.ctx.config.categories)
-        if until is not None:
-            row["metadata"] = expiry.stamp(row["metadata"], until)
-        ids = self.ctx.writer.insert([row], actor="api")
+        ids = self.ctx.writer.insert([self.plain(req)], actor="api")
         return AddResult(ids=ids, stored=True, reason="stored without inference (infer=False)")
 
+    def checked(self, req: AddRequest) -> tuple[str, str, str, MemoryType, int, dict[str, Any]]:
+        """The request's ids, kind, time and metadata, each checked (validation.py), the carried fields
+        (models/record.py CARRIED: agent_id, run_id, ...) put into the metadata by name."""
+        user_id = V.check_id("user_id", req.user_id)
+        chat_id = V.check_id("chat_id", req.chat_id)
+        who = V.check_id("who", req.who if req.who is not None else user_id, V.WHO_MAX)
+        agent_id, run_id = A.check_ids(req.agent_id, req.run_id)
+        metadata = A.stamp(V.check_caller_metadata(req.metadata) | carried(req), agent_id, run_id)  # the writer's scope
+        mtype = V.check_memory_type(req.memory_type) or MemoryType.EPISODIC
+        return user_id, chat_id, who, mtype, V.event_ts(req.ts), metadata
+
+    def plain(self, req: AddRequest) -> dict[str, Any]:
+        """The row of a turn stored as it is (infer=False): lifecycle/rows.py's, its expiry stamped."""
+        user_id, chat_id, who, mtype, event_ts, metadata = self.checked(req)
+        text, _turns = V.messages_to_text(req.messages)
+        tz = user_zone(self.ctx.config, user_id)
+        row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz, declared=self.ctx.config.categories)
+        until = expiry.resolve(req.expires_at, event_ts, tz)
+        return row if until is None else {**row, "metadata": expiry.stamp(row["metadata"], until)}
+
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> list[int]:
-        """Store many turns as-is (infer=False), embedding them in batches. Memory.add_many documents the
-        arguments and errors."""
+        """Store many turns as-is (infer=False), embedding them in batches, each item read as add's request
+        (`text` is another name for `messages`). Memory.add_many documents the arguments and errors."""
         rows = []
         for item in items:
             if not isinstance(item, dict):
                 raise InvalidInput(f"add_many takes dicts, got {type(item).__name__}")
-            user_id = V.check_id("user_id", item.get("user_id"))
-            chat_id = V.check_id("chat_id", item.get("chat_id", "default"))
-            who = V.check_id("who", item.get("who") or user_id, V.WHO_MAX)
-            agent_id, run_id = A.check_ids(item.get("agent_id"), item.get("run_id"))
-            metadata = A.stamp(V.check_caller_metadata(item.get("metadata")), agent_id, run_id)
-            event_ts = V.event_ts(item.get("ts"))
-            mtype = V.check_memory_type(item.get("memory_type")) or MemoryType.EPISODIC
-            text, _turns = V.messages_to_text(item.get("messages", item.get("text")))
-            tz = user_zone(self.ctx.config, user_id)
-            row = plain_row(user_id, mtype, event_ts, chat_id, who, text, metadata, tz, declared=self.ctx.config.categories)
-            until = expiry.resolve(item.get("expires_at"), event_ts, tz)
-            rows.append(row if until is None else {**row, "metadata": expiry.stamp(row["metadata"], until)})
+            fields = {("messages" if k == "text" else k): v for k, v in item.items()}
+            rows.append(self.plain(build(AddRequest, **{**fields, "infer": False})))
         ids: list[int] = []
         for start in range(0, len(rows), max(1, batch_size)):
             ids += self.ctx.writer.insert(rows[start : start + batch_size], actor="api")
@@ -181,29 +170,20 @@ class RecordService:
             self.ctx.store.delete_history(scope)
         return count
 
-    def search(
-        self,
-        query: str,
-        user_id: str,
-        limit: int | None = None,
-        memory_type: MemoryType | str | None = None,
-        filters: dict[str, Any] | None = None,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        memory_types: Sequence[MemoryType | str] | None = None,
-        graph: bool | None = None,
-        include_expired: bool = False,
-        agent_id: str | None = None,
-        agent_scope: str = "both",
-        run_id: str | None = None,
-        as_of: Any = None,
-    ) -> SearchResult:
-        """Up to k_episodic episodic and k_semantic semantic memories, each list best first. Memory.search
-        documents the arguments and errors."""
+    def find(self, query: str, user_id: str, **fields: Any) -> SearchResult:
+        """`search` with its fields by name: what the services that search for themselves call (forget, observe,
+        the lifecycle)."""
+        return self.search(build(SearchRequest, query=query, user_id=user_id, **fields))
+
+    def search(self, req: SearchRequest) -> SearchResult:
+        """Up to k_episodic episodic and k_semantic semantic memories, each list best first. SearchRequest
+        (contract/requests.py) documents the fields and errors."""
+        query, user_id, limit, memory_type, memory_types = req.query, req.user_id, req.limit, req.memory_type, req.memory_types
+        graph, mode, include_expired = req.graph, req.mode, req.include_expired
         query = V.check_text(query, "query")
         user_id = V.check_id("user_id", user_id)
-        metadata = V.check_metadata(filters, "filters")
-        metadata = self.scoped(metadata, agent_id, agent_scope, run_id) or {}
+        metadata = V.check_metadata(req.filters, "filters")
+        metadata = self.scoped(metadata, req.agent_id, req.agent_scope, req.run_id) or {}
         if memory_type is None and not memory_types and isinstance(metadata.get("memory_type"), str):
             memory_type = metadata["memory_type"]  # filters={"memory_type": "procedural"} picks the kind searched
         kinds = V.check_memory_types(memory_type, memory_types)
@@ -215,15 +195,15 @@ class RecordService:
         vector = self.ctx.retriever.encode_query(query, mode)  # None: BM25 serves (bm25 mode or embedder down)
         mode = mode if vector is not None else "bm25"
         include_expired = V.check_flag("include_expired", include_expired)
-        at = T.moment(as_of, user_zone(self.ctx.config, user_id))  # retrieval/as_of.py: what was current then
-        past = at is None and not include_superseded and T.asks_past(query)  # "where did I live before?"
+        at = T.moment(req.as_of, user_zone(self.ctx.config, user_id))  # retrieval/as_of.py: what was current then
+        past = at is None and not req.include_superseded and T.asks_past(query)  # "where did I live before?"
         item = ordinal(query)  # "the 7th job idea": the list holding item 7 first (text/assistant.py)
         result, memo = SearchResult(), {}  # memo: what the kinds share (one cross-language search)
         for kind in kinds:
             k = getattr(self.ctx.config, f"k_{kind.value}") if limit is None else limit
             depth = k if at is None else min(1000, 3 * k + 10)  # room for what the moment leaves out
             hits = self.ctx.retriever.search(query, user_id, depth, kind, caller, vector, mode,
-                                             include_superseded=bool(include_superseded) or past or at is not None, graph=graph,
+                                             include_superseded=bool(req.include_superseded) or past or at is not None, graph=graph,
                                              include_expired=include_expired or at is not None,
                                              kinds=[x.value for x in kinds], memo=memo)
             if at is not None:

@@ -111,4 +111,4 @@ def consolidation(m: Facade) -> ConsolidationService:
     from .forget import Honour
 
     return ConsolidationService(m.ctx, decayer=m._lifecycle, graph=m._graph,
-                                honour=Honour(m.ctx, m._records.search, actor="consolidation"))
+                                honour=Honour(m.ctx, m._records.find, actor="consolidation"))

@@ -17,11 +17,13 @@ from .clock import now_ts, simulated_clock, ts_to_iso
 from .kinds import HistoryAction, MemoryType, State
 from .lifecycle import DEFAULT_IMPORTANCE, LIFE_KEY, Lifecycle
 from .record import (
+    CARRIED,
     ROW_FIELDS,
     STAMPS,
     TEXT_MAX_BYTES,
     HistoryEvent,
     MemoryRecord,
+    carried,
     damaged_rows,
     note_damaged,
 )
@@ -38,9 +40,9 @@ from .results import (
 )
 
 __all__ = [
-    "CATEGORY_NAME", "DEFAULT_IMPORTANCE", "LIFE_KEY", "ROW_FIELDS", "STAMPS", "TEXT_MAX_BYTES",
+    "CARRIED", "CATEGORY_NAME", "DEFAULT_IMPORTANCE", "LIFE_KEY", "ROW_FIELDS", "STAMPS", "TEXT_MAX_BYTES",
     "AddResult", "AnyCategory", "Category", "CategorySpec", "ConsolidationStats", "CustomCategory", "DecayRule",
     "DecayStats", "HistoryAction", "HistoryEvent", "Lifecycle", "MemoryPage", "MemoryRecord", "MemoryType",
     "ObserveResult", "Progress", "SearchHit", "SearchResult", "State", "UndoResult",
-    "damaged_rows", "note_damaged", "now_ts", "simulated_clock", "ts_to_iso",
+    "carried", "damaged_rows", "note_damaged", "now_ts", "simulated_clock", "ts_to_iso",
 ]

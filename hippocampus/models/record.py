@@ -29,6 +29,20 @@ def note_damaged(row: dict[str, Any], key: str) -> None:
 
 ROW_FIELDS: tuple[str, ...] = ("id", "user_id", "memory_type", "ts", "chat_id", "who", "text", "hit_count", "metadata")
 STAMPS = ("created_at", "updated_at")  # a record's own fields, stored inside its metadata
+# Caller-settable fields of a verb's request (contract/requests.py) that a memory keeps in its metadata under the
+# same name, with what each is: the service copies every one the request has onto the new memory (memory/records.py
+# `carried`), so a new one is a field of the request and a line here. Kept in metadata, not a column, so a store
+# made before the field opens unchanged; the keys are the library's (validation.OWNED_KEYS): a caller sets them
+# through the field, never through `metadata`.
+CARRIED: dict[str, str] = {
+    "agent_id": "the agent the memory belongs to, set by add's agent_id (store/agents.py; absent: shared)",
+    "run_id": "the run the memory was written in, set by add's run_id (store/agents.py)",
+}
+
+
+def carried(request: Any) -> dict[str, Any]:
+    """The request's fields a new memory keeps in its metadata under their own names (CARRIED), those given."""
+    return {key: getattr(request, key) for key in CARRIED if getattr(request, key, None) is not None}
 
 
 def damaged_rows(user_id: str | None = None) -> int:

@@ -132,7 +132,7 @@ def instrument(cls: type, verbs: Mapping[str, bool]) -> type:
     if not AVAILABLE:
         return cls
     for name, writes in verbs.items():
-        method = cls.__dict__.get(name)
+        method = getattr(cls, name, None)  # its own or a base's (memory/requested.py, generated)
         if callable(method) and not getattr(method, "_hippocampus_traced", False):
             setattr(cls, name, _traced_verb(name, writes, method))
     return cls

@@ -113,15 +113,12 @@ class _Requests:
     raises ServiceUnavailable when the service cannot be reached and AuthError when it refuses the
     API key; the service's own failures come back as the same errors Memory raises."""
 
-    def add(self, messages: Any, user_id: str, chat_id: str = "default", who: str | None = None,
-            metadata: dict[str, Any] | None = None, *, infer: bool = False, ts: Any = None,
-            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None, agent_id: str | None = None,
-            run_id: str | None = None) -> Call[AddResult]:
+    def add(self, messages: Any, user_id: str, **fields: Any) -> Call[AddResult]:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
-        body = dict(messages=messages, user_id=user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
-                    ts=ts, memory_type=memory_type, expires_at=_when(expires_at), agent_id=agent_id, run_id=run_id)
-        return Call("POST", "/memories", AddResult, body=body, timeout="long" if infer else "default")  # the LLM decides
+        body = {"messages": messages, "user_id": user_id, **fields}  # AddRequest's fields, whatever they are
+        body["expires_at"] = _when(body.get("expires_at"))
+        return Call("POST", "/memories", AddResult, body=body, timeout="long" if fields.get("infer") else "default")
 
     def add_many(self, items: Sequence[dict[str, Any]], batch_size: int = 256) -> Call[list[int]]:
         """Store many turns as-is (see Memory.add_many); the ids in input order. Raises InvalidInput,
@@ -131,16 +128,12 @@ class _Requests:
         call.read = lambda payload: IdsResult.model_validate(payload).ids  # type: ignore[method-assign]
         return call
 
-    def search(self, query: str, user_id: str, limit: int | None = None, memory_type: MemoryType | str | None = None,
-               filters: dict[str, Any] | None = None, mode: str | None = None,
-               include_superseded: bool = False, memory_types: Sequence[Any] | None = None,
-               graph: bool | None = None, include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None,
-               as_of: datetime | int | float | str | None = None) -> Call[SearchResult]:
+    def search(self, query: str, user_id: str, **fields: Any) -> Call[SearchResult]:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
-        body = dict(query=query, user_id=user_id, limit=limit, memory_type=memory_type, filters=filters, mode=mode,
-                    include_superseded=include_superseded, memory_types=list(memory_types) if memory_types is not None else None,
-                    graph=graph, include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id,
-                    as_of=_when(as_of))
+        body = {"query": query, "user_id": user_id, **fields}  # SearchRequest's fields, whatever they are
+        if body.get("memory_types") is not None:
+            body["memory_types"] = list(body["memory_types"])
+        body["as_of"] = _when(body.get("as_of"))
         return Call("POST", "/search", SearchResult, body=body)
 
     def get(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:
@@ -204,17 +197,14 @@ class _Requests:
         ids = [memory_ids] if isinstance(memory_ids, (int, str)) else list(memory_ids)
         return Call("POST", "/memories/used", _RECORDS, body={"user_id": user_id, "memory_ids": ids, "context": context})
 
-    def observe(self, messages: Any, user_id: str, shown: Sequence[Any] = (), chat_id: str = "default", who: str | None = None,
-                metadata: dict[str, Any] | None = None, *, ts: Any = None, agent_id: str | None = None,
-                run_id: str | None = None) -> Call[ObserveResult]:
+    def observe(self, messages: Any, user_id: str, **fields: Any) -> Call[ObserveResult]:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
+        shown = fields.get("shown", ())
         if isinstance(shown, (str, bytes)):
             raise InvalidInput("shown must be a list of memory ids or search hits")
-        ids = [getattr(s, "id", s) for s in shown]
-        return Call("POST", "/observe", ObserveResult, body={"messages": messages, "user_id": user_id, "shown": ids,
-                                                             "chat_id": chat_id, "who": who, "metadata": metadata, "ts": ts,
-                                                             "agent_id": agent_id, "run_id": run_id}, timeout="long")
+        body = {"messages": messages, "user_id": user_id, **fields, "shown": [getattr(s, "id", s) for s in shown]}
+        return Call("POST", "/observe", ObserveResult, body=body, timeout="long")
 
     def consolidate(self, user_id: str | None = None, progress: Any = None) -> Call[ConsolidationStats]:
         """Run consolidation in the service (after any run in progress); `progress` is not streamed.
@@ -231,14 +221,17 @@ class _Requests:
         params = {"user_id": _uid(user_id), **({"limit": V.check_limit(limit)} if limit is not None else {})}
         return Call("GET", "/graph", GraphView, params=params)
 
-    def context(self, user_id: str, query: str | None = None, max_items: int = 20, min_score: float = 0.5,
-                dates: bool = False, now: Any = None, *, agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> Call[str]:
+    def context(self, user_id: str, query: str | None = None, **fields: Any) -> Call[str]:
         """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
         Raises InvalidInput for a bad argument."""
-        if now is not None:
+        if fields.pop("now", None) is not None:
             raise InvalidInput("context(now=...) is for in-process simulations; a service uses its own clock")
-        params = {"user_id": _uid(user_id), "query": query, "max_items": V.check_limit(max_items, "max_items"),
-                  "min_score": min_score, "dates": bool(dates), **_agent_params(agent_id, agent_scope, run_id)}
+        if "max_items" in fields:
+            fields["max_items"] = V.check_limit(fields["max_items"], "max_items")
+        if "dates" in fields:
+            fields["dates"] = bool(fields["dates"])
+        scope = _agent_params(fields.pop("agent_id", None), fields.pop("agent_scope", "both"), fields.pop("run_id", None))
+        params = {"user_id": _uid(user_id), "query": query, **fields, **scope}  # ContextRequest's fields, whatever they are
         call: Call[Any] = Call("GET", "/context", None, params={k: v for k, v in params.items() if v is not None})
         call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
         return call

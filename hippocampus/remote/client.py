@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
+    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
     from ..models import (
         AddResult,
         Category,
@@ -62,14 +63,15 @@ class Client(SyncTransport):
     def __enter__(self) -> Client:
         return self
 
-    def add(self, messages: str | list[dict[str, str]], user_id: str, chat_id: str = "default", who: str | None = None,
-            metadata: dict[str, Any] | None = None, *, infer: bool = False, ts: Any = None,
-            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None, agent_id: str | None = None,
+    def add(self, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default", who: str | None = None,
+            metadata: Metadata = None, infer: bool = False, ts: Timestamp = None,
+            memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None, agent_id: str | None = None,
             run_id: str | None = None) -> AddResult:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
-        return self._send(REQUESTS.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts,
-                                       memory_type=memory_type, expires_at=expires_at, agent_id=agent_id, run_id=run_id))
+        return self._send(REQUESTS.add(messages, user_id, chat_id=chat_id, who=who, metadata=metadata, infer=infer,
+                                       ts=ts, memory_type=memory_type, expires_at=expires_at, agent_id=agent_id,
+                                       run_id=run_id))
 
     def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
                expires_at: Any = None) -> MemoryRecord:
@@ -102,22 +104,24 @@ class Client(SyncTransport):
         for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
         return self._send(REQUESTS.mark_used(memory_ids, user_id, context))
 
-    def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (),
-                chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None, *,
-                ts: Any = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+    def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (), chat_id: str = "default",
+                who: str | None = None, metadata: Metadata = None, ts: Timestamp = None, agent_id: str | None = None,
+                run_id: str | None = None) -> ObserveResult:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
-        return self._send(REQUESTS.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts, agent_id=agent_id,
-                                           run_id=run_id))
+        return self._send(REQUESTS.observe(messages, user_id, shown=shown, chat_id=chat_id, who=who, metadata=metadata,
+                                           ts=ts, agent_id=agent_id, run_id=run_id))
 
-    def search(self, query: str, user_id: str, limit: int | None = None, memory_type: MemoryType | str | None = None,
-               filters: dict[str, Any] | None = None, mode: str | None = None, include_superseded: bool = False,
-               memory_types: Sequence[MemoryType | str] | None = None, graph: bool | None = None,
-               include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
-               run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
+    def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: MemoryType | str | None = None,
+               filters: Metadata = None, mode: str | None = None, include_superseded: bool = False,
+               memory_types: Kinds | None = None, graph: Flag | None = None, include_expired: Flag = False,
+               agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None,
+               as_of: datetime | int | float | str | None = None) -> SearchResult:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
-        return self._send(REQUESTS.search(query, user_id, limit, memory_type, filters, mode, include_superseded,
-                                          memory_types, graph, include_expired, agent_id, agent_scope, run_id, as_of))
+        return self._send(REQUESTS.search(query, user_id, limit=limit, memory_type=memory_type, filters=filters,
+                                          mode=mode, include_superseded=include_superseded, memory_types=memory_types,
+                                          graph=graph, include_expired=include_expired, agent_id=agent_id,
+                                          agent_scope=agent_scope, run_id=run_id, as_of=as_of))
 
     def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
@@ -140,13 +144,13 @@ class Client(SyncTransport):
         Raises InvalidInput for a bad user_id."""
         return self._send(REQUESTS.stats(user_id))
 
-    def context(self, user_id: str, query: str | None = None, max_items: int = 20, min_score: float = 0.5,
-                dates: bool = False, now: int | None = None, *, agent_id: str | None = None, agent_scope: str = "both",
+    def context(self, user_id: str, query: str | None = None, *, max_items: Count = 20, min_score: Score = 0.5,
+                dates: bool = False, now: Clock = None, agent_id: str | None = None, agent_scope: str = "both",
                 run_id: str | None = None) -> str:
         """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
         Raises InvalidInput for a bad argument."""
-        return self._send(REQUESTS.context(user_id, query, max_items, min_score, dates, now, agent_id=agent_id,
-                                           agent_scope=agent_scope, run_id=run_id))
+        return self._send(REQUESTS.context(user_id, query, max_items=max_items, min_score=min_score, dates=dates,
+                                           now=now, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
 
     def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
         """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
@@ -212,15 +216,15 @@ class AsyncClient(AsyncTransport):
     async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def add(self, messages: str | list[dict[str, str]], user_id: str, chat_id: str = "default",
-                  who: str | None = None, metadata: dict[str, Any] | None = None, *, infer: bool = False,
-                  ts: Any = None, memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Any = None,
+    async def add(self, messages: str | Message | Turns, user_id: str, *, chat_id: str = "default",
+                  who: str | None = None, metadata: Metadata = None, infer: bool = False, ts: Timestamp = None,
+                  memory_type: MemoryType | str = MemoryType.EPISODIC, expires_at: Expiry = None,
                   agent_id: str | None = None, run_id: str | None = None) -> AddResult:
         """Remember a turn (see Memory.add). Raises InvalidInput for a bad argument or a library-owned
         metadata key (created_at, updated_at, pending_decision, ...)."""
-        return await self._send(REQUESTS.add(messages, user_id, chat_id, who, metadata, infer=infer, ts=ts,
-                                             memory_type=memory_type, expires_at=expires_at, agent_id=agent_id,
-                                             run_id=run_id))
+        return await self._send(REQUESTS.add(messages, user_id, chat_id=chat_id, who=who, metadata=metadata,
+                                             infer=infer, ts=ts, memory_type=memory_type, expires_at=expires_at,
+                                             agent_id=agent_id, run_id=run_id))
 
     async def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
                      expires_at: Any = None) -> MemoryRecord:
@@ -253,24 +257,24 @@ class AsyncClient(AsyncTransport):
         for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
         return await self._send(REQUESTS.mark_used(memory_ids, user_id, context))
 
-    async def observe(self, messages: str | list[dict[str, str]], user_id: str, shown: Sequence[Any] = (),
-                      chat_id: str = "default", who: str | None = None, metadata: dict[str, Any] | None = None, *,
-                      ts: Any = None, agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
+    async def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (),
+                      chat_id: str = "default", who: str | None = None, metadata: Metadata = None, ts: Timestamp = None,
+                      agent_id: str | None = None, run_id: str | None = None) -> ObserveResult:
         """After a turn, one KnowledgeMonitor call (see Memory.observe); `shown` takes ids or search
         hits. Raises InvalidInput for a bad argument."""
-        return await self._send(REQUESTS.observe(messages, user_id, shown, chat_id, who, metadata, ts=ts,
-                                                 agent_id=agent_id, run_id=run_id))
+        return await self._send(REQUESTS.observe(messages, user_id, shown=shown, chat_id=chat_id, who=who,
+                                                 metadata=metadata, ts=ts, agent_id=agent_id, run_id=run_id))
 
-    async def search(self, query: str, user_id: str, limit: int | None = None,
-                     memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                     mode: str | None = None, include_superseded: bool = False,
-                     memory_types: Sequence[MemoryType | str] | None = None, graph: bool | None = None,
-                     include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+    async def search(self, query: str, user_id: str, *, limit: int | None = None,
+                     memory_type: MemoryType | str | None = None, filters: Metadata = None, mode: str | None = None,
+                     include_superseded: bool = False, memory_types: Kinds | None = None, graph: Flag | None = None,
+                     include_expired: Flag = False, agent_id: str | None = None, agent_scope: str = "both",
                      run_id: str | None = None, as_of: datetime | int | float | str | None = None) -> SearchResult:
         """Recall memories for a query (see Memory.search). Raises InvalidInput for a bad argument."""
-        return await self._send(REQUESTS.search(query, user_id, limit, memory_type, filters, mode, include_superseded,
-                                                memory_types, graph, include_expired, agent_id, agent_scope, run_id,
-                                                as_of))
+        return await self._send(REQUESTS.search(query, user_id, limit=limit, memory_type=memory_type, filters=filters,
+                                                mode=mode, include_superseded=include_superseded,
+                                                memory_types=memory_types, graph=graph, include_expired=include_expired,
+                                                agent_id=agent_id, agent_scope=agent_scope, run_id=run_id, as_of=as_of))
 
     async def get(self, memory_id: int, user_id: str) -> MemoryRecord:
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
@@ -293,13 +297,13 @@ class AsyncClient(AsyncTransport):
         Raises InvalidInput for a bad user_id."""
         return await self._send(REQUESTS.stats(user_id))
 
-    async def context(self, user_id: str, query: str | None = None, max_items: int = 20, min_score: float = 0.5,
-                      dates: bool = False, now: int | None = None, *, agent_id: str | None = None,
-                      agent_scope: str = "both", run_id: str | None = None) -> str:
+    async def context(self, user_id: str, query: str | None = None, *, max_items: Count = 20, min_score: Score = 0.5,
+                      dates: bool = False, now: Clock = None, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> str:
         """The prompt block (see Memory.context); `now` is for in-process simulations and is refused here.
         Raises InvalidInput for a bad argument."""
-        return await self._send(REQUESTS.context(user_id, query, max_items, min_score, dates, now, agent_id=agent_id,
-                                                 agent_scope=agent_scope, run_id=run_id))
+        return await self._send(REQUESTS.context(user_id, query, max_items=max_items, min_score=min_score, dates=dates,
+                                                 now=now, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
 
     async def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
         """Archive and forget what has decayed (see Memory.decay), for one user or every user the key

@@ -8,13 +8,15 @@ Routes are plain `def`s: FastAPI runs them in its thread pool, and Memory is thr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Query, Request
+from fastapi import Depends, Query, Request
 
 from .. import validation as V
 from ..contract import wire
 from ..contract.replies import GraphView
+from ..contract.requests import ContextRequest, fields_of
+from ..contract.verbs import by_name
 from ..contract.wire import (
     AddManyRequest,
     AddRequest,
@@ -48,6 +50,7 @@ from ..models import (
 )
 from .batch_routes import router as batch_router
 from .deps import JobsDep, MemoryDep, TenantDep, v1_router
+from .rest_params import query_params
 from .transfer_routes import router as transfer_router
 
 router = v1_router()
@@ -63,9 +66,7 @@ def _missing(memory_id: int) -> str:
 @router.post("/memories", response_model=AddResult, summary="Remember a turn (add)")
 def add(body: AddRequest, tenant: TenantDep, memory: MemoryDep, jobs: JobsDep) -> AddResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
-    result = memory.add(body.messages, user_id=body.user_id, chat_id=body.chat_id, who=body.who, metadata=body.metadata,
-                        infer=body.infer, ts=body.ts, memory_type=body.memory_type, expires_at=body.expires_at,
-                        agent_id=agent, run_id=body.run_id)
+    result = memory.add(**{**fields_of(body), "agent_id": agent})  # the body is the verb's request (contract/requests.py)
     if result.pending_decision:
         jobs.nudge()  # the background worker decides it (write_decision: deferred)
     return result
@@ -85,10 +86,7 @@ def add_many(body: AddManyRequest, tenant: TenantDep, memory: MemoryDep) -> IdsR
 @router.post("/search", response_model=SearchResult, summary="Recall memories for a query")
 def search(body: SearchRequest, tenant: TenantDep, memory: MemoryDep) -> SearchResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
-    return memory.search(body.query, user_id=body.user_id, limit=body.limit, memory_type=body.memory_type,
-                         filters=body.filters, mode=body.mode, include_superseded=body.include_superseded,
-                         memory_types=body.memory_types, graph=body.graph, include_expired=body.include_expired,
-                         agent_id=agent, agent_scope=body.agent_scope, run_id=body.run_id, as_of=body.as_of)
+    return memory.search(**{**fields_of(body), "agent_id": agent})  # the body is the verb's request (contract/requests.py)
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
@@ -158,8 +156,7 @@ def mark_used(body: MarkUsedRequest, tenant: TenantDep, memory: MemoryDep) -> li
 @router.post("/observe", response_model=ObserveResult, summary="After a turn: one KnowledgeMonitor call (add, update, use, delete)")
 def observe(body: ObserveRequest, tenant: TenantDep, memory: MemoryDep) -> ObserveResult:
     agent = tenant.check_agent(body.user_id, body.agent_id, f"user {body.user_id!r} not found")
-    return memory.observe(body.messages, user_id=body.user_id, shown=body.shown, chat_id=body.chat_id, who=body.who,
-                          metadata=body.metadata, ts=body.ts, agent_id=agent, run_id=body.run_id)
+    return memory.observe(**{**fields_of(body), "agent_id": agent})  # the body is the verb's request (contract/requests.py)
 
 
 @router.delete("/memories", response_model=ResetResult, summary="Erase a user's memories and history")
@@ -184,13 +181,10 @@ def decay(tenant: TenantDep, memory: MemoryDep, jobs: JobsDep, body: DecayReques
 
 
 @router.get("/context", response_model=ContextReply, summary="The prompt block of a user's memories")
-def context(tenant: TenantDep, memory: MemoryDep, user_id: str, query: str | None = None,
-            max_items: int = Query(20, ge=0, le=1000),
-            min_score: float = Query(0.5, ge=0, le=1), dates: bool = False, agent_id: str | None = None,
-            agent_scope: str = "both", run_id: str | None = None) -> ContextReply:
-    agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
-    return ContextReply(context=memory.context(user_id, query=query, max_items=max_items, min_score=min_score, dates=dates,
-                                               agent_id=agent, agent_scope=agent_scope, run_id=run_id))
+def context(tenant: TenantDep, memory: MemoryDep,
+            fields: Annotated[dict[str, Any], Depends(query_params(ContextRequest, by_name()["context"].rest))]) -> ContextReply:
+    agent = tenant.check_agent(fields["user_id"], fields.get("agent_id"), f"user {fields['user_id']!r} not found")
+    return ContextReply(context=memory.context(**{**fields, "agent_id": agent}))  # ContextRequest's fields (rest_params.py)
 
 
 @router.get("/graph", response_model=GraphView, summary="A user's entities and triples (graph memory)")

@@ -67,8 +67,8 @@ def test_absolute_values_and_refusals(memory: Memory):
     assert memory.get(iso, user).metadata["expires_at"] == at(2030, 1, 2, 8, 30)  # naive: the user's zone
     epoch = memory.add("Promo code", user_id=user, expires_at=1_900_000_000).ids[0]
     assert memory.get(epoch, user).life.expires_at == 1_900_000_000
-    for bad, said in ((True, "expires_at takes epoch seconds"), ("someday maybe", "expires_at names no date"), (-5, "out of range"),
-                      ([1], "expires_at takes epoch seconds")):
+    for bad, said in ((True, "expires_at: .*not true or false"), ("someday maybe", "expires_at names no date"), (-5, "out of range"),
+                      ([1], "expires_at: a list is none of the kinds")):  # the first and last refused by AddRequest's types
         with pytest.raises(InvalidInput, match=said):
             memory.add("never written", user_id=user, expires_at=bad)
     with pytest.raises(InvalidInput, match="library owns|owned|expires_at"):

@@ -1,0 +1,221 @@
+"""One typed request per verb: the parameters of `Memory.<verb>`, written once (docs/architecture.md, "Adding a
+field").
+
+A model here is the verb's parameters: each field's type, default and description (the parameter's doc). Every
+face takes its parameters from it: Memory's method (generated into memory/requested.py by
+`python scripts/verbs.py --write`), which builds the model once and hands the model object to the service;
+REST's request body (the model itself); MCP's tool parameters (server/mcp_params.py); the Client (generated from
+Memory's signature); the CLI's options (cli/fields.py gives every field a command does not spell by hand an
+option). The first two fields are positional on Memory, the rest keyword-only.
+
+Types are as loose as the verb accepts: the model refuses what is not even of the right shape (a number where a
+text is meant, true or false where a time is meant); the service's checks (validation.py) decide the rest, with
+the library's own messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, Strict, ValidationError
+
+from ..errors import InvalidInput
+from ..models import MemoryType
+from .defaults import INJECT_MAX_ITEMS, INJECT_MIN_SCORE
+
+Message = dict[str, str]
+MAX_TURNS = 1000  # the turns one add may hold (issue 42): past it a clear InvalidInput (422) before any work
+MAX_IDS = 1000  # ids one request may name (issue 42); the batch verbs take 1,000 items (memory/batch.py)
+
+
+def not_a_flag(value: Any) -> Any:
+    """Refuse true/false where a time is meant. Why: pydantic's lax mode reads `true` as the number 1, so
+    `"ts": true` was stored as 1970-01-01 (issue 57); the library refuses a bool, and so does the wire."""
+    if isinstance(value, bool):
+        raise ValueError("a time is epoch seconds or ISO 8601, not true or false")
+    return value
+
+
+NotAFlag = BeforeValidator(not_a_flag)
+Timestamp = Annotated[int | float | Annotated[datetime, Strict(False)] | None, NotAFlag]  # ISO 8601 text read as a datetime
+Expiry = Annotated[int | float | str | datetime | None, NotAFlag]  # also words naming a day ("until Monday")
+Turns = Annotated[list[Message], Field(max_length=MAX_TURNS)]
+# A JSON object the service checks itself (validation.check_caller_metadata, check_metadata: keys, depth, size,
+# the library's own keys), with the messages that name the limit: not judged twice.
+Metadata = Annotated[dict[str, Any] | None, SkipValidation]
+Flag = Annotated[bool, Strict()]  # true or false only: not 1, not "yes"
+Shown = Annotated[Sequence[Any], Field(max_length=MAX_IDS)]  # memory ids, or the search hits that carry them
+Kinds = Annotated[list[MemoryType | str], Field(max_length=8), Strict(False)]  # several kinds of memory at once
+
+
+class Request(BaseModel):
+    """A verb's parameters. Unknown fields are refused (a misspelt option is an error, not a silent default), and
+    values are taken as they are (strict: bytes are not text, "5" and true are not numbers), except where a type
+    says `Strict(False)` (a time, which may come as ISO 8601 text; a tuple of kinds)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+R = TypeVar("R", bound=Request)
+
+
+def build(model: type[R], **fields: Any) -> R:
+    """The verb's request from its arguments, checked once: a value of the wrong shape is InvalidInput naming
+    the field (as every bad argument is), never pydantic's ValidationError."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else model.__name__  # not the union member pydantic tried
+        message = first["msg"].removeprefix("Value error, ")
+        if sum(1 for e in exc.errors() if e["loc"][:1] == first["loc"][:1]) > 1:  # no member of a union took it
+            message = f"a {type(first['input']).__name__} is none of the kinds of value it takes"
+        raise InvalidInput(f"{field}: {message}") from None
+
+
+def fields_of(request: BaseModel) -> dict[str, Any]:
+    """The request's fields as given (values as validated, not serialised: a datetime stays a datetime)."""
+    return {name: getattr(request, name) for name in type(request).model_fields}
+
+
+class AddRequest(Request):
+    """Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
+    them. With `infer=False` the text is stored as-is as one memory; with `infer=True` the rules gate or the
+    WriteDecider (one LLM call) decides whether and what to store; a deferred decision or a failed LLM keeps the
+    turn raw, marked `pending_decision` (see decide_pending). A memory past its `expires_at` leaves search, list
+    and the prompt block; decay archives it (docs/filters.md).
+
+    Raises InvalidInput before anything is written for a bad argument, or for metadata that sets a key the
+    library owns (`created_at`, `updated_at`, `pending_decision`, ...: see validation.OWNED_KEYS);
+    EmbeddingError / StoreError when embedding or writing fails. An LLM failure is not raised: the turn is kept
+    raw."""
+
+    messages: str | Message | Turns = Field(description="the turn: a string, one {role, content} dict or a list of "
+                                                        "them (at most 1,000)")
+    user_id: str = Field(description="whose memory it is")
+    chat_id: str = Field(default="default", description="the conversation it was said in")
+    who: str | None = Field(default=None, description="who said or did it (default: the user)")
+    metadata: Metadata = Field(default=None, description="the caller's own keys, kept with the memory "
+                                                                      "(not a key the library owns)")
+    infer: bool = Field(default=False, description="let the write decider (an LLM or the offline rules) decide "
+                                                   "what to keep")
+    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds, a datetime or ISO 8601 "
+                                                    "(default: now)")
+    memory_type: MemoryType | str = Field(default=MemoryType.EPISODIC, description="episodic (a turn), semantic (a "
+                                          "stable fact) or procedural (a tool-call sequence that worked)")
+    expires_at: Expiry = Field(default=None, description="when it expires: epoch seconds, a datetime, ISO 8601, or "
+                               "words naming a day (\"until Monday\", \"到下周一\"), resolved once from when it was "
+                               "said: the end of that day in the user's zone; docs/filters.md")
+    agent_id: str | None = Field(default=None, description="the agent the memory belongs to within the user (none: "
+                                                           "the user's shared memory); docs/agents.md")
+    run_id: str | None = Field(default=None, description="the run it was said in, recorded and filterable; "
+                                                         "docs/agents.md")
+
+
+class SearchRequest(Request):
+    """Up to k_episodic episodic and k_semantic semantic memories, each list best first; procedural memories
+    (k_procedural) only when `memory_type` or `memory_types` names them. Without a working embedder BM25 serves
+    alone. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
+    memories, each just before the one that replaced it (docs/slots.md).
+
+    Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both memory_type and
+    memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown field or operator,
+    has a wrong value type or is nested too deep, an as_of that names no time); StoreError on failure. An embedder
+    failure is not raised: BM25 answers instead."""
+
+    query: str = Field(description="what to recall")
+    user_id: str = Field(description="whose memories")
+    limit: int | None = Field(default=None, description="caps every list at once (0..1000; default: k_episodic, "
+                                                        "k_semantic, k_procedural)")
+    memory_type: MemoryType | str | None = Field(default=None, description="one kind: episodic, semantic or procedural")
+    filters: Metadata = Field(default=None, description="chat_id, who, memory_type, category, state, ts or "
+                                           "metadata.<key> (a bare key some memory of the user has also works): a value, "
+                                           "or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, "
+                                           "exists) with AND / OR / NOT, e.g. {\"priority\": {\"gte\": 3}}; docs/filters.md")
+    mode: str | None = Field(default=None, description="hybrid, dense or bm25 for this call (default: config.search_mode)")
+    include_superseded: bool = Field(default=False, description="also facts that a newer one superseded")
+    memory_types: Kinds | None = Field(default=None, description="several kinds, e.g. [\"episodic\", \"procedural\"]")
+    graph: Flag | None = Field(default=None, description="the graph stage (memories linked through the user's entities "
+                                                         "and triples) on or off for this search (default: config `graph`)")
+    include_expired: Flag = Field(default=False, description="also memories past their expires_at")
+    agent_id: str | None = Field(default=None, description="the agent reading, with agent_scope; docs/agents.md")
+    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without an "
+                                                         "agent) or both")
+    run_id: str | None = Field(default=None, description="only memories of this run")
+    as_of: datetime | int | float | str | None = Field(default=None, description="answer as the memories stood then "
+                                                       "(said by then, not superseded or expired by then): a datetime, "
+                                                       "epoch seconds or ISO 8601 (a date alone is its end); docs/slots.md")
+
+
+
+class ObserveRequest(Request):
+    """The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
+    mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
+    most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
+    boosts, deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement). Ids
+    outside the shown set, and updates or deletes of core memories, are refused and listed. With nothing shown, a
+    turn the rules gate is certain of costs no call. A model failure keeps the turn raw, pending, as
+    add(infer=True) does; nothing else changes.
+
+    Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A shown id that is
+    missing or another user's is not shown to the model (listed in `refused`)."""
+
+    messages: str | Message | Turns = Field(description="the turn with the answer: a string or [{role, content}, ...]")
+    user_id: str = Field(description="whose memories")
+    shown: Shown = Field(default=(), description="the memories retrieved for this turn, best first: ids or search hits")
+    chat_id: str = Field(default="default", description="the conversation it was said in")
+    who: str | None = Field(default=None, description="who said it (default: the user)")
+    metadata: Metadata = Field(default=None, description="the caller's own keys, kept on what it adds")
+    ts: Timestamp = Field(default=None, description="when it happened: epoch seconds, a datetime or ISO 8601 "
+                                                    "(default: now)")
+    agent_id: str | None = Field(default=None, description="the agent observing: what it adds is its own, and only its "
+                                                           "own and shared memories are shown or forgotten; docs/agents.md")
+    run_id: str | None = Field(default=None, description="the run, recorded on what it adds")
+
+
+
+def a_number(value: Any) -> Any:
+    """Refuse true/false where a number is meant (pydantic's lax mode would read `true` as 1)."""
+    if isinstance(value, bool):
+        raise ValueError("a number, not true or false")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(a_number)]
+Score = Annotated[float, BeforeValidator(a_number)]
+Clock = Annotated[int | None, NotAFlag]  # epoch seconds standing in for the clock (simulations)
+
+
+class ContextRequest(Request):
+    """The block an agent puts in its system prompt: active memories scoring at least `min_score`, at most
+    `max_items`, core first, then (with `query`) what the search finds, then the rest by score, grouped by
+    category; each line dated with `dates`. The texts sit inside <data> delimiters that no stored text can close.
+    "" when nothing qualifies.
+
+    Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now; StoreError on
+    failure."""
+
+    user_id: str = Field(description="whose memories")
+    query: str | None = Field(default=None, description="also the memories most related to this")
+    max_items: Count = Field(default=INJECT_MAX_ITEMS, description="at most this many memories (0..1000)")
+    min_score: Score = Field(default=INJECT_MIN_SCORE, description="only memories scoring at least this, 0..1 (core: "
+                                                                   "any score)")
+    dates: bool = Field(default=False, description="start each line with the memory's date")
+    now: Clock = Field(default=None, description="the clock, epoch seconds (simulations; "
+                                                                            "default: now)")
+    agent_id: str | None = Field(default=None, description="the agent reading, with agent_scope; docs/agents.md")
+    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without an "
+                                                         "agent) or both")
+    run_id: str | None = Field(default=None, description="only memories of this run")
+
+
+# The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
+# the result Memory returns). contract/faces.py generates Memory's methods for them (memory/requested.py).
+REQUESTS: dict[str, tuple[type[Request], str, str]] = {
+    "add": (AddRequest, "_records", "AddResult"),
+    "search": (SearchRequest, "_records", "SearchResult"),
+    "observe": (ObserveRequest, "_hook", "ObserveResult"),
+    "context": (ContextRequest, "_lifecycle", "str"),
+}
