@@ -28,6 +28,7 @@ ENV_KEY = "HIPPOCAMPUS_API_KEY"
 DEFAULT_TIMEOUT_S = 30.0
 LONG_TIMEOUT_S = 900.0  # a consolidation of a large store; the service's LLM calls time out at 60 s each
 CONNECT_TIMEOUT_S = 5.0  # a service on this machine accepts at once or refuses
+HEALTH_READ_S = 10.0  # a health check's wait for the answer: a service busy on two cores took over 2 s (issue 57)
 PAGE = 1000
 
 
@@ -38,6 +39,9 @@ class _Base:
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._headers["Content-Type"] = "application/json"
         self.timeout, self.long_timeout = _seconds("timeout", timeout), _seconds("long_timeout", long_timeout)
+        # a health check: refused at once when nothing listens (connect 2 s), but a busy service is given time to
+        # answer (up to HEALTH_READ_S, or the client's own timeout): a slow answer is not "no service here"
+        self._health_timeout = httpx.Timeout(min(self.timeout, HEALTH_READ_S), connect=min(self.timeout, 2.0))
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}({self.url!r})"
@@ -146,7 +150,7 @@ class SyncTransport(_Base):
     def healthy(self) -> bool:
         """Whether the service answers /healthz."""
         try:
-            return self._http.get("/healthz", timeout=2.0).status_code == 200
+            return self._http.get("/healthz", timeout=self._health_timeout).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -155,7 +159,7 @@ class SyncTransport(_Base):
         (contract/store_identity.py: the path never crosses the wire); None when it does not say."""
         nonce = secrets.token_urlsafe(24)
         try:
-            answer = self._http.get("/healthz", headers={store_identity.STORE_HEADER: nonce}, timeout=2.0)
+            answer = self._http.get("/healthz", headers={store_identity.STORE_HEADER: nonce}, timeout=self._health_timeout)
         except httpx.HTTPError:
             return None
         return _holds(answer, milvus_uri, nonce)
@@ -214,7 +218,7 @@ class AsyncTransport(_Base):
     async def healthy(self) -> bool:
         """As Client.healthy: whether the service answers /healthz."""
         try:
-            return (await self._http.get("/healthz", timeout=2.0)).status_code == 200
+            return (await self._http.get("/healthz", timeout=self._health_timeout)).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -223,7 +227,7 @@ class AsyncTransport(_Base):
         a fresh nonce (the path never crosses the wire); None when it does not say."""
         nonce = secrets.token_urlsafe(24)
         try:
-            answer = await self._http.get("/healthz", headers={store_identity.STORE_HEADER: nonce}, timeout=2.0)
+            answer = await self._http.get("/healthz", headers={store_identity.STORE_HEADER: nonce}, timeout=self._health_timeout)
         except httpx.HTTPError:
             return None
         return _holds(answer, milvus_uri, nonce)

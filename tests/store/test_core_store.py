@@ -269,10 +269,13 @@ def test_event_time_zero_is_kept_and_out_of_range_times_are_refused(memory: Memo
     last = memory.add("the last second of 9999", user_id="u", ts=253_402_300_799).ids[0]
     assert memory.get(last, user_id="u").metadata["time"].startswith("9999-12-31T23:59:59")
     assert memory.add_many([{"text": "epoch too", "user_id": "u", "ts": 0}]) and memory.get_all("u")[0].ts == 0
-    for bad in (-1, 253_402_300_800, 2**40, float("nan"), float("inf"), "2024-01-01", datetime(1969, 7, 20, tzinfo=timezone.utc)):
+    for bad in (-1, 253_402_300_800, 2**40, float("nan"), float("inf"), "next tuesday-ish", "1969-07-20",
+                datetime(1969, 7, 20, tzinfo=timezone.utc)):
         with pytest.raises(InvalidInput):
             memory.add("bad time", user_id="u", ts=bad)
     assert len(memory.get_all("u")) == 3
+    iso = memory.add("a date in ISO 8601", user_id="u", ts="2024-01-01T00:00:00Z").ids[0]  # as REST takes it
+    assert memory.get(iso, user_id="u").ts == 1_704_067_200
 
 
 def test_a_new_store_has_its_indexes_built_and_answers(tmp_path, embedder):
