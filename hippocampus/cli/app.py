@@ -22,7 +22,7 @@ from typing import Any
 
 import typer
 
-from ..contract.requests import AddRequest, SearchRequest
+from ..contract.requests import AddRequest, ListRequest, SearchRequest
 from ..contract.verbs import by_name
 from ..errors import HippocampusError
 from . import render
@@ -132,6 +132,8 @@ def get(
 
 
 @app.command("list")
+@model_options(ListRequest, by_name()["get_all"].cli, handled=(
+    "user_id", "memory_type", "filters", "include_expired", "agent_id", "agent_scope", "run_id"))  # the rest: cli/fields.py
 def list_(
     user: str = UserOpt,
     memory_type: str | None = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural "
@@ -144,11 +146,12 @@ def list_(
     run: str | None = RunOpt,
     as_json: bool = JsonOpt,
     wide: bool = WideOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Every memory of a user, oldest event first (paged through the store, never capped)."""
     with open_memory() as memory:
         records = memory.get_all(user, memory_type=memory_type, filters=parse_filters(filters), include_expired=include_expired,
-                                 agent_id=agent, agent_scope=agent_scope, run_id=run)
+                                 agent_id=agent, agent_scope=agent_scope, run_id=run, **(fields or {}))
     emit(as_json, [render.record_json(r) for r in records], render.records_table(records, title=f"{render.plural(len(records), 'memory', 'memories')} of {user}", wide=wide),
          wide=wide)
 

@@ -247,7 +247,7 @@ class Memory:
         _check_top_k(top_k)
         owner, native = S.split_filters(filters)
         found = [r for user in self._owners(owner, native, bool(show_expired))
-                 for r in self.memory.page(user, None, 0, top_k, filters=native, include_expired=bool(show_expired)).items]
+                 for r in self.memory.page(user, None, offset=0, limit=top_k, filters=native, include_expired=bool(show_expired)).items]
         found.sort(key=lambda r: (r.ts, r.id))  # oldest first across users, as one user's page is
         return {"results": [S.item(r) for r in found[:top_k]]}
 

@@ -231,6 +231,23 @@ _ASYNC_CLIENT_DOC = '''    """Client for asyncio agents: every verb is a corouti
 '''
 
 
+# The Client's verbs that are several requests: `page` sent until the last page (the transport's `_pages`, written
+# by hand in remote/transport.py), with Memory's signature (its request model's fields) and these docstrings.
+PAGED = {"get_all": "Every memory Memory.get_all lists, oldest event first, a page per request.",
+         "iter_all": "Every memory Memory.iter_all lists, a page per request."}
+
+
+def _paged_body(name: str, args: Sequence[str], is_async: bool) -> list[str]:
+    """The body of a paged verb: `_pages` with the verb's arguments, gathered into a list for get_all."""
+    if name == "iter_all" and is_async:
+        return [*_call("        async for record in ", "self._pages", args, ":"), "            yield record"]
+    if name == "iter_all":
+        return _call("        return ", "self._pages", args)
+    if is_async:
+        return _call("        return [record async for record in ", "self._pages", args, "]")
+    return _call("        return list(", "self._pages", args, ")")
+
+
 def client_verbs(requests: type, hand_written: Iterable[str]) -> list[tuple[str, Verb]]:
     """(method name, verb) for every verb whose Client face is on and that is not written by hand. A declared
     verb without a request, or a request no verb declares, is a ValueError naming the gap."""
@@ -244,7 +261,7 @@ def client_verbs(requests: type, hand_written: Iterable[str]) -> list[tuple[str,
     for name, verb in faced.items():
         if name in set(hand_written):
             continue
-        if verb.name not in built:
+        if verb.name not in built and verb.name not in PAGED:
             raise ValueError(f"the verb {verb.name!r} declares a Client face {name!r} (hippocampus/contract/verbs.py) but "
                              f"{requests.__name__} in remote/calls.py has no {verb.name!r}: write its request there, write "
                              f"it by hand in remote/transport.py, or mark the face off(...) with the reason")
@@ -264,6 +281,13 @@ def render_client(calls: type, sync_base: type, async_base: type) -> str:
         else:
             parts += [f"    def __enter__(self) -> {cls}:", "        return self", ""]
         for name, verb in client_verbs(calls, vars(base)):
+            if verb.name in PAGED:
+                returns = str(inspect.signature(verb.method).return_annotation)
+                returns = "Async" + returns if is_async and returns.startswith("Iterator[") else returns
+                args = [a if "=" in a else f"{a}={a}" for a in _signature(verb, imports, returns)[1]]
+                parts += _method(name, verb, PAGED[verb.name], _paged_body(verb.name, args, is_async), imports, is_async,
+                                 returns=returns)
+                continue
             send = "return await self._send(" if is_async else "return self._send("
             body = _call("        " + send, f"REQUESTS.{verb.name}", _signature(verb, imports)[1], ")")
             parts += _method(name, verb, vars(calls)[verb.name].__doc__, body, imports, is_async)
@@ -283,15 +307,16 @@ defaults and the docstring are the model's: a field added to the model is a para
 def _request_function(verb: str, model: type[requests.Request], service: str, result: str, imports: _Imports) -> list[str]:
     """One verb of Memory from its model: the first two fields positional, the rest keyword-only."""
     params, args = ["self: Facade"], []
+    written = {k: v for cls in reversed(model.__mro__) for k, v in vars(cls).get("__annotations__", {}).items()}
     for i, (name, field) in enumerate(model.model_fields.items()):
-        annotation = model.__annotations__[name]
+        annotation = written[name]  # as the model's source spells it (a field may be inherited: PageRequest's)
         imports.need(_names(annotation))
         if i == 2:
             params.append("*")
         default = "" if field.is_required() else f" = {_literal(field.default, imports)}"
         params.append(f"{name}: {annotation}{default}")
         args.append(f"{name}={name}")
-    imports.need([result])
+    imports.need(_names(result))
     doc = inspect.cleandoc(model.__doc__ or "")
     described = [f"`{name}`: {field.description}" for name, field in model.model_fields.items() if field.description]
     text = doc + "\n\nArguments (contract/requests.py " + model.__name__ + "):\n" + "\n".join(described)

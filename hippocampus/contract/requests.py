@@ -211,6 +211,43 @@ class ContextRequest(Request):
     run_id: str | None = Field(default=None, description="only memories of this run")
 
 
+class ListRequest(Request):
+    """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event first; paged
+    internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
+
+    user_id: str = Field(description="whose memories")
+    memory_type: MemoryType | str | None = Field(default=None, description="one kind: episodic, semantic or "
+                                                                           "procedural (default: all three)")
+    filters: Metadata = Field(default=None, description="search's filters (docs/filters.md), e.g. "
+                                                        "{\"priority\": {\"gte\": 3}}")
+    include_expired: bool = Field(default=False, description="also memories past their expires_at")
+    agent_id: str | None = Field(default=None, description="the agent reading, with agent_scope; docs/agents.md")
+    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without an "
+                                                         "agent) or both")
+    run_id: str | None = Field(default=None, description="only memories of this run")
+
+
+class IterRequest(ListRequest):
+    """Every memory of this user matching `filters` (as `get_all`), a page at a time from the store, in no
+    particular order (`get_all` sorts them); for exports too large to hold at once.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter (a value of the wrong kind when called, the
+    rest on the first `next`, as a generator does); StoreError on failure."""
+
+
+class PageRequest(ListRequest):
+    """A page of `get_all` (the same filters, expiry and agent scope): what a service or a UI lists without
+    sending every memory at once.
+
+    Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
+    StoreError on failure."""
+
+    offset: Count = Field(default=0, description="how many memories to skip (0 or more)")
+    limit: Count = Field(default=100, description="at most this many memories (0..1000)")
+
+
 # The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
 # the result Memory returns). contract/faces.py generates Memory's methods for them (memory/requested.py).
 REQUESTS: dict[str, tuple[type[Request], str, str]] = {
@@ -218,4 +255,7 @@ REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "search": (SearchRequest, "_records", "SearchResult"),
     "observe": (ObserveRequest, "_hook", "ObserveResult"),
     "context": (ContextRequest, "_lifecycle", "str"),
+    "get_all": (ListRequest, "_records", "list[MemoryRecord]"),
+    "page": (PageRequest, "_records", "MemoryPage"),
+    "iter_all": (IterRequest, "_records", "Iterator[MemoryRecord]"),
 }

@@ -231,41 +231,71 @@ class AsyncMemory(AsyncMemoryBase):
         answer for both); StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.get(memory_id, user_id))
 
-    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None,
-                      filters: dict[str, Any] | None = None, include_expired: bool = False, *,
-                      agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event
-        first; paged internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
-        `agent_id`, `agent_scope` and `run_id` scope it as search's do (docs/agents.md).
+    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                      include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> list[MemoryRecord]:
+        """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event first; paged
+    internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
 
-        Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.get_all(user_id, memory_type, filters,
-                                                                          include_expired, agent_id=agent_id,
-                                                                          agent_scope=agent_scope, run_id=run_id))
+    Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure.
 
-    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-                   filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-                   agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
-        """A page of `get_all` (the same `filters`, `include_expired` and agent scope): what a service or a UI lists
-        without sending every memory at once.
+    Arguments (contract/requests.py ListRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.get_all(user_id, memory_type, filters=filters,
+                                                                          include_expired=include_expired,
+                                                                          agent_id=agent_id, agent_scope=agent_scope,
+                                                                          run_id=run_id))
 
-        Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
-        StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.page(user_id, memory_type, offset, limit, filters,
-                                                                       include_expired, agent_id=agent_id,
-                                                                       agent_scope=agent_scope, run_id=run_id))
+    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                   include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                   run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
+        """A page of `get_all` (the same filters, expiry and agent scope): what a service or a UI lists without
+    sending every memory at once.
 
-    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None,
-                       filters: dict[str, Any] | None = None, include_expired: bool = False, *,
-                       agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
-        """Every memory of this user matching `filters`, a page at a time from the store, in no particular
-        order (`get_all` sorts them); for exports too large to hold at once.
+    Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
+    StoreError on failure.
 
-        Raises InvalidInput for a bad user_id, memory_type or filter (on the first `next`, as a generator
-        does); StoreError on failure."""
-        async for item in in_chunks(lambda: self.memory.iter_all(user_id, memory_type, filters, include_expired,
-                                                                 agent_id=agent_id, agent_scope=agent_scope,
-                                                                 run_id=run_id)):
+    Arguments (contract/requests.py PageRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run
+    `offset`: how many memories to skip (0 or more)
+    `limit`: at most this many memories (0..1000)"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.page(user_id, memory_type, filters=filters,
+                                                                       include_expired=include_expired,
+                                                                       agent_id=agent_id, agent_scope=agent_scope,
+                                                                       run_id=run_id, offset=offset, limit=limit))
+
+    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                       include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                       run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
+        """Every memory of this user matching `filters` (as `get_all`), a page at a time from the store, in no
+    particular order (`get_all` sorts them); for exports too large to hold at once.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter (a value of the wrong kind when called, the
+    rest on the first `next`, as a generator does); StoreError on failure.
+
+    Arguments (contract/requests.py IterRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+        async for item in in_chunks(lambda: self.memory.iter_all(user_id, memory_type, filters=filters,
+                                                                 include_expired=include_expired, agent_id=agent_id,
+                                                                 agent_scope=agent_scope, run_id=run_id)):
             yield item
 
     async def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:

@@ -29,7 +29,6 @@ from ..models import (
     HistoryEvent,
     MemoryPage,
     MemoryRecord,
-    MemoryType,
     Progress,
     UndoResult,
 )
@@ -218,38 +217,8 @@ class Memory:
         answer for both); StoreError on failure."""
         return self._records.get(memory_id, user_id)
 
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                run_id: str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event
-        first; paged internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
-        `agent_id`, `agent_scope` and `run_id` scope it as search's do (docs/agents.md).
-
-        Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
-        return self._records.get_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                                     run_id=run_id)
-
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-             filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-             agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
-        """A page of `get_all` (the same `filters`, `include_expired` and agent scope): what a service or a UI lists
-        without sending every memory at once.
-
-        Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
-        StoreError on failure."""
-        return self._records.page(user_id, memory_type, offset, limit, filters, include_expired, agent_id=agent_id,
-                                  agent_scope=agent_scope, run_id=run_id)
-
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                 include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                 run_id: str | None = None) -> Iterator[MemoryRecord]:
-        """Every memory of this user matching `filters`, a page at a time from the store, in no particular
-        order (`get_all` sorts them); for exports too large to hold at once.
-
-        Raises InvalidInput for a bad user_id, memory_type or filter (on the first `next`, as a generator
-        does); StoreError on failure."""
-        return self._records.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                                      run_id=run_id)
+    # generated from contract/requests.py's ListRequest, PageRequest and IterRequest (memory/requested.py)
+    get_all, page, iter_all = requested.get_all, requested.page, requested.iter_all
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first; kept after the memory is deleted or merged.

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..contract.requests import AddRequest, ContextRequest, ObserveRequest, SearchRequest, build
+from ..contract.requests import (
+    AddRequest,
+    ContextRequest,
+    IterRequest,
+    ListRequest,
+    ObserveRequest,
+    PageRequest,
+    SearchRequest,
+    build,
+)
 from ..models import MemoryType
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from datetime import datetime
 
     from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
     from ..lifecycle.service import LifecycleService
-    from ..models import AddResult, ObserveResult, SearchResult
+    from ..models import AddResult, MemoryPage, MemoryRecord, ObserveResult, SearchResult
     from .observe import ChatHookService
     from .records import RecordService
 
@@ -161,3 +171,70 @@ def context(self: Facade, user_id: str, query: str | None = None, *, max_items: 
     return self._lifecycle.context(build(ContextRequest, user_id=user_id, query=query, max_items=max_items,
                                                         min_score=min_score, dates=dates, now=now, agent_id=agent_id,
                                                         agent_scope=agent_scope, run_id=run_id))
+
+
+def get_all(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+            include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+            run_id: str | None = None) -> list[MemoryRecord]:
+    """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event first; paged
+    internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure.
+
+    Arguments (contract/requests.py ListRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+    return self._records.get_all(build(ListRequest, user_id=user_id, memory_type=memory_type, filters=filters,
+                                                   include_expired=include_expired, agent_id=agent_id,
+                                                   agent_scope=agent_scope, run_id=run_id))
+
+
+def page(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+         include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+         run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
+    """A page of `get_all` (the same filters, expiry and agent scope): what a service or a UI lists without
+    sending every memory at once.
+
+    Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
+    StoreError on failure.
+
+    Arguments (contract/requests.py PageRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run
+    `offset`: how many memories to skip (0 or more)
+    `limit`: at most this many memories (0..1000)"""
+    return self._records.page(build(PageRequest, user_id=user_id, memory_type=memory_type, filters=filters,
+                                                include_expired=include_expired, agent_id=agent_id,
+                                                agent_scope=agent_scope, run_id=run_id, offset=offset, limit=limit))
+
+
+def iter_all(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+             include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+             run_id: str | None = None) -> Iterator[MemoryRecord]:
+    """Every memory of this user matching `filters` (as `get_all`), a page at a time from the store, in no
+    particular order (`get_all` sorts them); for exports too large to hold at once.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter (a value of the wrong kind when called, the
+    rest on the first `next`, as a generator does); StoreError on failure.
+
+    Arguments (contract/requests.py IterRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+    return self._records.iter_all(build(IterRequest, user_id=user_id, memory_type=memory_type, filters=filters,
+                                                    include_expired=include_expired, agent_id=agent_id,
+                                                    agent_scope=agent_scope, run_id=run_id))

@@ -140,14 +140,16 @@ class _Requests:
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
         return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
 
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
-             limit: int = 100, filters: dict[str, Any] | None = None, include_expired: bool = False, *,
-             agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> Call[MemoryPage]:
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, **fields: Any) -> Call[MemoryPage]:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
-        params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
-                  "limit": V.check_limit(limit), "filters": _filters_param(filters),
-                  "include_expired": "true" if V.check_flag("include_expired", include_expired) else None,
-                  **_agent_params(agent_id, agent_scope, run_id)}
+        fields.setdefault("offset", 0)
+        fields.setdefault("limit", 100)
+        fields["offset"], fields["limit"] = V.check_offset(fields["offset"]), V.check_limit(fields["limit"])
+        fields["filters"] = _filters_param(fields.get("filters"))  # JSON text in the query string
+        if fields.get("include_expired") is not None:
+            fields["include_expired"] = "true" if V.check_flag("include_expired", fields["include_expired"]) else None
+        scope = _agent_params(fields.pop("agent_id", None), fields.pop("agent_scope", "both"), fields.pop("run_id", None))
+        params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), **fields, **scope}  # PageRequest's fields
         return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
 
     def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,

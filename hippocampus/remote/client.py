@@ -23,7 +23,7 @@ from .transport import AsyncTransport, SyncTransport
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
+    from collections.abc import AsyncIterator, Iterator, Sequence
     from datetime import datetime
     from typing import Any
 
@@ -127,12 +127,28 @@ class Client(SyncTransport):
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
         return self._send(REQUESTS.get(memory_id, user_id))
 
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-             filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-             agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                run_id: str | None = None) -> list[MemoryRecord]:
+        """Every memory Memory.get_all lists, oldest event first, a page per request."""
+        return list(self._pages(user_id=user_id, memory_type=memory_type, filters=filters,
+                                include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                run_id=run_id))
+
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+             include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+             run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
-        return self._send(REQUESTS.page(user_id, memory_type, offset, limit, filters, include_expired,
-                                        agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
+        return self._send(REQUESTS.page(user_id, memory_type, filters=filters, include_expired=include_expired,
+                                        agent_id=agent_id, agent_scope=agent_scope, run_id=run_id, offset=offset,
+                                        limit=limit))
+
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                 include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                 run_id: str | None = None) -> Iterator[MemoryRecord]:
+        """Every memory Memory.iter_all lists, a page per request."""
+        return self._pages(user_id=user_id, memory_type=memory_type, filters=filters, include_expired=include_expired,
+                           agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first. Raises InvalidInput for a bad id; NotFound when
@@ -280,12 +296,30 @@ class AsyncClient(AsyncTransport):
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
         return await self._send(REQUESTS.get(memory_id, user_id))
 
-    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-                   filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-                   agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
+    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                      include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> list[MemoryRecord]:
+        """Every memory Memory.get_all lists, oldest event first, a page per request."""
+        return [record async for record in self._pages(user_id=user_id, memory_type=memory_type, filters=filters,
+                                                       include_expired=include_expired, agent_id=agent_id,
+                                                       agent_scope=agent_scope, run_id=run_id)]
+
+    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                   include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                   run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
-        return await self._send(REQUESTS.page(user_id, memory_type, offset, limit, filters, include_expired,
-                                              agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
+        return await self._send(REQUESTS.page(user_id, memory_type, filters=filters, include_expired=include_expired,
+                                              agent_id=agent_id, agent_scope=agent_scope, run_id=run_id, offset=offset,
+                                              limit=limit))
+
+    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                       include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                       run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
+        """Every memory Memory.iter_all lists, a page per request."""
+        async for record in self._pages(user_id=user_id, memory_type=memory_type, filters=filters,
+                                        include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                        run_id=run_id):
+            yield record
 
     async def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first. Raises InvalidInput for a bad id; NotFound when

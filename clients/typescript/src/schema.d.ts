@@ -435,51 +435,77 @@ export interface components {
              */
             batch_size: number;
         };
-        /** AddRequest */
+        /**
+         * AddRequest
+         * @description Remember a turn: `messages` is a string, one {"role", "content"} dict (as mem0 takes it) or a list of
+         *     them. With `infer=False` the text is stored as-is as one memory; with `infer=True` the rules gate or the
+         *     WriteDecider (one LLM call) decides whether and what to store; a deferred decision or a failed LLM keeps the
+         *     turn raw, marked `pending_decision` (see decide_pending). A memory past its `expires_at` leaves search, list
+         *     and the prompt block; decay archives it (docs/filters.md).
+         *
+         *     Raises InvalidInput before anything is written for a bad argument, or for metadata that sets a key the
+         *     library owns (`created_at`, `updated_at`, `pending_decision`, ...: see validation.OWNED_KEYS);
+         *     EmbeddingError / StoreError when embedding or writing fails. An LLM failure is not raised: the turn is kept
+         *     raw.
+         */
         AddRequest: {
             /**
              * Messages
-             * @description the turn: a string or [{role, content}, ...]
+             * @description the turn: a string, one {role, content} dict or a list of them (at most 1,000)
              */
             messages: string | {
                 [key: string]: string;
+            } | {
+                [key: string]: string;
             }[];
-            /** User Id */
+            /**
+             * User Id
+             * @description whose memory it is
+             */
             user_id: string;
             /**
              * Chat Id
+             * @description the conversation it was said in
              * @default default
              */
             chat_id: string;
-            /** Who */
+            /**
+             * Who
+             * @description who said or did it (default: the user)
+             */
             who?: string | null;
-            /** Metadata */
+            /**
+             * Metadata
+             * @description the caller's own keys, kept with the memory (not a key the library owns)
+             */
             metadata?: {
                 [key: string]: unknown;
             } | null;
             /**
              * Infer
+             * @description let the write decider (an LLM or the offline rules) decide what to keep
              * @default false
              */
             infer: boolean;
             /**
              * Ts
-             * @description when it happened: epoch seconds or ISO 8601 (default: now)
+             * @description when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
              */
             ts?: number | string | null;
             /**
              * Memory Type
+             * @description episodic (a turn), semantic (a stable fact) or procedural (a tool-call sequence that worked)
              * @default episodic
              */
-            memory_type: string;
+            memory_type: components["schemas"]["MemoryType"] | string;
             /**
              * Expires At
-             * @description when it expires: epoch seconds, ISO 8601, or words naming a day ("until Monday", "到下周一"); docs/filters.md
+             * @description when it expires: epoch seconds, a datetime, ISO 8601, or words naming a day ("until Monday", "到下周一"), resolved once from when it was said: the end of that day in the user's zone; docs/filters.md
              */
             expires_at?: number | string | null;
             /**
              * Agent Id
-             * @description the agent the memory belongs to (none: the user's shared memory); docs/agents.md
+             * @description the agent the memory belongs to within the user (none: the user's shared memory); docs/agents.md
              */
             agent_id?: string | null;
             /**
@@ -1047,7 +1073,19 @@ export interface components {
          * @enum {string}
          */
         MemoryType: "episodic" | "semantic" | "procedural";
-        /** ObserveRequest */
+        /**
+         * ObserveRequest
+         * @description The chat hook's after-turn call in one LLM call (the KnowledgeMonitor), in place of add(infer=True),
+         *     mark_used and reconsolidation: given the turn (with the answer) and the memories `shown` for it (best first; at
+         *     most 50 reach the model), the model adds what is new, and per shown memory updates (the old text to history),
+         *     boosts, deletes (soft: restorable) or skips it, and says which the answer used (hit + reinforcement). Ids
+         *     outside the shown set, and updates or deletes of core memories, are refused and listed. With nothing shown, a
+         *     turn the rules gate is certain of costs no call. A model failure keeps the turn raw, pending, as
+         *     add(infer=True) does; nothing else changes.
+         *
+         *     Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A shown id that is
+         *     missing or another user's is not shown to the model (listed in `refused`).
+         */
         ObserveRequest: {
             /**
              * Messages
@@ -1055,33 +1093,46 @@ export interface components {
              */
             messages: string | {
                 [key: string]: string;
+            } | {
+                [key: string]: string;
             }[];
-            /** User Id */
+            /**
+             * User Id
+             * @description whose memories
+             */
             user_id: string;
             /**
              * Shown
-             * @description ids of the memories retrieved for this turn, best first
+             * @description the memories retrieved for this turn, best first: ids or search hits
+             * @default []
              */
-            shown?: number[];
+            shown: unknown[];
             /**
              * Chat Id
+             * @description the conversation it was said in
              * @default default
              */
             chat_id: string;
-            /** Who */
+            /**
+             * Who
+             * @description who said it (default: the user)
+             */
             who?: string | null;
-            /** Metadata */
+            /**
+             * Metadata
+             * @description the caller's own keys, kept on what it adds
+             */
             metadata?: {
                 [key: string]: unknown;
             } | null;
             /**
              * Ts
-             * @description when it happened: epoch seconds or ISO 8601 (default: now)
+             * @description when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
              */
             ts?: number | string | null;
             /**
              * Agent Id
-             * @description the agent observing: what it adds is its own; docs/agents.md
+             * @description the agent observing: what it adds is its own, and only its own and shared memories are shown or forgotten; docs/agents.md
              */
             agent_id?: string | null;
             /**
@@ -1154,26 +1205,49 @@ export interface components {
                 [key: string]: number;
             };
         };
-        /** SearchRequest */
+        /**
+         * SearchRequest
+         * @description Up to k_episodic episodic and k_semantic semantic memories, each list best first; procedural memories
+         *     (k_procedural) only when `memory_type` or `memory_types` names them. Without a working embedder BM25 serves
+         *     alone. A question about the past ("where did I live before?", "我以前住在哪") also gets the superseded
+         *     memories, each just before the one that replaced it (docs/slots.md).
+         *
+         *     Raises InvalidInput for a bad argument (empty query, unknown memory_type or mode, both memory_type and
+         *     memory_types, limit outside 0..1000, a filter that is not a JSON object, names an unknown field or operator,
+         *     has a wrong value type or is nested too deep, an as_of that names no time); StoreError on failure. An embedder
+         *     failure is not raised: BM25 answers instead.
+         */
         SearchRequest: {
-            /** Query */
+            /**
+             * Query
+             * @description what to recall
+             */
             query: string;
-            /** User Id */
+            /**
+             * User Id
+             * @description whose memories
+             */
             user_id: string;
-            /** Limit */
+            /**
+             * Limit
+             * @description caps every list at once (0..1000; default: k_episodic, k_semantic, k_procedural)
+             */
             limit?: number | null;
-            /** Memory Type */
-            memory_type?: string | null;
+            /**
+             * Memory Type
+             * @description one kind: episodic, semantic or procedural
+             */
+            memory_type?: components["schemas"]["MemoryType"] | string | null;
             /**
              * Filters
-             * @description chat_id, who, memory_type, category, state, ts or metadata.<key>: a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, exists) with AND / OR / NOT, e.g. {"priority": {"gte": 3}}; docs/filters.md
+             * @description chat_id, who, memory_type, category, state, ts or metadata.<key> (a bare key some memory of the user has also works): a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, exists) with AND / OR / NOT, e.g. {"priority": {"gte": 3}}; docs/filters.md
              */
             filters?: {
                 [key: string]: unknown;
             } | null;
             /**
              * Mode
-             * @description hybrid, dense or bm25 (default: the server's setting)
+             * @description hybrid, dense or bm25 for this call (default: config.search_mode)
              */
             mode?: string | null;
             /**
@@ -1186,10 +1260,10 @@ export interface components {
              * Memory Types
              * @description several kinds, e.g. ["episodic", "procedural"]
              */
-            memory_types?: string[] | null;
+            memory_types?: (components["schemas"]["MemoryType"] | string)[] | null;
             /**
              * Graph
-             * @description the graph stage on or off for this search (default: the server's `graph`)
+             * @description the graph stage (memories linked through the user's entities and triples) on or off for this search (default: config `graph`)
              */
             graph?: boolean | null;
             /**
@@ -1200,12 +1274,12 @@ export interface components {
             include_expired: boolean;
             /**
              * Agent Id
-             * @description the agent reading; with agent_scope; docs/agents.md
+             * @description the agent reading, with agent_scope; docs/agents.md
              */
             agent_id?: string | null;
             /**
              * Agent Scope
-             * @description own (the agent's memories), shared (the user's without agent) or both
+             * @description own (the agent's memories), shared (the user's without an agent) or both
              * @default both
              */
             agent_scope: string;
@@ -1216,9 +1290,9 @@ export interface components {
             run_id?: string | null;
             /**
              * As Of
-             * @description answer as the memories stood then: epoch seconds or ISO 8601 (a date alone is its end); docs/slots.md
+             * @description answer as the memories stood then (said by then, not superseded or expired by then): a datetime, epoch seconds or ISO 8601 (a date alone is its end); docs/slots.md
              */
-            as_of?: number | string | null;
+            as_of?: string | number | null;
         };
         /**
          * SearchResult
@@ -1769,20 +1843,24 @@ export interface operations {
     page_v1_memories_get: {
         parameters: {
             query: {
+                /** @description whose memories */
                 user_id: string;
-                memory_type?: string | null;
-                offset?: number;
-                limit?: number;
-                /** @description search's filters as a JSON object, e.g. {"priority": {"gte": 3}} (docs/filters.md) */
+                /** @description one kind: episodic, semantic or procedural (default: all three) */
+                memory_type?: components["schemas"]["MemoryType"] | string | null;
+                /** @description search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}} */
                 filters?: string | null;
                 /** @description also memories past their expires_at */
                 include_expired?: boolean;
-                /** @description the agent reading (docs/agents.md) */
+                /** @description the agent reading, with agent_scope; docs/agents.md */
                 agent_id?: string | null;
-                /** @description own, shared or both */
+                /** @description own (the agent's memories), shared (the user's without an agent) or both */
                 agent_scope?: string;
                 /** @description only memories of this run */
                 run_id?: string | null;
+                /** @description how many memories to skip (0 or more) */
+                offset?: number;
+                /** @description at most this many memories (0..1000) */
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -2677,13 +2755,21 @@ export interface operations {
     context_v1_context_get: {
         parameters: {
             query: {
+                /** @description whose memories */
                 user_id: string;
+                /** @description also the memories most related to this */
                 query?: string | null;
+                /** @description at most this many memories (0..1000) */
                 max_items?: number;
+                /** @description only memories scoring at least this, 0..1 (core: any score) */
                 min_score?: number;
+                /** @description start each line with the memory's date */
                 dates?: boolean;
+                /** @description the agent reading, with agent_scope; docs/agents.md */
                 agent_id?: string | null;
+                /** @description own (the agent's memories), shared (the user's without an agent) or both */
                 agent_scope?: string;
+                /** @description only memories of this run */
                 run_id?: string | null;
             };
             header?: never;
