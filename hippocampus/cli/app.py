@@ -22,7 +22,7 @@ from typing import Any
 
 import typer
 
-from ..contract.requests import AddRequest, ListRequest, SearchRequest
+from ..contract.requests import AddRequest, ListRequest, SearchRequest, UpdateRequest
 from ..contract.verbs import by_name
 from ..errors import HippocampusError
 from . import render
@@ -157,6 +157,7 @@ def list_(
 
 
 @app.command()
+@model_options(UpdateRequest, by_name()["update"].cli, handled=("memory_id", "text", "user_id", "metadata", "expires_at"))
 def update(
     memory_id: int = typer.Argument(..., help="memory id"),
     text: str = typer.Argument(..., help="the new text"),
@@ -165,11 +166,13 @@ def update(
     expires_at: str | None = typer.Option(None, "--expires-at", help="when it expires, as add's --expires-at "
                                              "(words count from now)"),
     as_json: bool = JsonOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Replace a memory's text (re-embedded; the id stays, the old text goes to history)."""
     check_expiry(expires_at)
     with open_memory() as memory:
-        record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None, expires_at=expires_at)
+        record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None, expires_at=expires_at,
+                               **(fields or {}))
     emit(as_json, render.record_json(record), message=f"updated {record.id}")
 
 

@@ -137,7 +137,8 @@ class Memory:
         meta = _callers(metadata, S.IMMUTABLE_KEYS, "update")  # fixed at creation, as mem0's
         until = None if expiration_date is _UNSET else S.NEVER if expiration_date is None else \
             S.expiration_date(expiration_date)
-        self.memory.update(record.id, record.text if text is None else text, owner, meta or None, until)
+        self.memory.update(record.id, record.text if text is None else text, user_id=owner, metadata=meta or None,
+                           expires_at=until)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: Any) -> dict[str, str]:

@@ -19,7 +19,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, Strict, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    Strict,
+    ValidationError,
+    create_model,
+)
 
 from ..errors import InvalidInput
 from ..models import MemoryType
@@ -248,6 +257,27 @@ class PageRequest(ListRequest):
     limit: Count = Field(default=100, description="at most this many memories (0..1000)")
 
 
+class UpdateRequest(Request):
+    """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+    history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+
+    Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+    missing or another user's; EmbeddingError / StoreError on failure."""
+
+    memory_id: int = Field(description="the memory to change")
+    text: str = Field(description="its new text")
+    user_id: str = Field(description="whose memory it is")
+    metadata: Metadata = Field(default=None, description="the caller's keys to set in its metadata (not a key the "
+                                                         "library owns)")
+    expires_at: Expiry = Field(default=None, description="when it expires, as add's (words count from now)")
+
+
+def without(model: type[Request], *names: str) -> type[Request]:
+    """The model less some fields: a REST body whose other fields travel in the path (PATCH's memory_id)."""
+    kept = {name: (field.annotation, field) for name, field in model.model_fields.items() if name not in names}
+    return create_model(model.__name__, __base__=Request, __doc__=model.__doc__, **kept)  # type: ignore[call-overload,no-any-return]
+
+
 # The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
 # the result Memory returns). contract/faces.py generates Memory's methods for them (memory/requested.py).
 REQUESTS: dict[str, tuple[type[Request], str, str]] = {
@@ -258,4 +288,5 @@ REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "get_all": (ListRequest, "_records", "list[MemoryRecord]"),
     "page": (PageRequest, "_records", "MemoryPage"),
     "iter_all": (IterRequest, "_records", "Iterator[MemoryRecord]"),
+    "update": (UpdateRequest, "_records", "MemoryRecord"),
 }

@@ -99,14 +99,22 @@ class AsyncMemory(AsyncMemoryBase):
         EmbeddingError / StoreError when embedding or writing fails."""
         return await anyio.to_thread.run_sync(lambda: self.memory.add_many(items, batch_size))
 
-    async def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-                     expires_at: Any = None) -> MemoryRecord:
-        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the
-        old text goes to history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+    async def update(self, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None,
+                     expires_at: Expiry = None) -> MemoryRecord:
+        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+    history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
 
-        Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound
-        when the memory is missing or another user's; EmbeddingError / StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.update(memory_id, text, user_id, metadata, expires_at))
+    Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+    missing or another user's; EmbeddingError / StoreError on failure.
+
+    Arguments (contract/requests.py UpdateRequest):
+    `memory_id`: the memory to change
+    `text`: its new text
+    `user_id`: whose memory it is
+    `metadata`: the caller's keys to set in its metadata (not a key the library owns)
+    `expires_at`: when it expires, as add's (words count from now)"""
+        return await anyio.to_thread.run_sync(lambda: self.memory.update(memory_id, text, user_id=user_id,
+                                                                         metadata=metadata, expires_at=expires_at))
 
     async def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory of this user; its history stays and keeps the row (`undo` brings it back).

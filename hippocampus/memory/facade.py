@@ -158,14 +158,7 @@ class Memory:
         EmbeddingError / StoreError when embedding or writing fails."""
         return self._records.add_many(items, batch_size)
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> MemoryRecord:
-        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the
-        old text goes to history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
-
-        Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound
-        when the memory is missing or another user's; EmbeddingError / StoreError on failure."""
-        return self._records.update(memory_id, text, user_id, metadata, expires_at)
+    update = requested.update  # generated from contract/requests.py's UpdateRequest (memory/requested.py)
 
     def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory of this user; its history stays and keeps the row (`undo` brings it back).

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import validation as V
 from ..context import MemoryContext
-from ..contract.requests import AddRequest, ListRequest, PageRequest, SearchRequest, build
+from ..contract.requests import AddRequest, ListRequest, PageRequest, SearchRequest, UpdateRequest, build
 from ..errors import InvalidInput, NotFound
 from ..lifecycle import expiry
 from ..lifecycle.decay import forgotten_row
@@ -124,15 +124,14 @@ class RecordService:
             ids += self.ctx.writer.insert(rows[start : start + batch_size], actor="api")
         return ids
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> MemoryRecord:
-        """Replace a memory's text (re-embedded) and merge `metadata` into it. Memory.update documents the
-        arguments and errors."""
-        memory_id = V.check_memory_id(memory_id)
-        user_id = V.check_id("user_id", user_id)
-        text = V.check_text(text)
-        extra = V.check_caller_metadata(metadata)
-        until = expiry.resolve(expires_at, now_ts(), user_zone(self.ctx.config, user_id))  # relative words: from now
+    def update(self, req: UpdateRequest) -> MemoryRecord:
+        """Replace a memory's text (re-embedded) and merge `metadata` into it. UpdateRequest (contract/requests.py)
+        documents the fields and errors."""
+        memory_id = V.check_memory_id(req.memory_id)
+        user_id = V.check_id("user_id", req.user_id)
+        text = V.check_text(req.text)
+        extra = V.check_caller_metadata(req.metadata)
+        until = expiry.resolve(req.expires_at, now_ts(), user_zone(self.ctx.config, user_id))  # relative words: from now
         old = self.get(memory_id, user_id=user_id)
         if unchanged(old, text, extra, until):  # nothing to record: no event, no re-embedding
             return old

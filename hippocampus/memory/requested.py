@@ -18,6 +18,7 @@ from ..contract.requests import (
     ObserveRequest,
     PageRequest,
     SearchRequest,
+    UpdateRequest,
     build,
 )
 from ..models import MemoryType
@@ -238,3 +239,21 @@ def iter_all(self: Facade, user_id: str, memory_type: MemoryType | str | None = 
     return self._records.iter_all(build(IterRequest, user_id=user_id, memory_type=memory_type, filters=filters,
                                                     include_expired=include_expired, agent_id=agent_id,
                                                     agent_scope=agent_scope, run_id=run_id))
+
+
+def update(self: Facade, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None,
+           expires_at: Expiry = None) -> MemoryRecord:
+    """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+    history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+
+    Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+    missing or another user's; EmbeddingError / StoreError on failure.
+
+    Arguments (contract/requests.py UpdateRequest):
+    `memory_id`: the memory to change
+    `text`: its new text
+    `user_id`: whose memory it is
+    `metadata`: the caller's keys to set in its metadata (not a key the library owns)
+    `expires_at`: when it expires, as add's (words count from now)"""
+    return self._records.update(build(UpdateRequest, memory_id=memory_id, text=text, user_id=user_id, metadata=metadata,
+                                                    expires_at=expires_at))

@@ -152,12 +152,12 @@ class _Requests:
         params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), **fields, **scope}  # PageRequest's fields
         return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> Call[MemoryRecord]:
+    def update(self, memory_id: int, text: str, **fields: Any) -> Call[MemoryRecord]:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
-        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body={"user_id": user_id, "text": text, "metadata": metadata,
-                                                                            "expires_at": _when(expires_at)})
+        body = {"text": text, **fields}  # UpdateRequest's fields but the id (in the path), whatever they are
+        body["expires_at"] = _when(body.get("expires_at"))
+        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body=body)
 
     def delete(self, memory_id: int, user_id: str) -> Call[None]:
         """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it

@@ -73,11 +73,10 @@ class Client(SyncTransport):
                                        ts=ts, memory_type=memory_type, expires_at=expires_at, agent_id=agent_id,
                                        run_id=run_id))
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> MemoryRecord:
+    def update(self, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None, expires_at: Expiry = None) -> MemoryRecord:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
-        return self._send(REQUESTS.update(memory_id, text, user_id, metadata, expires_at))
+        return self._send(REQUESTS.update(memory_id, text, user_id=user_id, metadata=metadata, expires_at=expires_at))
 
     def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it
@@ -242,11 +241,12 @@ class AsyncClient(AsyncTransport):
                                              infer=infer, ts=ts, memory_type=memory_type, expires_at=expires_at,
                                              agent_id=agent_id, run_id=run_id))
 
-    async def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-                     expires_at: Any = None) -> MemoryRecord:
+    async def update(self, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None,
+                     expires_at: Expiry = None) -> MemoryRecord:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
-        return await self._send(REQUESTS.update(memory_id, text, user_id, metadata, expires_at))
+        return await self._send(REQUESTS.update(memory_id, text, user_id=user_id, metadata=metadata,
+                                                expires_at=expires_at))
 
     async def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it

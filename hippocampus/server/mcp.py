@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._version import __version__
-from ..contract.requests import AddRequest, ContextRequest, ObserveRequest, PageRequest, SearchRequest
+from ..contract.requests import AddRequest, ContextRequest, ObserveRequest, PageRequest, SearchRequest, UpdateRequest
 from ..contract.verbs import by_name
 from ..contract.wire import NotAFlag, error_body
 from ..errors import AuthError, HippocampusError, http_status
@@ -85,7 +85,7 @@ class ToolBackend(Protocol):
     def page(self, user_id: str, memory_type: Any = ..., *, filters: Any = ..., include_expired: bool = ...,
              agent_id: Any = ..., agent_scope: Any = ..., run_id: Any = ..., offset: int = ..., limit: int = ...) -> Any: ...
     def get(self, memory_id: int, user_id: str) -> Any: ...
-    def update(self, memory_id: int, text: str, user_id: str, metadata: Any = ..., expires_at: Any = ...) -> Any: ...
+    def update(self, memory_id: int, text: str, *, user_id: str, metadata: Any = ..., expires_at: Any = ...) -> Any: ...
     def delete(self, memory_id: int, user_id: str) -> Any: ...
     def update_many(self, items: Any, user_id: str) -> Any: ...
     def delete_many(self, memory_ids: Any, user_id: str) -> Any: ...
@@ -241,15 +241,18 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
         record = await owned(ctx, user_id, memory_id, _missing(memory_id), backend.get, memory_id, user_id=user_id)
         return record.model_dump(mode="json")
 
+    update_face = by_name()["update"].mcp
+
     @tool(annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False))
-    async def update_memory(ctx: Context, memory_id: MemoryId, text: str, user_id: UserId,
-                            metadata: dict[str, Any] | None = None,
-                            expires_at: When = None) -> dict[str, Any]:
+    @tool_params(UpdateRequest, update_face, {"memory_id": MemoryId, "user_id": UserId, "metadata": dict[str, Any] | None,
+                                              "expires_at": When})
+    async def update_memory(ctx: Context, **fields: Any) -> dict[str, Any]:
         """Correct a memory in place when the user says it changed ("I moved again"): replaces its
         text (the id stays, the old text goes to memory_history) and merges metadata into it;
         expires_at as add_memory's. Returns the updated memory."""
-        record = await owned(ctx, user_id, memory_id, _missing(memory_id), backend.update, memory_id, text, user_id=user_id,
-                           metadata=metadata, expires_at=expires_at)
+        args = verb_args(fields, update_face)  # UpdateRequest's fields (contract/requests.py), under the verb's names
+        memory_id, user_id = args.pop("memory_id"), args.pop("user_id")
+        record = await owned(ctx, user_id, memory_id, _missing(memory_id), backend.update, memory_id, user_id=user_id, **args)
         return record.model_dump(mode="json")
 
     @tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))

@@ -118,9 +118,10 @@ def get(memory_id: int, user_id: str, tenant: TenantDep, memory: MemoryDep) -> M
 
 
 @router.patch("/memories/{memory_id}", response_model=MemoryRecord, summary="Replace a memory's text (the id stays)")
-def update(memory_id: int, body: UpdateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
-    tenant.check_owned(body.user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=body.user_id).metadata)
-    return memory.update(memory_id, body.text, user_id=body.user_id, metadata=body.metadata, expires_at=body.expires_at)
+def update(memory_id: int, body: UpdateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:  # type: ignore[valid-type]
+    fields = fields_of(body)  # UpdateRequest's fields but the id (contract/wire.py)
+    tenant.check_owned(fields["user_id"], _missing(memory_id), lambda: memory.get(memory_id, user_id=fields["user_id"]).metadata)
+    return memory.update(memory_id, **fields)
 
 
 @router.delete("/memories/{memory_id}", response_model=Deleted, summary="Delete one memory (its history stays)")

@@ -1335,19 +1335,35 @@ export interface components {
              */
             items: unknown[];
         };
-        /** UpdateRequest */
+        /**
+         * UpdateRequest
+         * @description Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+         *     history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+         *
+         *     Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+         *     missing or another user's; EmbeddingError / StoreError on failure.
+         */
         UpdateRequest: {
-            /** User Id */
-            user_id: string;
-            /** Text */
+            /**
+             * Text
+             * @description its new text
+             */
             text: string;
-            /** Metadata */
+            /**
+             * User Id
+             * @description whose memory it is
+             */
+            user_id: string;
+            /**
+             * Metadata
+             * @description the caller's keys to set in its metadata (not a key the library owns)
+             */
             metadata?: {
                 [key: string]: unknown;
             } | null;
             /**
              * Expires At
-             * @description when it expires: epoch seconds, ISO 8601, or words naming a day ("until Monday", "到下周一"); docs/filters.md
+             * @description when it expires, as add's (words count from now)
              */
             expires_at?: number | string | null;
         };
