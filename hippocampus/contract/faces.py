@@ -366,6 +366,13 @@ _ASYNC_MEMORY_DOC = '''    """Memory's verbs as coroutines over one in-process s
 '''
 
 
+def _pointed(name: str, doc: str | None) -> str | None:
+    """Memory's docstring with a request verb's list of arguments replaced by where it is: the signature above it
+    says the same to a type checker, and Memory.<verb> (memory/requested.py) and the model describe each."""
+    head, mark, tail = (doc or "").partition("\n\n    Arguments (contract/requests.py ")
+    return head + f"\n\n    Arguments: as Memory.{name}'s ({tail.split(')')[0]}, contract/requests.py)." if mark else doc
+
+
 def render_async_memory(base: type) -> str:
     """hippocampus/memory/async_memory.py: every verb of Memory awaited in a worker thread."""
     imports = _Imports("hippocampus.memory", {"anyio.to_thread": {"*module*"},
@@ -379,13 +386,14 @@ def render_async_memory(base: type) -> str:
         returns = str(inspect.signature(verb.method).return_annotation)
         returns = "Async" + returns if returns.startswith("Iterator[") else returns
         args = _signature(verb, imports, returns)[1]
+        doc = _pointed(verb.name, verb.method.__doc__)
         if returns.startswith("AsyncIterator["):
             body = [*_call("        async for item in in_chunks(lambda: ", f"self.memory.{verb.name}", args, "):"),
                     "            yield item"]
-            parts += _method(name, verb, verb.method.__doc__, body, imports, True, returns=returns)
+            parts += _method(name, verb, doc, body, imports, True, returns=returns)
         else:
             body = _call("        return await anyio.to_thread.run_sync(lambda: ", f"self.memory.{verb.name}", args, ")")
-            parts += _method(name, verb, verb.method.__doc__, body, imports, True)
+            parts += _method(name, verb, doc, body, imports, True)
     return _HEADER + _ASYNC_MEMORY_MODULE + "\n" + imports.render() + "\n".join(parts).rstrip() + "\n"
 
 

@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidInput
-from ..models import MemoryType
+from ..models import Category, MemoryType
 from .defaults import INJECT_MAX_ITEMS, INJECT_MIN_SCORE
 
 Message = dict[str, str]
@@ -272,6 +272,22 @@ class UpdateRequest(Request):
     expires_at: Expiry = Field(default=None, description="when it expires, as add's (words count from now)")
 
 
+class CurateRequest(Request):
+    """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it: never decays,
+    never removed by a job) and/or its importance in [0, 1], which counts from now. The text and id stay; history
+    records the change ("updated", details old and new).
+
+    Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given; NotFound when the
+    memory is missing or another user's; StoreError on failure."""
+
+    memory_id: int = Field(description="the memory to judge")
+    user_id: str = Field(description="whose memory it is")
+    category: Category | str | None = Field(default=None, description="preference, fact, experience, workflow, "
+                                            "decision, skill_usage, todo, core (never decays), system or one of the "
+                                            "project's own (MemoryConfig.categories)")
+    importance: Score | None = Field(default=None, description="the score in [0, 1], counted from now")
+
+
 def without(model: type[Request], *names: str) -> type[Request]:
     """The model less some fields: a REST body whose other fields travel in the path (PATCH's memory_id)."""
     kept = {name: (field.annotation, field) for name, field in model.model_fields.items() if name not in names}
@@ -289,4 +305,5 @@ REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "page": (PageRequest, "_records", "MemoryPage"),
     "iter_all": (IterRequest, "_records", "Iterator[MemoryRecord]"),
     "update": (UpdateRequest, "_records", "MemoryRecord"),
+    "curate": (CurateRequest, "_lifecycle", "MemoryRecord"),
 }

@@ -84,10 +84,7 @@ class DecayRequest(_Body):
     now: Timestamp = Field(default=None, description="the clock to decay to (simulations); default: now")
 
 
-class CurateRequest(_Body):
-    user_id: str
-    category: str | None = Field(default=None, description="preference, fact, ..., core (never decays)")
-    importance: float | None = Field(default=None, description="the score in [0, 1], counted from now")
+CurateRequest: type[requests.Request] = without(requests.CurateRequest, "memory_id")  # POST .../{memory_id}/curate's body
 
 
 class ContextReply(BaseModel):

@@ -23,7 +23,6 @@ from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
 from ..llm import ChatModel
 from ..models import (
-    Category,
     ConsolidationStats,
     DecayStats,
     HistoryEvent,
@@ -306,15 +305,7 @@ class Memory:
         already; NotFound when there is no history for this user; EmbeddingError / StoreError."""
         return self._lifecycle.restore(memory_id, user_id)
 
-    def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-               importance: float | None = None) -> MemoryRecord:
-        """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it:
-        never decays, never removed by a job) and/or its importance in [0, 1], which counts from now.
-        The text and id stay; history records the change ("updated", details old and new).
-
-        Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given;
-        NotFound when the memory is missing or another user's; StoreError on failure."""
-        return self._lifecycle.curate(memory_id, user_id, category=category, importance=importance)
+    curate = requested.curate  # generated from contract/requests.py's CurateRequest (memory/requested.py)
 
     context = requested.context  # generated from contract/requests.py's ContextRequest (memory/requested.py)
 

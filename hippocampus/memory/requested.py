@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..contract.requests import (
     AddRequest,
     ContextRequest,
+    CurateRequest,
     IterRequest,
     ListRequest,
     ObserveRequest,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
     from ..lifecycle.service import LifecycleService
-    from ..models import AddResult, MemoryPage, MemoryRecord, ObserveResult, SearchResult
+    from ..models import AddResult, Category, MemoryPage, MemoryRecord, ObserveResult, SearchResult
     from .observe import ChatHookService
     from .records import RecordService
 
@@ -257,3 +258,22 @@ def update(self: Facade, memory_id: int, text: str, *, user_id: str, metadata: M
     `expires_at`: when it expires, as add's (words count from now)"""
     return self._records.update(build(UpdateRequest, memory_id=memory_id, text=text, user_id=user_id, metadata=metadata,
                                                     expires_at=expires_at))
+
+
+def curate(self: Facade, memory_id: int, user_id: str, *, category: Category | str | None = None,
+           importance: Score | None = None) -> MemoryRecord:
+    """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it: never decays,
+    never removed by a job) and/or its importance in [0, 1], which counts from now. The text and id stay; history
+    records the change ("updated", details old and new).
+
+    Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given; NotFound when the
+    memory is missing or another user's; StoreError on failure.
+
+    Arguments (contract/requests.py CurateRequest):
+    `memory_id`: the memory to judge
+    `user_id`: whose memory it is
+    `category`: preference, fact, experience, workflow, decision, skill_usage, todo, core (never decays), system or
+        one of the project's own (MemoryConfig.categories)
+    `importance`: the score in [0, 1], counted from now"""
+    return self._lifecycle.curate(build(CurateRequest, memory_id=memory_id, user_id=user_id, category=category,
+                                                      importance=importance))

@@ -238,10 +238,10 @@ class _Requests:
         call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
         return call
 
-    def curate(self, memory_id: int, user_id: str, *, category: Any = None, importance: float | None = None) -> Call[MemoryRecord]:
+    def curate(self, memory_id: int, user_id: str, **fields: Any) -> Call[MemoryRecord]:
         """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
         value or neither; NotFound when it is missing or another user's."""
-        body = {"user_id": user_id, "category": _plain(category), "importance": importance}
+        body = {"user_id": user_id, **{k: _plain(v) for k, v in fields.items()}}  # CurateRequest's fields but the id
         return Call("POST", f"/memories/{_id(memory_id)}/curate", MemoryRecord, body=body)
 
     def restore(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:

@@ -178,7 +178,7 @@ class Client(SyncTransport):
         return self._send(REQUESTS.restore(memory_id, user_id))
 
     def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-               importance: float | None = None) -> MemoryRecord:
+               importance: Score | None = None) -> MemoryRecord:
         """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
         value or neither; NotFound when it is missing or another user's."""
         return self._send(REQUESTS.curate(memory_id, user_id, category=category, importance=importance))
@@ -350,7 +350,7 @@ class AsyncClient(AsyncTransport):
         return await self._send(REQUESTS.restore(memory_id, user_id))
 
     async def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-                     importance: float | None = None) -> MemoryRecord:
+                     importance: Score | None = None) -> MemoryRecord:
         """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
         value or neither; NotFound when it is missing or another user's."""
         return await self._send(REQUESTS.curate(memory_id, user_id, category=category, importance=importance))

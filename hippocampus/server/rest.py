@@ -185,9 +185,10 @@ def graph(tenant: TenantDep, memory: MemoryDep, user_id: str, limit: int | None 
 
 
 @router.post("/memories/{memory_id}/curate", response_model=MemoryRecord, summary="Set a memory's category or importance")
-def curate(memory_id: int, body: CurateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
-    tenant.check(body.user_id, _missing(memory_id))
-    return memory.curate(memory_id, body.user_id, category=body.category, importance=body.importance)
+def curate(memory_id: int, body: CurateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:  # type: ignore[valid-type]
+    fields = fields_of(body)  # CurateRequest's fields but the id (contract/wire.py)
+    tenant.check(fields["user_id"], _missing(memory_id))
+    return memory.curate(memory_id, **fields)
 
 
 @router.post("/memories/{memory_id}/restore", response_model=MemoryRecord, summary="Bring back a memory that decay forgot")

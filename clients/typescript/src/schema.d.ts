@@ -598,6 +598,13 @@ export interface components {
              */
             user_id?: string | null;
         };
+        /**
+         * Category
+         * @description What a memory is about (preference, fact, experience, workflow, ...), plus core (promoted, never
+         *     decays) and system (set by the operator).
+         * @enum {string}
+         */
+        Category: "preference" | "fact" | "experience" | "workflow" | "decision" | "skill_usage" | "todo" | "core" | "system";
         /** ConsolidateRequest */
         ConsolidateRequest: {
             /**
@@ -702,15 +709,26 @@ export interface components {
              */
             context: string;
         };
-        /** CurateRequest */
+        /**
+         * CurateRequest
+         * @description A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it: never decays,
+         *     never removed by a job) and/or its importance in [0, 1], which counts from now. The text and id stay; history
+         *     records the change ("updated", details old and new).
+         *
+         *     Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given; NotFound when the
+         *     memory is missing or another user's; StoreError on failure.
+         */
         CurateRequest: {
-            /** User Id */
+            /**
+             * User Id
+             * @description whose memory it is
+             */
             user_id: string;
             /**
              * Category
-             * @description preference, fact, ..., core (never decays)
+             * @description preference, fact, experience, workflow, decision, skill_usage, todo, core (never decays), system or one of the project's own (MemoryConfig.categories)
              */
-            category?: string | null;
+            category?: components["schemas"]["Category"] | string | null;
             /**
              * Importance
              * @description the score in [0, 1], counted from now
