@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -288,6 +288,29 @@ class CurateRequest(Request):
     importance: Score | None = Field(default=None, description="the score in [0, 1], counted from now")
 
 
+# The orders `browse` sorts by; checked by the browse service with its own message, so not judged here.
+SortKey = Annotated[Literal["time", "score", "hits", "id", "category"], SkipValidation]
+
+
+class BrowseRequest(Request):
+    """A page of one user's memories matching every filter given, sorted by time, score (now), hits, id or
+    category: the Web UI's view.
+
+    Raises InvalidInput for a bad argument; StoreError on failure."""
+
+    user_id: str = Field(description="whose memories")
+    memory_type: MemoryType | str | None = Field(default=None, description="one kind: episodic, semantic or procedural")
+    category: str | None = Field(default=None, description="one category, built in or the project's own")
+    state: str | None = Field(default=None, description="active, archived or superseded")
+    chat_id: str | None = Field(default=None, description="one conversation")
+    text: str | None = Field(default=None, description="a case-insensitive substring of the text")
+    sort: SortKey = Field(default="time", description="time, score (now), hits, id or category")
+    descending: bool = Field(default=True, description="highest (newest) first")
+    offset: Count = Field(default=0, description="how many memories to skip (0 or more)")
+    limit: Count = Field(default=50, description="at most this many memories (0..1000)")
+    filters: Metadata = Field(default=None, description="search's filters, the same fields and rule (store/filters.py)")
+
+
 def without(model: type[Request], *names: str) -> type[Request]:
     """The model less some fields: a REST body whose other fields travel in the path (PATCH's memory_id)."""
     kept = {name: (field.annotation, field) for name, field in model.model_fields.items() if name not in names}
@@ -306,4 +329,5 @@ REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "iter_all": (IterRequest, "_records", "Iterator[MemoryRecord]"),
     "update": (UpdateRequest, "_records", "MemoryRecord"),
     "curate": (CurateRequest, "_lifecycle", "MemoryRecord"),
+    "browse": (BrowseRequest, "_browse", "MemoryPage"),
 }

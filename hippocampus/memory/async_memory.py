@@ -29,7 +29,20 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
-    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
+    from ..contract.requests import (
+        Clock,
+        Count,
+        Expiry,
+        Flag,
+        Kinds,
+        Message,
+        Metadata,
+        Score,
+        Shown,
+        SortKey,
+        Timestamp,
+        Turns,
+    )
     from ..models import (
         AddResult,
         Category,
@@ -43,7 +56,7 @@ if TYPE_CHECKING:
         SearchResult,
         UndoResult,
     )
-    from .browse import Overview, SortKey
+    from .browse import Overview
 
 
 class AsyncMemory(AsyncMemoryBase):
@@ -419,19 +432,20 @@ class AsyncMemory(AsyncMemoryBase):
         failure (batches already written stay)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.import_jsonl(user_id, path))
 
-    async def browse(self, user_id: str, *, memory_type: Any = None, category: str | None = None,
+    async def browse(self, user_id: str, memory_type: MemoryType | str | None = None, *, category: str | None = None,
                      state: str | None = None, chat_id: str | None = None, text: str | None = None,
-                     sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
-                     filters: dict[str, Any] | None = None) -> MemoryPage:
-        """A page of one user's memories matching every filter given (`text`: a case-insensitive
-        substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
-        and rule, store/filters.py), sorted by time, score (now), hits, id or
-        category. Raises InvalidInput for a bad argument; StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.browse(user_id, memory_type=memory_type,
-                                                                         category=category, state=state,
-                                                                         chat_id=chat_id, text=text, sort=sort,
-                                                                         descending=descending, offset=offset,
-                                                                         limit=limit, filters=filters))
+                     sort: SortKey = "time", descending: bool = True, offset: Count = 0, limit: Count = 50,
+                     filters: Metadata = None) -> MemoryPage:
+        """A page of one user's memories matching every filter given, sorted by time, score (now), hits, id or
+    category: the Web UI's view.
+
+    Raises InvalidInput for a bad argument; StoreError on failure.
+
+    Arguments: as Memory.browse's (BrowseRequest, contract/requests.py)."""
+        return await anyio.to_thread.run_sync(lambda: self.memory.browse(user_id, memory_type, category=category,
+                                                                         state=state, chat_id=chat_id, text=text,
+                                                                         sort=sort, descending=descending,
+                                                                         offset=offset, limit=limit, filters=filters))
 
     async def overview(self, user_id: str) -> Overview:
         """Counts by type, category and state, the score histogram and memories written per day.

@@ -26,7 +26,6 @@ from ..models import (
     ConsolidationStats,
     DecayStats,
     HistoryEvent,
-    MemoryPage,
     MemoryRecord,
     Progress,
     UndoResult,
@@ -37,7 +36,7 @@ from .records import RecordService
 from .services import made_on_first_use
 
 if TYPE_CHECKING:  # the services a verb needs are imported when it is first called (a CLI `list` loads none of them)
-    from .browse import Overview, SortKey
+    from .browse import Overview
 
 
 def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryConfig:
@@ -365,16 +364,7 @@ class Memory:
         decay compares with its thresholds. Raises nothing (it reads no store)."""
         return self._browse.score_now(record, now)
 
-    def browse(self, user_id: str, *, memory_type: Any = None, category: str | None = None,
-               state: str | None = None, chat_id: str | None = None, text: str | None = None,
-               sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
-               filters: dict[str, Any] | None = None) -> MemoryPage:
-        """A page of one user's memories matching every filter given (`text`: a case-insensitive
-        substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
-        and rule, store/filters.py), sorted by time, score (now), hits, id or
-        category. Raises InvalidInput for a bad argument; StoreError on failure."""
-        return self._browse.browse(user_id, memory_type=memory_type, category=category, state=state, chat_id=chat_id, text=text,
-                                   sort=sort, descending=descending, offset=offset, limit=limit, filters=filters)
+    browse = requested.browse  # generated from contract/requests.py's BrowseRequest (memory/requested.py)
 
     def overview(self, user_id: str) -> Overview:
         """Counts by type, category and state, the score histogram and memories written per day.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..contract.requests import (
     AddRequest,
+    BrowseRequest,
     ContextRequest,
     CurateRequest,
     IterRequest,
@@ -28,9 +29,23 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from datetime import datetime
 
-    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
+    from ..contract.requests import (
+        Clock,
+        Count,
+        Expiry,
+        Flag,
+        Kinds,
+        Message,
+        Metadata,
+        Score,
+        Shown,
+        SortKey,
+        Timestamp,
+        Turns,
+    )
     from ..lifecycle.service import LifecycleService
     from ..models import AddResult, Category, MemoryPage, MemoryRecord, ObserveResult, SearchResult
+    from .browse import BrowseService
     from .observe import ChatHookService
     from .records import RecordService
 
@@ -38,6 +53,8 @@ if TYPE_CHECKING:
 class Facade(Protocol):
     """What these verbs read of Memory: the services they hand their request to."""
 
+    @property
+    def _browse(self) -> BrowseService: ...
     @property
     def _hook(self) -> ChatHookService: ...
     @property
@@ -277,3 +294,28 @@ def curate(self: Facade, memory_id: int, user_id: str, *, category: Category | s
     `importance`: the score in [0, 1], counted from now"""
     return self._lifecycle.curate(build(CurateRequest, memory_id=memory_id, user_id=user_id, category=category,
                                                       importance=importance))
+
+
+def browse(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, category: str | None = None,
+           state: str | None = None, chat_id: str | None = None, text: str | None = None, sort: SortKey = "time",
+           descending: bool = True, offset: Count = 0, limit: Count = 50, filters: Metadata = None) -> MemoryPage:
+    """A page of one user's memories matching every filter given, sorted by time, score (now), hits, id or
+    category: the Web UI's view.
+
+    Raises InvalidInput for a bad argument; StoreError on failure.
+
+    Arguments (contract/requests.py BrowseRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural
+    `category`: one category, built in or the project's own
+    `state`: active, archived or superseded
+    `chat_id`: one conversation
+    `text`: a case-insensitive substring of the text
+    `sort`: time, score (now), hits, id or category
+    `descending`: highest (newest) first
+    `offset`: how many memories to skip (0 or more)
+    `limit`: at most this many memories (0..1000)
+    `filters`: search's filters, the same fields and rule (store/filters.py)"""
+    return self._browse.browse(build(BrowseRequest, user_id=user_id, memory_type=memory_type, category=category,
+                                                   state=state, chat_id=chat_id, text=text, sort=sort,
+                                                   descending=descending, offset=offset, limit=limit, filters=filters))
