@@ -36,7 +36,8 @@ _STDLIB = {"Any": "typing", "Literal": "typing", "Sequence": "collections.abc", 
            "AsyncIterator": "collections.abc", "datetime": "datetime", "os": ""}
 _FACADE_NAMES = {"Overview": "hippocampus.memory.browse", "BrowseService": "hippocampus.memory.browse",
                  "RecordService": "hippocampus.memory.records", "ChatHookService": "hippocampus.memory.observe",
-                 "LifecycleService": "hippocampus.lifecycle.service"}
+                 "LifecycleService": "hippocampus.lifecycle.service",
+                 "ConsolidationService": "hippocampus.consolidation.service"}
 _BUILTINS = {"bool", "int", "float", "str", "dict", "list", "tuple", "None"}
 
 
@@ -341,7 +342,7 @@ def render_requested() -> str:
 
 
 _SERVICES = {"_records": "RecordService", "_hook": "ChatHookService", "_lifecycle": "LifecycleService",
-             "_browse": "BrowseService"}  # the facade's service attributes a request verb may name, and their class
+             "_browse": "BrowseService", "_consolidation": "ConsolidationService"}  # the facade's service attributes a request verb may name, and their class
 
 
 # ---------------------------------------------------------------------- AsyncMemory

@@ -311,6 +311,18 @@ class BrowseRequest(Request):
     filters: Metadata = Field(default=None, description="search's filters, the same fields and rule (store/filters.py)")
 
 
+class DecidePendingRequest(Request):
+    """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed model), at
+    most `limit` of them: consolidation's pending phase alone, for a background worker. Returns how many were
+    decided (kept, rewritten or removed); a failure leaves a turn pending.
+
+    Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not raised: the turn
+    stays pending."""
+
+    user_id: str | None = Field(default=None, description="whose turns (default: every user's)")
+    limit: Count | None = Field(default=None, description="at most this many turns (0..1000; default: all)")
+
+
 def without(model: type[Request], *names: str) -> type[Request]:
     """The model less some fields: a REST body whose other fields travel in the path (PATCH's memory_id)."""
     kept = {name: (field.annotation, field) for name, field in model.model_fields.items() if name not in names}
@@ -330,4 +342,5 @@ REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "update": (UpdateRequest, "_records", "MemoryRecord"),
     "curate": (CurateRequest, "_lifecycle", "MemoryRecord"),
     "browse": (BrowseRequest, "_browse", "MemoryPage"),
+    "decide_pending": (DecidePendingRequest, "_consolidation", "int"),
 }

@@ -360,13 +360,15 @@ class AsyncMemory(AsyncMemoryBase):
         and the memory is left for the next run."""
         return await anyio.to_thread.run_sync(lambda: self.memory.consolidate(user_id, progress))
 
-    async def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
-        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
-        model), at most `limit` of them: consolidation's pending phase alone, for a background worker.
-        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending.
+    async def decide_pending(self, user_id: str | None = None, limit: Count | None = None) -> int:
+        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed model), at
+    most `limit` of them: consolidation's pending phase alone, for a background worker. Returns how many were
+    decided (kept, rewritten or removed); a failure leaves a turn pending.
 
-        Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not
-        raised: the turn stays pending."""
+    Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not raised: the turn
+    stays pending.
+
+    Arguments: as Memory.decide_pending's (DecidePendingRequest, contract/requests.py)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.decide_pending(user_id, limit))
 
     async def build_graph(self, user_id: str | None = None, progress: Any = None) -> GraphStats:

@@ -252,14 +252,7 @@ class Memory:
         and the memory is left for the next run."""
         return self._consolidation.consolidate(user_id, progress)
 
-    def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
-        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
-        model), at most `limit` of them: consolidation's pending phase alone, for a background worker.
-        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending.
-
-        Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not
-        raised: the turn stays pending."""
-        return self._consolidation.decide_pending(user_id, limit)
+    decide_pending = requested.decide_pending  # generated from contract/requests.py's DecidePendingRequest
 
     # ------------------------------------------------------------------ the chat hook
     def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:

@@ -15,6 +15,7 @@ from ..contract.requests import (
     BrowseRequest,
     ContextRequest,
     CurateRequest,
+    DecidePendingRequest,
     IterRequest,
     ListRequest,
     ObserveRequest,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from datetime import datetime
 
+    from ..consolidation.service import ConsolidationService
     from ..contract.requests import (
         Clock,
         Count,
@@ -55,6 +57,8 @@ class Facade(Protocol):
 
     @property
     def _browse(self) -> BrowseService: ...
+    @property
+    def _consolidation(self) -> ConsolidationService: ...
     @property
     def _hook(self) -> ChatHookService: ...
     @property
@@ -319,3 +323,17 @@ def browse(self: Facade, user_id: str, memory_type: MemoryType | str | None = No
     return self._browse.browse(build(BrowseRequest, user_id=user_id, memory_type=memory_type, category=category,
                                                    state=state, chat_id=chat_id, text=text, sort=sort,
                                                    descending=descending, offset=offset, limit=limit, filters=filters))
+
+
+def decide_pending(self: Facade, user_id: str | None = None, limit: Count | None = None) -> int:
+    """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed model), at
+    most `limit` of them: consolidation's pending phase alone, for a background worker. Returns how many were
+    decided (kept, rewritten or removed); a failure leaves a turn pending.
+
+    Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not raised: the turn
+    stays pending.
+
+    Arguments (contract/requests.py DecidePendingRequest):
+    `user_id`: whose turns (default: every user's)
+    `limit`: at most this many turns (0..1000; default: all)"""
+    return self._consolidation.decide_pending(build(DecidePendingRequest, user_id=user_id, limit=limit))
