@@ -45,7 +45,7 @@ def _seed(memory, start: int) -> int:
             ids.append(memory.add(text, user_id="lina", chat_id=chat, ts=start + dt).ids[0])
     memory.curate(ids[0], "lina", category="core")
     memory.consolidate("lina")
-    memory.update(ids[3], "I moved to Berlin in June", "lina")
+    memory.update(ids[3], "I moved to Berlin in June", user_id="lina")
     return ids[3]
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import typer
 
-from ..contract.requests import AddRequest, SearchRequest
+from ..contract.requests import AddRequest, ListRequest, SearchRequest, UpdateRequest
 from ..contract.verbs import by_name
 from ..errors import HippocampusError
 from . import render
@@ -132,6 +132,8 @@ def get(
 
 
 @app.command("list")
+@model_options(ListRequest, by_name()["get_all"].cli, handled=(
+    "user_id", "memory_type", "filters", "include_expired", "agent_id", "agent_scope", "run_id"))  # the rest: cli/fields.py
 def list_(
     user: str = UserOpt,
     memory_type: str | None = typer.Option(None, "--type", "-t", help="episodic, semantic or procedural "
@@ -144,16 +146,18 @@ def list_(
     run: str | None = RunOpt,
     as_json: bool = JsonOpt,
     wide: bool = WideOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Every memory of a user, oldest event first (paged through the store, never capped)."""
     with open_memory() as memory:
         records = memory.get_all(user, memory_type=memory_type, filters=parse_filters(filters), include_expired=include_expired,
-                                 agent_id=agent, agent_scope=agent_scope, run_id=run)
+                                 agent_id=agent, agent_scope=agent_scope, run_id=run, **(fields or {}))
     emit(as_json, [render.record_json(r) for r in records], render.records_table(records, title=f"{render.plural(len(records), 'memory', 'memories')} of {user}", wide=wide),
          wide=wide)
 
 
 @app.command()
+@model_options(UpdateRequest, by_name()["update"].cli, handled=("memory_id", "text", "user_id", "metadata", "expires_at"))
 def update(
     memory_id: int = typer.Argument(..., help="memory id"),
     text: str = typer.Argument(..., help="the new text"),
@@ -162,11 +166,13 @@ def update(
     expires_at: str | None = typer.Option(None, "--expires-at", help="when it expires, as add's --expires-at "
                                              "(words count from now)"),
     as_json: bool = JsonOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Replace a memory's text (re-embedded; the id stays, the old text goes to history)."""
     check_expiry(expires_at)
     with open_memory() as memory:
-        record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None, expires_at=expires_at)
+        record = memory.update(memory_id, text, user_id=user, metadata=parse_meta(meta) or None, expires_at=expires_at,
+                               **(fields or {}))
     emit(as_json, render.record_json(record), message=f"updated {record.id}")
 
 

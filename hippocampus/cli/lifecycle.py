@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from ..contract.requests import ContextRequest
+from ..contract.requests import ContextRequest, CurateRequest
 from ..contract.verbs import by_name
 from . import render
 from .base import AgentOpt, AgentScopeOpt, JsonOpt, RunOpt, UserOpt, app, emit, open_memory
@@ -54,6 +54,7 @@ def context(
 
 
 @app.command()
+@model_options(CurateRequest, by_name()["curate"].cli, handled=("memory_id", "user_id", "category", "importance"))
 def curate(
     memory_id: int = typer.Argument(..., help="memory id"),
     user: str = UserOpt,
@@ -61,10 +62,11 @@ def curate(
                                            "skill_usage, todo, core (never decays) or system"),
     importance: float | None = typer.Option(None, "--importance", help="the score in [0, 1], counted from now"),
     as_json: bool = JsonOpt,
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Set a memory's category and/or importance (history records the change)."""
     with open_memory() as memory:
-        record = memory.curate(memory_id, user, category=category, importance=importance)
+        record = memory.curate(memory_id, user, category=category, importance=importance, **(fields or {}))
     life = record.life
     emit(as_json, render.record_json(record),
          message=f"{record.id}: {life.category.value}, importance {life.importance:.2f}, {life.state.value}")

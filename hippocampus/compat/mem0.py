@@ -137,7 +137,8 @@ class Memory:
         meta = _callers(metadata, S.IMMUTABLE_KEYS, "update")  # fixed at creation, as mem0's
         until = None if expiration_date is _UNSET else S.NEVER if expiration_date is None else \
             S.expiration_date(expiration_date)
-        self.memory.update(record.id, record.text if text is None else text, owner, meta or None, until)
+        self.memory.update(record.id, record.text if text is None else text, user_id=owner, metadata=meta or None,
+                           expires_at=until)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: Any) -> dict[str, str]:
@@ -247,7 +248,7 @@ class Memory:
         _check_top_k(top_k)
         owner, native = S.split_filters(filters)
         found = [r for user in self._owners(owner, native, bool(show_expired))
-                 for r in self.memory.page(user, None, 0, top_k, filters=native, include_expired=bool(show_expired)).items]
+                 for r in self.memory.page(user, None, offset=0, limit=top_k, filters=native, include_expired=bool(show_expired)).items]
         found.sort(key=lambda r: (r.ts, r.id))  # oldest first across users, as one user's page is
         return {"results": [S.item(r) for r in found[:top_k]]}
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.requests import DecidePendingRequest
 from ..graph.build import GraphStats
 from ..lifecycle.compress import run_compress
 from ..lifecycle.policy import decay_table
@@ -147,10 +148,11 @@ class ConsolidationService:
                     phase(run)
         return run.stats
 
-    def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
-        """The pending phase alone, at most `limit` turns; how many were decided."""
-        user_id = V.check_id("user_id", user_id) if user_id is not None else None
-        limit = V.check_limit(limit) if limit is not None else None
+    def decide_pending(self, req: DecidePendingRequest) -> int:
+        """The pending phase alone, at most `limit` turns; how many were decided. DecidePendingRequest
+        (contract/requests.py) documents the fields and errors."""
+        user_id = V.check_id("user_id", req.user_id) if req.user_id is not None else None
+        limit = V.check_limit(req.limit) if req.limit is not None else None
         with self.ctx.store.leases.hold(JOBS, user_id if user_id is not None else ALL, "pending", wait_s=None) as lease:
             job = ConsolidationJob.from_context(self.ctx, self.honour)
             job.fence = lease.check

@@ -17,12 +17,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, Strict, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    Strict,
+    ValidationError,
+    create_model,
+)
 
 from ..errors import InvalidInput
-from ..models import MemoryType
+from ..models import Category, MemoryType
 from .defaults import INJECT_MAX_ITEMS, INJECT_MIN_SCORE
 
 Message = dict[str, str]
@@ -211,6 +220,115 @@ class ContextRequest(Request):
     run_id: str | None = Field(default=None, description="only memories of this run")
 
 
+class ListRequest(Request):
+    """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event first; paged
+    internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
+
+    user_id: str = Field(description="whose memories")
+    memory_type: MemoryType | str | None = Field(default=None, description="one kind: episodic, semantic or "
+                                                                           "procedural (default: all three)")
+    filters: Metadata = Field(default=None, description="search's filters (docs/filters.md), e.g. "
+                                                        "{\"priority\": {\"gte\": 3}}")
+    include_expired: bool = Field(default=False, description="also memories past their expires_at")
+    agent_id: str | None = Field(default=None, description="the agent reading, with agent_scope; docs/agents.md")
+    agent_scope: str = Field(default="both", description="own (the agent's memories), shared (the user's without an "
+                                                         "agent) or both")
+    run_id: str | None = Field(default=None, description="only memories of this run")
+
+
+class IterRequest(ListRequest):
+    """Every memory of this user matching `filters` (as `get_all`), a page at a time from the store, in no
+    particular order (`get_all` sorts them); for exports too large to hold at once.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter (a value of the wrong kind when called, the
+    rest on the first `next`, as a generator does); StoreError on failure."""
+
+
+class PageRequest(ListRequest):
+    """A page of `get_all` (the same filters, expiry and agent scope): what a service or a UI lists without
+    sending every memory at once.
+
+    Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
+    StoreError on failure."""
+
+    offset: Count = Field(default=0, description="how many memories to skip (0 or more)")
+    limit: Count = Field(default=100, description="at most this many memories (0..1000)")
+
+
+class UpdateRequest(Request):
+    """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+    history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+
+    Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+    missing or another user's; EmbeddingError / StoreError on failure."""
+
+    memory_id: int = Field(description="the memory to change")
+    text: str = Field(description="its new text")
+    user_id: str = Field(description="whose memory it is")
+    metadata: Metadata = Field(default=None, description="the caller's keys to set in its metadata (not a key the "
+                                                         "library owns)")
+    expires_at: Expiry = Field(default=None, description="when it expires, as add's (words count from now)")
+
+
+class CurateRequest(Request):
+    """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it: never decays,
+    never removed by a job) and/or its importance in [0, 1], which counts from now. The text and id stay; history
+    records the change ("updated", details old and new).
+
+    Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given; NotFound when the
+    memory is missing or another user's; StoreError on failure."""
+
+    memory_id: int = Field(description="the memory to judge")
+    user_id: str = Field(description="whose memory it is")
+    category: Category | str | None = Field(default=None, description="preference, fact, experience, workflow, "
+                                            "decision, skill_usage, todo, core (never decays), system or one of the "
+                                            "project's own (MemoryConfig.categories)")
+    importance: Score | None = Field(default=None, description="the score in [0, 1], counted from now")
+
+
+# The orders `browse` sorts by; checked by the browse service with its own message, so not judged here.
+SortKey = Annotated[Literal["time", "score", "hits", "id", "category"], SkipValidation]
+
+
+class BrowseRequest(Request):
+    """A page of one user's memories matching every filter given, sorted by time, score (now), hits, id or
+    category: the Web UI's view.
+
+    Raises InvalidInput for a bad argument; StoreError on failure."""
+
+    user_id: str = Field(description="whose memories")
+    memory_type: MemoryType | str | None = Field(default=None, description="one kind: episodic, semantic or procedural")
+    category: str | None = Field(default=None, description="one category, built in or the project's own")
+    state: str | None = Field(default=None, description="active, archived or superseded")
+    chat_id: str | None = Field(default=None, description="one conversation")
+    text: str | None = Field(default=None, description="a case-insensitive substring of the text")
+    sort: SortKey = Field(default="time", description="time, score (now), hits, id or category")
+    descending: bool = Field(default=True, description="highest (newest) first")
+    offset: Count = Field(default=0, description="how many memories to skip (0 or more)")
+    limit: Count = Field(default=50, description="at most this many memories (0..1000)")
+    filters: Metadata = Field(default=None, description="search's filters, the same fields and rule (store/filters.py)")
+
+
+class DecidePendingRequest(Request):
+    """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed model), at
+    most `limit` of them: consolidation's pending phase alone, for a background worker. Returns how many were
+    decided (kept, rewritten or removed); a failure leaves a turn pending.
+
+    Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not raised: the turn
+    stays pending."""
+
+    user_id: str | None = Field(default=None, description="whose turns (default: every user's)")
+    limit: Count | None = Field(default=None, description="at most this many turns (0..1000; default: all)")
+
+
+def without(model: type[Request], *names: str) -> type[Request]:
+    """The model less some fields: a REST body whose other fields travel in the path (PATCH's memory_id)."""
+    kept = {name: (field.annotation, field) for name, field in model.model_fields.items() if name not in names}
+    return create_model(model.__name__, __base__=Request, __doc__=model.__doc__, **kept)  # type: ignore[call-overload,no-any-return]
+
+
 # The verbs whose parameters are one model here: verb -> (model, the facade's service attribute that takes it,
 # the result Memory returns). contract/faces.py generates Memory's methods for them (memory/requested.py).
 REQUESTS: dict[str, tuple[type[Request], str, str]] = {
@@ -218,4 +336,11 @@ REQUESTS: dict[str, tuple[type[Request], str, str]] = {
     "search": (SearchRequest, "_records", "SearchResult"),
     "observe": (ObserveRequest, "_hook", "ObserveResult"),
     "context": (ContextRequest, "_lifecycle", "str"),
+    "get_all": (ListRequest, "_records", "list[MemoryRecord]"),
+    "page": (PageRequest, "_records", "MemoryPage"),
+    "iter_all": (IterRequest, "_records", "Iterator[MemoryRecord]"),
+    "update": (UpdateRequest, "_records", "MemoryRecord"),
+    "curate": (CurateRequest, "_lifecycle", "MemoryRecord"),
+    "browse": (BrowseRequest, "_browse", "MemoryPage"),
+    "decide_pending": (DecidePendingRequest, "_consolidation", "int"),
 }

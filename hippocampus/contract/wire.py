@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import requests
 from .requests import (
     MAX_IDS,
     MAX_TURNS,
@@ -23,6 +24,7 @@ from .requests import (
     Timestamp,
     Turns,
     not_a_flag,
+    without,
 )
 
 __all__ = ["MAX_IDS", "MAX_TURNS", "AddRequest", "Expiry", "Message", "NotAFlag", "ObserveRequest", "SearchRequest",  # defined
@@ -51,12 +53,9 @@ class IdsResult(BaseModel):
     ids: list[int] = Field(default_factory=list)
 
 
-class UpdateRequest(_Body):
-    user_id: str
-    text: str
-    metadata: dict[str, Any] | None = None
-    expires_at: Expiry = Field(default=None, description="when it expires: epoch seconds, ISO 8601, or "
-                                                          "words naming a day (\"until Monday\", \"到下周一\"); docs/filters.md")
+# PATCH /v1/memories/{memory_id}'s body: UpdateRequest's fields but the id, which is in the path (a field added to
+# the model is a field of the body with no line here)
+UpdateRequest: type[requests.Request] = without(requests.UpdateRequest, "memory_id")
 
 
 class UpdateManyRequest(_Body):
@@ -85,10 +84,7 @@ class DecayRequest(_Body):
     now: Timestamp = Field(default=None, description="the clock to decay to (simulations); default: now")
 
 
-class CurateRequest(_Body):
-    user_id: str
-    category: str | None = Field(default=None, description="preference, fact, ..., core (never decays)")
-    importance: float | None = Field(default=None, description="the score in [0, 1], counted from now")
+CurateRequest: type[requests.Request] = without(requests.CurateRequest, "memory_id")  # POST .../{memory_id}/curate's body
 
 
 class ContextReply(BaseModel):

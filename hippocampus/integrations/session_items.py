@@ -124,4 +124,4 @@ class SessionItems:
         if record is None:
             self.memory.add("session state", user_id=self.owner, chat_id=CHAT, metadata=meta, memory_type="procedural")
         elif record.metadata.get("oa_handed") != handed or record.metadata.get("oa_ended") != ended:
-            self.memory.update(record.id, record.text, self.owner, metadata=meta)
+            self.memory.update(record.id, record.text, user_id=self.owner, metadata=meta)

@@ -7,11 +7,10 @@ from typing import Any, Protocol
 
 from .. import validation as V
 from ..context import MemoryContext
-from ..contract.requests import ContextRequest
+from ..contract.requests import ContextRequest, CurateRequest
 from ..errors import InvalidInput
 from ..models import (
     LIFE_KEY,
-    Category,
     DecayStats,
     HistoryAction,
     HistoryEvent,
@@ -100,9 +99,10 @@ class LifecycleService:
         rows = self.ctx.store.by_ids([new_id], where=F.eq("user_id", user_id))
         return MemoryRecord.from_row(rows[0])
 
-    def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-               importance: float | None = None) -> MemoryRecord:
-        """A person's (or the agent's) explicit judgement. Memory.curate documents the arguments and errors."""
+    def curate(self, req: CurateRequest) -> MemoryRecord:
+        """A person's (or the agent's) explicit judgement. CurateRequest (contract/requests.py) documents the
+        fields and errors."""
+        memory_id, user_id, category, importance = req.memory_id, req.user_id, req.category, req.importance
         if category is None and importance is None:
             raise InvalidInput("curate needs a category or an importance")
         # a built-in category or one of the project's own (MemoryConfig.categories); InvalidInput else

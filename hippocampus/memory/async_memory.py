@@ -29,7 +29,20 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     from ..contract.replies import BatchDeleteResult, BatchUpdateResult, GraphStats, GraphView, ImportReport
-    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
+    from ..contract.requests import (
+        Clock,
+        Count,
+        Expiry,
+        Flag,
+        Kinds,
+        Message,
+        Metadata,
+        Score,
+        Shown,
+        SortKey,
+        Timestamp,
+        Turns,
+    )
     from ..models import (
         AddResult,
         Category,
@@ -43,7 +56,7 @@ if TYPE_CHECKING:
         SearchResult,
         UndoResult,
     )
-    from .browse import Overview, SortKey
+    from .browse import Overview
 
 
 class AsyncMemory(AsyncMemoryBase):
@@ -70,19 +83,7 @@ class AsyncMemory(AsyncMemoryBase):
     EmbeddingError / StoreError when embedding or writing fails. An LLM failure is not raised: the turn is kept
     raw.
 
-    Arguments (contract/requests.py AddRequest):
-    `messages`: the turn: a string, one {role, content} dict or a list of them (at most 1,000)
-    `user_id`: whose memory it is
-    `chat_id`: the conversation it was said in
-    `who`: who said or did it (default: the user)
-    `metadata`: the caller's own keys, kept with the memory (not a key the library owns)
-    `infer`: let the write decider (an LLM or the offline rules) decide what to keep
-    `ts`: when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
-    `memory_type`: episodic (a turn), semantic (a stable fact) or procedural (a tool-call sequence that worked)
-    `expires_at`: when it expires: epoch seconds, a datetime, ISO 8601, or words naming a day ("until Monday",
-        "到下周一"), resolved once from when it was said: the end of that day in the user's zone; docs/filters.md
-    `agent_id`: the agent the memory belongs to within the user (none: the user's shared memory); docs/agents.md
-    `run_id`: the run it was said in, recorded and filterable; docs/agents.md"""
+    Arguments: as Memory.add's (AddRequest, contract/requests.py)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.add(messages, user_id, chat_id=chat_id, who=who,
                                                                       metadata=metadata, infer=infer, ts=ts,
                                                                       memory_type=memory_type, expires_at=expires_at,
@@ -99,14 +100,17 @@ class AsyncMemory(AsyncMemoryBase):
         EmbeddingError / StoreError when embedding or writing fails."""
         return await anyio.to_thread.run_sync(lambda: self.memory.add_many(items, batch_size))
 
-    async def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-                     expires_at: Any = None) -> MemoryRecord:
-        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the
-        old text goes to history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+    async def update(self, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None,
+                     expires_at: Expiry = None) -> MemoryRecord:
+        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+    history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
 
-        Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound
-        when the memory is missing or another user's; EmbeddingError / StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.update(memory_id, text, user_id, metadata, expires_at))
+    Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+    missing or another user's; EmbeddingError / StoreError on failure.
+
+    Arguments: as Memory.update's (UpdateRequest, contract/requests.py)."""
+        return await anyio.to_thread.run_sync(lambda: self.memory.update(memory_id, text, user_id=user_id,
+                                                                         metadata=metadata, expires_at=expires_at))
 
     async def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory of this user; its history stays and keeps the row (`undo` brings it back).
@@ -166,17 +170,7 @@ class AsyncMemory(AsyncMemoryBase):
     Raises InvalidInput for a bad argument, as `add`; EmbeddingError / StoreError on failure. A shown id that is
     missing or another user's is not shown to the model (listed in `refused`).
 
-    Arguments (contract/requests.py ObserveRequest):
-    `messages`: the turn with the answer: a string or [{role, content}, ...]
-    `user_id`: whose memories
-    `shown`: the memories retrieved for this turn, best first: ids or search hits
-    `chat_id`: the conversation it was said in
-    `who`: who said it (default: the user)
-    `metadata`: the caller's own keys, kept on what it adds
-    `ts`: when it happened: epoch seconds, a datetime or ISO 8601 (default: now)
-    `agent_id`: the agent observing: what it adds is its own, and only its own and shared memories are shown or
-        forgotten; docs/agents.md
-    `run_id`: the run, recorded on what it adds"""
+    Arguments: as Memory.observe's (ObserveRequest, contract/requests.py)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.observe(messages, user_id, shown=shown,
                                                                           chat_id=chat_id, who=who, metadata=metadata,
                                                                           ts=ts, agent_id=agent_id, run_id=run_id))
@@ -196,25 +190,7 @@ class AsyncMemory(AsyncMemoryBase):
     has a wrong value type or is nested too deep, an as_of that names no time); StoreError on failure. An embedder
     failure is not raised: BM25 answers instead.
 
-    Arguments (contract/requests.py SearchRequest):
-    `query`: what to recall
-    `user_id`: whose memories
-    `limit`: caps every list at once (0..1000; default: k_episodic, k_semantic, k_procedural)
-    `memory_type`: one kind: episodic, semantic or procedural
-    `filters`: chat_id, who, memory_type, category, state, ts or metadata.<key> (a bare key some memory of the user
-        has also works): a value, or mem0's operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains,
-        exists) with AND / OR / NOT, e.g. {"priority": {"gte": 3}}; docs/filters.md
-    `mode`: hybrid, dense or bm25 for this call (default: config.search_mode)
-    `include_superseded`: also facts that a newer one superseded
-    `memory_types`: several kinds, e.g. ["episodic", "procedural"]
-    `graph`: the graph stage (memories linked through the user's entities and triples) on or off for this search
-        (default: config `graph`)
-    `include_expired`: also memories past their expires_at
-    `agent_id`: the agent reading, with agent_scope; docs/agents.md
-    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
-    `run_id`: only memories of this run
-    `as_of`: answer as the memories stood then (said by then, not superseded or expired by then): a datetime, epoch
-        seconds or ISO 8601 (a date alone is its end); docs/slots.md"""
+    Arguments: as Memory.search's (SearchRequest, contract/requests.py)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.search(query, user_id, limit=limit,
                                                                          memory_type=memory_type, filters=filters,
                                                                          mode=mode,
@@ -231,41 +207,48 @@ class AsyncMemory(AsyncMemoryBase):
         answer for both); StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.get(memory_id, user_id))
 
-    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None,
-                      filters: dict[str, Any] | None = None, include_expired: bool = False, *,
-                      agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event
-        first; paged internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
-        `agent_id`, `agent_scope` and `run_id` scope it as search's do (docs/agents.md).
+    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                      include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> list[MemoryRecord]:
+        """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event first; paged
+    internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
 
-        Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.get_all(user_id, memory_type, filters,
-                                                                          include_expired, agent_id=agent_id,
-                                                                          agent_scope=agent_scope, run_id=run_id))
+    Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure.
 
-    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-                   filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-                   agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
-        """A page of `get_all` (the same `filters`, `include_expired` and agent scope): what a service or a UI lists
-        without sending every memory at once.
+    Arguments: as Memory.get_all's (ListRequest, contract/requests.py)."""
+        return await anyio.to_thread.run_sync(lambda: self.memory.get_all(user_id, memory_type, filters=filters,
+                                                                          include_expired=include_expired,
+                                                                          agent_id=agent_id, agent_scope=agent_scope,
+                                                                          run_id=run_id))
 
-        Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
-        StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.page(user_id, memory_type, offset, limit, filters,
-                                                                       include_expired, agent_id=agent_id,
-                                                                       agent_scope=agent_scope, run_id=run_id))
+    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                   include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                   run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
+        """A page of `get_all` (the same filters, expiry and agent scope): what a service or a UI lists without
+    sending every memory at once.
 
-    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None,
-                       filters: dict[str, Any] | None = None, include_expired: bool = False, *,
-                       agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
-        """Every memory of this user matching `filters`, a page at a time from the store, in no particular
-        order (`get_all` sorts them); for exports too large to hold at once.
+    Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
+    StoreError on failure.
 
-        Raises InvalidInput for a bad user_id, memory_type or filter (on the first `next`, as a generator
-        does); StoreError on failure."""
-        async for item in in_chunks(lambda: self.memory.iter_all(user_id, memory_type, filters, include_expired,
-                                                                 agent_id=agent_id, agent_scope=agent_scope,
-                                                                 run_id=run_id)):
+    Arguments: as Memory.page's (PageRequest, contract/requests.py)."""
+        return await anyio.to_thread.run_sync(lambda: self.memory.page(user_id, memory_type, filters=filters,
+                                                                       include_expired=include_expired,
+                                                                       agent_id=agent_id, agent_scope=agent_scope,
+                                                                       run_id=run_id, offset=offset, limit=limit))
+
+    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                       include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                       run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
+        """Every memory of this user matching `filters` (as `get_all`), a page at a time from the store, in no
+    particular order (`get_all` sorts them); for exports too large to hold at once.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter (a value of the wrong kind when called, the
+    rest on the first `next`, as a generator does); StoreError on failure.
+
+    Arguments: as Memory.iter_all's (IterRequest, contract/requests.py)."""
+        async for item in in_chunks(lambda: self.memory.iter_all(user_id, memory_type, filters=filters,
+                                                                 include_expired=include_expired, agent_id=agent_id,
+                                                                 agent_scope=agent_scope, run_id=run_id)):
             yield item
 
     async def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
@@ -295,16 +278,7 @@ class AsyncMemory(AsyncMemoryBase):
     Raises InvalidInput for a bad user_id, query, max_items (0..1000), min_score (0..1) or now; StoreError on
     failure.
 
-    Arguments (contract/requests.py ContextRequest):
-    `user_id`: whose memories
-    `query`: also the memories most related to this
-    `max_items`: at most this many memories (0..1000)
-    `min_score`: only memories scoring at least this, 0..1 (core: any score)
-    `dates`: start each line with the memory's date
-    `now`: the clock, epoch seconds (simulations; default: now)
-    `agent_id`: the agent reading, with agent_scope; docs/agents.md
-    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
-    `run_id`: only memories of this run"""
+    Arguments: as Memory.context's (ContextRequest, contract/requests.py)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.context(user_id, query, max_items=max_items,
                                                                           min_score=min_score, dates=dates, now=now,
                                                                           agent_id=agent_id, agent_scope=agent_scope,
@@ -337,13 +311,15 @@ class AsyncMemory(AsyncMemoryBase):
         return await anyio.to_thread.run_sync(lambda: self.memory.restore(memory_id, user_id))
 
     async def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-                     importance: float | None = None) -> MemoryRecord:
-        """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it:
-        never decays, never removed by a job) and/or its importance in [0, 1], which counts from now.
-        The text and id stay; history records the change ("updated", details old and new).
+                     importance: Score | None = None) -> MemoryRecord:
+        """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it: never decays,
+    never removed by a job) and/or its importance in [0, 1], which counts from now. The text and id stay; history
+    records the change ("updated", details old and new).
 
-        Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given;
-        NotFound when the memory is missing or another user's; StoreError on failure."""
+    Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given; NotFound when the
+    memory is missing or another user's; StoreError on failure.
+
+    Arguments: as Memory.curate's (CurateRequest, contract/requests.py)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.curate(memory_id, user_id, category=category,
                                                                          importance=importance))
 
@@ -384,13 +360,15 @@ class AsyncMemory(AsyncMemoryBase):
         and the memory is left for the next run."""
         return await anyio.to_thread.run_sync(lambda: self.memory.consolidate(user_id, progress))
 
-    async def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
-        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
-        model), at most `limit` of them: consolidation's pending phase alone, for a background worker.
-        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending.
+    async def decide_pending(self, user_id: str | None = None, limit: Count | None = None) -> int:
+        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed model), at
+    most `limit` of them: consolidation's pending phase alone, for a background worker. Returns how many were
+    decided (kept, rewritten or removed); a failure leaves a turn pending.
 
-        Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not
-        raised: the turn stays pending."""
+    Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not raised: the turn
+    stays pending.
+
+    Arguments: as Memory.decide_pending's (DecidePendingRequest, contract/requests.py)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.decide_pending(user_id, limit))
 
     async def build_graph(self, user_id: str | None = None, progress: Any = None) -> GraphStats:
@@ -456,19 +434,20 @@ class AsyncMemory(AsyncMemoryBase):
         failure (batches already written stay)."""
         return await anyio.to_thread.run_sync(lambda: self.memory.import_jsonl(user_id, path))
 
-    async def browse(self, user_id: str, *, memory_type: Any = None, category: str | None = None,
+    async def browse(self, user_id: str, memory_type: MemoryType | str | None = None, *, category: str | None = None,
                      state: str | None = None, chat_id: str | None = None, text: str | None = None,
-                     sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
-                     filters: dict[str, Any] | None = None) -> MemoryPage:
-        """A page of one user's memories matching every filter given (`text`: a case-insensitive
-        substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
-        and rule, store/filters.py), sorted by time, score (now), hits, id or
-        category. Raises InvalidInput for a bad argument; StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.browse(user_id, memory_type=memory_type,
-                                                                         category=category, state=state,
-                                                                         chat_id=chat_id, text=text, sort=sort,
-                                                                         descending=descending, offset=offset,
-                                                                         limit=limit, filters=filters))
+                     sort: SortKey = "time", descending: bool = True, offset: Count = 0, limit: Count = 50,
+                     filters: Metadata = None) -> MemoryPage:
+        """A page of one user's memories matching every filter given, sorted by time, score (now), hits, id or
+    category: the Web UI's view.
+
+    Raises InvalidInput for a bad argument; StoreError on failure.
+
+    Arguments: as Memory.browse's (BrowseRequest, contract/requests.py)."""
+        return await anyio.to_thread.run_sync(lambda: self.memory.browse(user_id, memory_type, category=category,
+                                                                         state=state, chat_id=chat_id, text=text,
+                                                                         sort=sort, descending=descending,
+                                                                         offset=offset, limit=limit, filters=filters))
 
     async def overview(self, user_id: str) -> Overview:
         """Counts by type, category and state, the score histogram and memories written per day.

@@ -24,6 +24,7 @@ from typing import Any
 from .. import validation as V
 from ..context import MemoryContext
 from ..contract.replies import BatchDeleteResult, BatchItem, BatchUpdateResult
+from ..contract.requests import UpdateRequest, build
 from ..errors import EmbeddingError, InvalidInput, NotFound, StoreError
 from ..lifecycle import expiry
 from ..lifecycle.policy import PERMANENT
@@ -107,7 +108,8 @@ class BatchService:
                 out.results.append(BatchItem(id=memory_id, status="unchanged"))
                 continue
             try:
-                self.records.update(memory_id, text, user_id, metadata or None, until)
+                self.records.update(build(UpdateRequest, memory_id=memory_id, text=text, user_id=user_id,
+                                          metadata=metadata or None, expires_at=until))
             except NotFound as exc:  # deleted since the check above
                 out.results.append(BatchItem(id=memory_id, status="not_found", error=str(exc)))
             except InvalidInput as exc:

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from .. import validation as V
 from ..context import MemoryContext
+from ..contract.requests import BrowseRequest, build
 from ..errors import InvalidInput
 from ..lifecycle.categories import category_names
 from ..lifecycle.policy import decay_table, score_of
@@ -25,7 +26,6 @@ from ..store import filters as F
 from ..transfer import memory_md
 from ..transfer.jsonl import dump_line
 
-SortKey = Literal["time", "score", "hits", "id", "category"]
 SORT_KEYS: tuple[str, ...] = ("time", "score", "hits", "id", "category")
 HISTOGRAM_BINS = 10
 _IDS = re.compile(r"[\s,;，；]+")
@@ -75,13 +75,12 @@ class BrowseService:
         """A memory's score at `now` (default: the clock). Memory.score_now documents the arguments."""
         return score_now(record, now_ts() if now is None else now, decay_table(self.ctx.config.decay_preset, self.ctx.config.categories))
 
-    def browse(self, user_id: str, *, memory_type: Any = None, category: str | None = None,
-               state: str | None = None, chat_id: str | None = None, text: str | None = None,
-               sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
-               filters: dict[str, Any] | None = None) -> MemoryPage:
-        """A page of one user's memories matching every filter given (`text`. Memory.browse documents the
-        arguments and errors."""
-        user_id = V.check_id("user_id", user_id)
+    def browse(self, req: BrowseRequest) -> MemoryPage:
+        """A page of one user's memories matching every filter given. BrowseRequest (contract/requests.py)
+        documents the fields and errors."""
+        memory_type, category, state, chat_id, text, sort = req.memory_type, req.category, req.state, req.chat_id, req.text, req.sort
+        filters, offset, limit, descending = req.filters, req.offset, req.limit, req.descending
+        user_id = V.check_id("user_id", req.user_id)
         where = self.ctx.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
         offset, limit = V.check_offset(offset), V.check_limit(limit)
         chat_id = V.check_id("chat_id", chat_id) if chat_id else None
@@ -148,7 +147,7 @@ class BrowseService:
         records: list[MemoryRecord] = []
         offset: int | None = 0
         while offset is not None:
-            page = self.browse(user_id, **{**filters, "offset": offset, "limit": 1000})
+            page = self.browse(build(BrowseRequest, user_id=user_id, **{**filters, "offset": offset, "limit": 1000}))
             records += page.items
             offset = page.next_offset
         if fmt == "md":

@@ -23,13 +23,10 @@ from ..embeddings import Embedder, make_embedder
 from ..errors import ConfigError
 from ..llm import ChatModel
 from ..models import (
-    Category,
     ConsolidationStats,
     DecayStats,
     HistoryEvent,
-    MemoryPage,
     MemoryRecord,
-    MemoryType,
     Progress,
     UndoResult,
 )
@@ -39,7 +36,7 @@ from .records import RecordService
 from .services import made_on_first_use
 
 if TYPE_CHECKING:  # the services a verb needs are imported when it is first called (a CLI `list` loads none of them)
-    from .browse import Overview, SortKey
+    from .browse import Overview
 
 
 def load_config(config: MemoryConfig | None = None, **overrides: Any) -> MemoryConfig:
@@ -159,14 +156,7 @@ class Memory:
         EmbeddingError / StoreError when embedding or writing fails."""
         return self._records.add_many(items, batch_size)
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> MemoryRecord:
-        """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the
-        old text goes to history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
-
-        Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound
-        when the memory is missing or another user's; EmbeddingError / StoreError on failure."""
-        return self._records.update(memory_id, text, user_id, metadata, expires_at)
+    update = requested.update  # generated from contract/requests.py's UpdateRequest (memory/requested.py)
 
     def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory of this user; its history stays and keeps the row (`undo` brings it back).
@@ -218,38 +208,8 @@ class Memory:
         answer for both); StoreError on failure."""
         return self._records.get(memory_id, user_id)
 
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                run_id: str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event
-        first; paged internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
-        `agent_id`, `agent_scope` and `run_id` scope it as search's do (docs/agents.md).
-
-        Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure."""
-        return self._records.get_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                                     run_id=run_id)
-
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-             filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-             agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
-        """A page of `get_all` (the same `filters`, `include_expired` and agent scope): what a service or a UI lists
-        without sending every memory at once.
-
-        Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
-        StoreError on failure."""
-        return self._records.page(user_id, memory_type, offset, limit, filters, include_expired, agent_id=agent_id,
-                                  agent_scope=agent_scope, run_id=run_id)
-
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                 include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                 run_id: str | None = None) -> Iterator[MemoryRecord]:
-        """Every memory of this user matching `filters`, a page at a time from the store, in no particular
-        order (`get_all` sorts them); for exports too large to hold at once.
-
-        Raises InvalidInput for a bad user_id, memory_type or filter (on the first `next`, as a generator
-        does); StoreError on failure."""
-        return self._records.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                                      run_id=run_id)
+    # generated from contract/requests.py's ListRequest, PageRequest and IterRequest (memory/requested.py)
+    get_all, page, iter_all = requested.get_all, requested.page, requested.iter_all
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first; kept after the memory is deleted or merged.
@@ -292,14 +252,7 @@ class Memory:
         and the memory is left for the next run."""
         return self._consolidation.consolidate(user_id, progress)
 
-    def decide_pending(self, user_id: str | None = None, limit: int | None = None) -> int:
-        """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed
-        model), at most `limit` of them: consolidation's pending phase alone, for a background worker.
-        Returns how many were decided (kept, rewritten or removed); a failure leaves a turn pending.
-
-        Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not
-        raised: the turn stays pending."""
-        return self._consolidation.decide_pending(user_id, limit)
+    decide_pending = requested.decide_pending  # generated from contract/requests.py's DecidePendingRequest
 
     # ------------------------------------------------------------------ the chat hook
     def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
@@ -344,15 +297,7 @@ class Memory:
         already; NotFound when there is no history for this user; EmbeddingError / StoreError."""
         return self._lifecycle.restore(memory_id, user_id)
 
-    def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-               importance: float | None = None) -> MemoryRecord:
-        """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it:
-        never decays, never removed by a job) and/or its importance in [0, 1], which counts from now.
-        The text and id stay; history records the change ("updated", details old and new).
-
-        Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given;
-        NotFound when the memory is missing or another user's; StoreError on failure."""
-        return self._lifecycle.curate(memory_id, user_id, category=category, importance=importance)
+    curate = requested.curate  # generated from contract/requests.py's CurateRequest (memory/requested.py)
 
     context = requested.context  # generated from contract/requests.py's ContextRequest (memory/requested.py)
 
@@ -412,16 +357,7 @@ class Memory:
         decay compares with its thresholds. Raises nothing (it reads no store)."""
         return self._browse.score_now(record, now)
 
-    def browse(self, user_id: str, *, memory_type: Any = None, category: str | None = None,
-               state: str | None = None, chat_id: str | None = None, text: str | None = None,
-               sort: SortKey = "time", descending: bool = True, offset: int = 0, limit: int = 50,
-               filters: dict[str, Any] | None = None) -> MemoryPage:
-        """A page of one user's memories matching every filter given (`text`: a case-insensitive
-        substring; `state`: active, archived or superseded; `filters`: search's dict, the same fields
-        and rule, store/filters.py), sorted by time, score (now), hits, id or
-        category. Raises InvalidInput for a bad argument; StoreError on failure."""
-        return self._browse.browse(user_id, memory_type=memory_type, category=category, state=state, chat_id=chat_id, text=text,
-                                   sort=sort, descending=descending, offset=offset, limit=limit, filters=filters)
+    browse = requested.browse  # generated from contract/requests.py's BrowseRequest (memory/requested.py)
 
     def overview(self, user_id: str) -> Overview:
         """Counts by type, category and state, the score histogram and memories written per day.

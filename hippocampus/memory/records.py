@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import validation as V
 from ..context import MemoryContext
-from ..contract.requests import AddRequest, SearchRequest, build
+from ..contract.requests import AddRequest, ListRequest, PageRequest, SearchRequest, UpdateRequest, build
 from ..errors import InvalidInput, NotFound
 from ..lifecycle import expiry
 from ..lifecycle.decay import forgotten_row
@@ -124,15 +124,14 @@ class RecordService:
             ids += self.ctx.writer.insert(rows[start : start + batch_size], actor="api")
         return ids
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> MemoryRecord:
-        """Replace a memory's text (re-embedded) and merge `metadata` into it. Memory.update documents the
-        arguments and errors."""
-        memory_id = V.check_memory_id(memory_id)
-        user_id = V.check_id("user_id", user_id)
-        text = V.check_text(text)
-        extra = V.check_caller_metadata(metadata)
-        until = expiry.resolve(expires_at, now_ts(), user_zone(self.ctx.config, user_id))  # relative words: from now
+    def update(self, req: UpdateRequest) -> MemoryRecord:
+        """Replace a memory's text (re-embedded) and merge `metadata` into it. UpdateRequest (contract/requests.py)
+        documents the fields and errors."""
+        memory_id = V.check_memory_id(req.memory_id)
+        user_id = V.check_id("user_id", req.user_id)
+        text = V.check_text(req.text)
+        extra = V.check_caller_metadata(req.metadata)
+        until = expiry.resolve(req.expires_at, now_ts(), user_zone(self.ctx.config, user_id))  # relative words: from now
         old = self.get(memory_id, user_id=user_id)
         if unchanged(old, text, extra, until):  # nothing to record: no event, no re-embedding
             return old
@@ -241,35 +240,33 @@ class RecordService:
         agent_id, run_id = A.check_ids(agent_id, run_id)
         return A.with_scope(filters, agent_id, A.check_scope(agent_id, agent_scope), run_id)
 
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                include_expired: bool = True, *, agent_id: str | None = None, agent_scope: str = "both",
-                run_id: str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user, oldest event first. Memory.get_all documents the arguments and errors
-        (there `include_expired` is False; here, for the services that read every memory, True)."""
-        return sorted(self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                                    run_id=run_id), key=lambda r: (r.ts, r.id))
+    def every(self, user_id: str, **fields: Any) -> list[MemoryRecord]:
+        """`get_all` with its fields by name, expired memories included unless `include_expired=False`: what the
+        services that read every memory of a user call (transfer/)."""
+        return self.get_all(build(ListRequest, user_id=user_id, **{"include_expired": True, **fields}))
 
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-             filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-             agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
-        """A page of `get_all`. Memory.page documents the arguments and errors."""
-        offset = V.check_offset(offset)
-        limit = V.check_limit(limit)
-        records = self.get_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                               run_id=run_id)
+    def get_all(self, req: ListRequest) -> list[MemoryRecord]:
+        """Every memory of this user, oldest event first. ListRequest (contract/requests.py) documents the fields
+        and errors."""
+        return sorted(self.iter_all(req), key=lambda r: (r.ts, r.id))
+
+    def page(self, req: PageRequest) -> MemoryPage:
+        """A page of `get_all`. PageRequest (contract/requests.py) documents the fields and errors."""
+        offset = V.check_offset(req.offset)
+        limit = V.check_limit(req.limit)
+        records = self.get_all(req)
         end = offset + limit
         return MemoryPage(items=records[offset:end], total=len(records), offset=offset,
                           next_offset=end if end < len(records) else None)
 
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                 include_expired: bool = True, *, agent_id: str | None = None, agent_scope: str = "both",
-                 run_id: str | None = None) -> Iterator[MemoryRecord]:
+    def iter_all(self, req: ListRequest) -> Iterator[MemoryRecord]:
         """Every memory of this user, a page at a time from the store, in no particular order (`get_all` sorts
-        them). Memory.iter_all documents the arguments and errors."""
-        user_id = V.check_id("user_id", user_id)
-        mtype = V.check_memory_type(memory_type)
-        keep_expired = V.check_flag("include_expired", include_expired)
-        filters = self.scoped(V.check_metadata(filters, "filters") if filters is not None else None, agent_id, agent_scope, run_id)
+        them). ListRequest (contract/requests.py) documents the fields and errors."""
+        user_id = V.check_id("user_id", req.user_id)
+        mtype = V.check_memory_type(req.memory_type)
+        keep_expired = V.check_flag("include_expired", req.include_expired)
+        filters = V.check_metadata(req.filters, "filters") if req.filters is not None else None
+        filters = self.scoped(filters, req.agent_id, req.agent_scope, req.run_id)
         where = self.ctx.retriever.caller_filter(user_id, V.check_metadata(filters, "filters")).expr if filters else ""
         scope = F.and_(F.eq("user_id", user_id), F.eq("memory_type", mtype.value) if mtype else None, where)
         now = now_ts()

@@ -10,15 +10,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..contract.requests import AddRequest, ContextRequest, ObserveRequest, SearchRequest, build
+from ..contract.requests import (
+    AddRequest,
+    BrowseRequest,
+    ContextRequest,
+    CurateRequest,
+    DecidePendingRequest,
+    IterRequest,
+    ListRequest,
+    ObserveRequest,
+    PageRequest,
+    SearchRequest,
+    UpdateRequest,
+    build,
+)
 from ..models import MemoryType
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from datetime import datetime
 
-    from ..contract.requests import Clock, Count, Expiry, Flag, Kinds, Message, Metadata, Score, Shown, Timestamp, Turns
+    from ..consolidation.service import ConsolidationService
+    from ..contract.requests import (
+        Clock,
+        Count,
+        Expiry,
+        Flag,
+        Kinds,
+        Message,
+        Metadata,
+        Score,
+        Shown,
+        SortKey,
+        Timestamp,
+        Turns,
+    )
     from ..lifecycle.service import LifecycleService
-    from ..models import AddResult, ObserveResult, SearchResult
+    from ..models import AddResult, Category, MemoryPage, MemoryRecord, ObserveResult, SearchResult
+    from .browse import BrowseService
     from .observe import ChatHookService
     from .records import RecordService
 
@@ -26,6 +55,10 @@ if TYPE_CHECKING:
 class Facade(Protocol):
     """What these verbs read of Memory: the services they hand their request to."""
 
+    @property
+    def _browse(self) -> BrowseService: ...
+    @property
+    def _consolidation(self) -> ConsolidationService: ...
     @property
     def _hook(self) -> ChatHookService: ...
     @property
@@ -161,3 +194,146 @@ def context(self: Facade, user_id: str, query: str | None = None, *, max_items: 
     return self._lifecycle.context(build(ContextRequest, user_id=user_id, query=query, max_items=max_items,
                                                         min_score=min_score, dates=dates, now=now, agent_id=agent_id,
                                                         agent_scope=agent_scope, run_id=run_id))
+
+
+def get_all(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+            include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+            run_id: str | None = None) -> list[MemoryRecord]:
+    """Every memory of this user matching `filters` (search's syntax, docs/filters.md), oldest event first; paged
+    internally, never capped. A memory past its `expires_at` is left out unless `include_expired`.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter; StoreError on failure.
+
+    Arguments (contract/requests.py ListRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+    return self._records.get_all(build(ListRequest, user_id=user_id, memory_type=memory_type, filters=filters,
+                                                   include_expired=include_expired, agent_id=agent_id,
+                                                   agent_scope=agent_scope, run_id=run_id))
+
+
+def page(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+         include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+         run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
+    """A page of `get_all` (the same filters, expiry and agent scope): what a service or a UI lists without
+    sending every memory at once.
+
+    Raises InvalidInput for a bad user_id, memory_type, filter, offset (< 0) or limit (outside 0..1000);
+    StoreError on failure.
+
+    Arguments (contract/requests.py PageRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run
+    `offset`: how many memories to skip (0 or more)
+    `limit`: at most this many memories (0..1000)"""
+    return self._records.page(build(PageRequest, user_id=user_id, memory_type=memory_type, filters=filters,
+                                                include_expired=include_expired, agent_id=agent_id,
+                                                agent_scope=agent_scope, run_id=run_id, offset=offset, limit=limit))
+
+
+def iter_all(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+             include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+             run_id: str | None = None) -> Iterator[MemoryRecord]:
+    """Every memory of this user matching `filters` (as `get_all`), a page at a time from the store, in no
+    particular order (`get_all` sorts them); for exports too large to hold at once.
+
+    Raises InvalidInput for a bad user_id, memory_type or filter (a value of the wrong kind when called, the
+    rest on the first `next`, as a generator does); StoreError on failure.
+
+    Arguments (contract/requests.py IterRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural (default: all three)
+    `filters`: search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}}
+    `include_expired`: also memories past their expires_at
+    `agent_id`: the agent reading, with agent_scope; docs/agents.md
+    `agent_scope`: own (the agent's memories), shared (the user's without an agent) or both
+    `run_id`: only memories of this run"""
+    return self._records.iter_all(build(IterRequest, user_id=user_id, memory_type=memory_type, filters=filters,
+                                                    include_expired=include_expired, agent_id=agent_id,
+                                                    agent_scope=agent_scope, run_id=run_id))
+
+
+def update(self: Facade, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None,
+           expires_at: Expiry = None) -> MemoryRecord:
+    """Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+    history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+
+    Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+    missing or another user's; EmbeddingError / StoreError on failure.
+
+    Arguments (contract/requests.py UpdateRequest):
+    `memory_id`: the memory to change
+    `text`: its new text
+    `user_id`: whose memory it is
+    `metadata`: the caller's keys to set in its metadata (not a key the library owns)
+    `expires_at`: when it expires, as add's (words count from now)"""
+    return self._records.update(build(UpdateRequest, memory_id=memory_id, text=text, user_id=user_id, metadata=metadata,
+                                                    expires_at=expires_at))
+
+
+def curate(self: Facade, memory_id: int, user_id: str, *, category: Category | str | None = None,
+           importance: Score | None = None) -> MemoryRecord:
+    """A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it: never decays,
+    never removed by a job) and/or its importance in [0, 1], which counts from now. The text and id stay; history
+    records the change ("updated", details old and new).
+
+    Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given; NotFound when the
+    memory is missing or another user's; StoreError on failure.
+
+    Arguments (contract/requests.py CurateRequest):
+    `memory_id`: the memory to judge
+    `user_id`: whose memory it is
+    `category`: preference, fact, experience, workflow, decision, skill_usage, todo, core (never decays), system or
+        one of the project's own (MemoryConfig.categories)
+    `importance`: the score in [0, 1], counted from now"""
+    return self._lifecycle.curate(build(CurateRequest, memory_id=memory_id, user_id=user_id, category=category,
+                                                      importance=importance))
+
+
+def browse(self: Facade, user_id: str, memory_type: MemoryType | str | None = None, *, category: str | None = None,
+           state: str | None = None, chat_id: str | None = None, text: str | None = None, sort: SortKey = "time",
+           descending: bool = True, offset: Count = 0, limit: Count = 50, filters: Metadata = None) -> MemoryPage:
+    """A page of one user's memories matching every filter given, sorted by time, score (now), hits, id or
+    category: the Web UI's view.
+
+    Raises InvalidInput for a bad argument; StoreError on failure.
+
+    Arguments (contract/requests.py BrowseRequest):
+    `user_id`: whose memories
+    `memory_type`: one kind: episodic, semantic or procedural
+    `category`: one category, built in or the project's own
+    `state`: active, archived or superseded
+    `chat_id`: one conversation
+    `text`: a case-insensitive substring of the text
+    `sort`: time, score (now), hits, id or category
+    `descending`: highest (newest) first
+    `offset`: how many memories to skip (0 or more)
+    `limit`: at most this many memories (0..1000)
+    `filters`: search's filters, the same fields and rule (store/filters.py)"""
+    return self._browse.browse(build(BrowseRequest, user_id=user_id, memory_type=memory_type, category=category,
+                                                   state=state, chat_id=chat_id, text=text, sort=sort,
+                                                   descending=descending, offset=offset, limit=limit, filters=filters))
+
+
+def decide_pending(self: Facade, user_id: str | None = None, limit: Count | None = None) -> int:
+    """Decide now the turns kept raw with `pending_decision` (write_decision: deferred, or a failed model), at
+    most `limit` of them: consolidation's pending phase alone, for a background worker. Returns how many were
+    decided (kept, rewritten or removed); a failure leaves a turn pending.
+
+    Raises InvalidInput for a bad user_id or limit; StoreError on failure. An LLM failure is not raised: the turn
+    stays pending.
+
+    Arguments (contract/requests.py DecidePendingRequest):
+    `user_id`: whose turns (default: every user's)
+    `limit`: at most this many turns (0..1000; default: all)"""
+    return self._consolidation.decide_pending(build(DecidePendingRequest, user_id=user_id, limit=limit))

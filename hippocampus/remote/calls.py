@@ -140,22 +140,24 @@ class _Requests:
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
         return Call("GET", f"/memories/{_id(memory_id)}", MemoryRecord, params={"user_id": _uid(user_id)})
 
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0,
-             limit: int = 100, filters: dict[str, Any] | None = None, include_expired: bool = False, *,
-             agent_id: str | None = None, agent_scope: str = "both", run_id: str | None = None) -> Call[MemoryPage]:
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, **fields: Any) -> Call[MemoryPage]:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
-        params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), "offset": V.check_offset(offset),
-                  "limit": V.check_limit(limit), "filters": _filters_param(filters),
-                  "include_expired": "true" if V.check_flag("include_expired", include_expired) else None,
-                  **_agent_params(agent_id, agent_scope, run_id)}
+        fields.setdefault("offset", 0)
+        fields.setdefault("limit", 100)
+        fields["offset"], fields["limit"] = V.check_offset(fields["offset"]), V.check_limit(fields["limit"])
+        fields["filters"] = _filters_param(fields.get("filters"))  # JSON text in the query string
+        if fields.get("include_expired") is not None:
+            fields["include_expired"] = "true" if V.check_flag("include_expired", fields["include_expired"]) else None
+        scope = _agent_params(fields.pop("agent_id", None), fields.pop("agent_scope", "both"), fields.pop("run_id", None))
+        params = {"user_id": _uid(user_id), "memory_type": _plain(memory_type), **fields, **scope}  # PageRequest's fields
         return Call("GET", "/memories", MemoryPage, params={k: v for k, v in params.items() if v is not None})
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> Call[MemoryRecord]:
+    def update(self, memory_id: int, text: str, **fields: Any) -> Call[MemoryRecord]:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
-        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body={"user_id": user_id, "text": text, "metadata": metadata,
-                                                                            "expires_at": _when(expires_at)})
+        body = {"text": text, **fields}  # UpdateRequest's fields but the id (in the path), whatever they are
+        body["expires_at"] = _when(body.get("expires_at"))
+        return Call("PATCH", f"/memories/{_id(memory_id)}", MemoryRecord, body=body)
 
     def delete(self, memory_id: int, user_id: str) -> Call[None]:
         """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it
@@ -236,10 +238,10 @@ class _Requests:
         call.read = lambda payload: str(payload["context"])  # type: ignore[method-assign]
         return call
 
-    def curate(self, memory_id: int, user_id: str, *, category: Any = None, importance: float | None = None) -> Call[MemoryRecord]:
+    def curate(self, memory_id: int, user_id: str, **fields: Any) -> Call[MemoryRecord]:
         """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
         value or neither; NotFound when it is missing or another user's."""
-        body = {"user_id": user_id, "category": _plain(category), "importance": importance}
+        body = {"user_id": user_id, **{k: _plain(v) for k, v in fields.items()}}  # CurateRequest's fields but the id
         return Call("POST", f"/memories/{_id(memory_id)}/curate", MemoryRecord, body=body)
 
     def restore(self, memory_id: int, user_id: str) -> Call[MemoryRecord]:

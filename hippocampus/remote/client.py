@@ -23,7 +23,7 @@ from .transport import AsyncTransport, SyncTransport
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
+    from collections.abc import AsyncIterator, Iterator, Sequence
     from datetime import datetime
     from typing import Any
 
@@ -73,11 +73,10 @@ class Client(SyncTransport):
                                        ts=ts, memory_type=memory_type, expires_at=expires_at, agent_id=agent_id,
                                        run_id=run_id))
 
-    def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-               expires_at: Any = None) -> MemoryRecord:
+    def update(self, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None, expires_at: Expiry = None) -> MemoryRecord:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
-        return self._send(REQUESTS.update(memory_id, text, user_id, metadata, expires_at))
+        return self._send(REQUESTS.update(memory_id, text, user_id=user_id, metadata=metadata, expires_at=expires_at))
 
     def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it
@@ -127,12 +126,28 @@ class Client(SyncTransport):
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
         return self._send(REQUESTS.get(memory_id, user_id))
 
-    def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-             filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-             agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
+    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                run_id: str | None = None) -> list[MemoryRecord]:
+        """Every memory Memory.get_all lists, oldest event first, a page per request."""
+        return list(self._pages(user_id=user_id, memory_type=memory_type, filters=filters,
+                                include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                run_id=run_id))
+
+    def page(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+             include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+             run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
-        return self._send(REQUESTS.page(user_id, memory_type, offset, limit, filters, include_expired,
-                                        agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
+        return self._send(REQUESTS.page(user_id, memory_type, filters=filters, include_expired=include_expired,
+                                        agent_id=agent_id, agent_scope=agent_scope, run_id=run_id, offset=offset,
+                                        limit=limit))
+
+    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                 include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                 run_id: str | None = None) -> Iterator[MemoryRecord]:
+        """Every memory Memory.iter_all lists, a page per request."""
+        return self._pages(user_id=user_id, memory_type=memory_type, filters=filters, include_expired=include_expired,
+                           agent_id=agent_id, agent_scope=agent_scope, run_id=run_id)
 
     def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first. Raises InvalidInput for a bad id; NotFound when
@@ -163,7 +178,7 @@ class Client(SyncTransport):
         return self._send(REQUESTS.restore(memory_id, user_id))
 
     def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-               importance: float | None = None) -> MemoryRecord:
+               importance: Score | None = None) -> MemoryRecord:
         """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
         value or neither; NotFound when it is missing or another user's."""
         return self._send(REQUESTS.curate(memory_id, user_id, category=category, importance=importance))
@@ -226,11 +241,12 @@ class AsyncClient(AsyncTransport):
                                              infer=infer, ts=ts, memory_type=memory_type, expires_at=expires_at,
                                              agent_id=agent_id, run_id=run_id))
 
-    async def update(self, memory_id: int, text: str, user_id: str, metadata: dict[str, Any] | None = None,
-                     expires_at: Any = None) -> MemoryRecord:
+    async def update(self, memory_id: int, text: str, *, user_id: str, metadata: Metadata = None,
+                     expires_at: Expiry = None) -> MemoryRecord:
         """Replace a memory's text; the id stays, the old text goes to history. Raises InvalidInput for
         a bad argument or a library-owned metadata key; NotFound when it is missing or another user's."""
-        return await self._send(REQUESTS.update(memory_id, text, user_id, metadata, expires_at))
+        return await self._send(REQUESTS.update(memory_id, text, user_id=user_id, metadata=metadata,
+                                                expires_at=expires_at))
 
     async def delete(self, memory_id: int, user_id: str) -> None:
         """Delete one memory (its history stays). Raises InvalidInput for a bad id; NotFound when it
@@ -280,12 +296,30 @@ class AsyncClient(AsyncTransport):
         """One memory. Raises InvalidInput for a bad id; NotFound when it is missing or another user's."""
         return await self._send(REQUESTS.get(memory_id, user_id))
 
-    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100,
-                   filters: dict[str, Any] | None = None, include_expired: bool = False, *, agent_id: str | None = None,
-                   agent_scope: str = "both", run_id: str | None = None) -> MemoryPage:
+    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                      include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                      run_id: str | None = None) -> list[MemoryRecord]:
+        """Every memory Memory.get_all lists, oldest event first, a page per request."""
+        return [record async for record in self._pages(user_id=user_id, memory_type=memory_type, filters=filters,
+                                                       include_expired=include_expired, agent_id=agent_id,
+                                                       agent_scope=agent_scope, run_id=run_id)]
+
+    async def page(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                   include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                   run_id: str | None = None, offset: Count = 0, limit: Count = 100) -> MemoryPage:
         """A page of the user's memories matching `filters`, oldest event first. Raises InvalidInput for a bad argument."""
-        return await self._send(REQUESTS.page(user_id, memory_type, offset, limit, filters, include_expired,
-                                              agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
+        return await self._send(REQUESTS.page(user_id, memory_type, filters=filters, include_expired=include_expired,
+                                              agent_id=agent_id, agent_scope=agent_scope, run_id=run_id, offset=offset,
+                                              limit=limit))
+
+    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, *, filters: Metadata = None,
+                       include_expired: bool = False, agent_id: str | None = None, agent_scope: str = "both",
+                       run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
+        """Every memory Memory.iter_all lists, a page per request."""
+        async for record in self._pages(user_id=user_id, memory_type=memory_type, filters=filters,
+                                        include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope,
+                                        run_id=run_id):
+            yield record
 
     async def history(self, memory_id: int, user_id: str) -> list[HistoryEvent]:
         """Every change to this memory, oldest first. Raises InvalidInput for a bad id; NotFound when
@@ -316,7 +350,7 @@ class AsyncClient(AsyncTransport):
         return await self._send(REQUESTS.restore(memory_id, user_id))
 
     async def curate(self, memory_id: int, user_id: str, *, category: Category | str | None = None,
-                     importance: float | None = None) -> MemoryRecord:
+                     importance: Score | None = None) -> MemoryRecord:
         """Set a memory's category and/or importance (see Memory.curate). Raises InvalidInput for a bad
         value or neither; NotFound when it is missing or another user's."""
         return await self._send(REQUESTS.curate(memory_id, user_id, category=category, importance=importance))

@@ -17,7 +17,7 @@ from ..contract import store_identity, wire
 from ..contract.defaults import DEFAULT_URL, ENV_SERVER
 from ..contract.wire import API_PREFIX
 from ..errors import ConfigError, HippocampusError, ServiceUnavailable, from_wire
-from ..models import MemoryRecord, MemoryType
+from ..models import MemoryRecord
 from .calls import REQUESTS, Call, R, _json
 
 ENV_KEY = "HIPPOCAMPUS_API_KEY"
@@ -118,15 +118,12 @@ class SyncTransport(_Base):
         super().__init__(url, api_key, timeout, long_timeout)
         self._http = httpx.Client(base_url=self.url, headers=self._headers, transport=transport, verify=_verify(self.url))
 
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                 include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                 run_id: str | None = None) -> Iterator[MemoryRecord]:
-        """Every memory of this user matching `filters` (and the agent scope), a page at a time."""
+    def _pages(self, **fields: Any) -> Iterator[MemoryRecord]:
+        """Every memory `page` lists with these fields (PageRequest's, less offset and limit), a page per request:
+        the Client's iter_all and get_all (generated, contract/faces.py)."""
         offset: int | None = 0
         while offset is not None:
-            page = self._send(REQUESTS.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters,
-                                             include_expired=include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                                             run_id=run_id))
+            page = self._send(REQUESTS.page(**fields, offset=offset, limit=PAGE))
             yield from page.items
             offset = page.next_offset
 
@@ -139,13 +136,6 @@ class SyncTransport(_Base):
             sent: list[int] = self._send(REQUESTS.add_many(part, batch_size))
             ids += sent
         return ids
-
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                run_id: str | None = None) -> list[MemoryRecord]:
-        """Every memory of this user matching `filters` (and the agent scope), oldest event first."""
-        return list(self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id, agent_scope=agent_scope,
-                                  run_id=run_id))
 
     def healthy(self) -> bool:
         """Whether the service answers /healthz."""
@@ -186,15 +176,11 @@ class AsyncTransport(_Base):
         super().__init__(url, api_key, timeout, long_timeout)
         self._http = httpx.AsyncClient(base_url=self.url, headers=self._headers, transport=transport, verify=_verify(self.url))
 
-    async def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                       include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                       run_id: str | None = None) -> AsyncIterator[MemoryRecord]:
-        """As Client.iter_all: every memory of this user matching `filters`, a page per request."""
+    async def _pages(self, **fields: Any) -> AsyncIterator[MemoryRecord]:
+        """As Client's: every memory `page` lists with these fields, a page per request."""
         offset: int | None = 0
         while offset is not None:
-            page = await self._send(REQUESTS.page(user_id, memory_type, offset=offset, limit=PAGE, filters=filters,
-                                                   include_expired=include_expired, agent_id=agent_id,
-                                                   agent_scope=agent_scope, run_id=run_id))
+            page = await self._send(REQUESTS.page(**fields, offset=offset, limit=PAGE))
             for record in page.items:
                 yield record
             offset = page.next_offset
@@ -207,13 +193,6 @@ class AsyncTransport(_Base):
             sent: list[int] = await self._send(REQUESTS.add_many(part, batch_size))
             ids += sent
         return ids
-
-    async def get_all(self, user_id: str, memory_type: MemoryType | str | None = None, filters: dict[str, Any] | None = None,
-                      include_expired: bool = False, *, agent_id: str | None = None, agent_scope: str = "both",
-                      run_id: str | None = None) -> list[MemoryRecord]:
-        """As Client.get_all: every memory of this user matching `filters`, oldest event first."""
-        return [r async for r in self.iter_all(user_id, memory_type, filters, include_expired, agent_id=agent_id,
-                                               agent_scope=agent_scope, run_id=run_id)]
 
     async def healthy(self) -> bool:
         """As Client.healthy: whether the service answers /healthz."""

@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._version import __version__
-from ..contract.requests import AddRequest, ContextRequest, ObserveRequest, SearchRequest
+from ..contract.requests import AddRequest, ContextRequest, ObserveRequest, PageRequest, SearchRequest, UpdateRequest
 from ..contract.verbs import by_name
 from ..contract.wire import NotAFlag, error_body
 from ..errors import AuthError, HippocampusError, http_status
@@ -82,10 +82,10 @@ class ToolBackend(Protocol):
     def search(self, query: str, user_id: str, limit: Any = ..., memory_type: Any = ..., filters: Any = ...,
                include_expired: bool = ..., agent_id: Any = ..., agent_scope: Any = ..., run_id: Any = ...,
                as_of: Any = ...) -> Any: ...
-    def page(self, user_id: str, memory_type: Any = ..., offset: int = ..., limit: int = ..., filters: Any = ...,
-             include_expired: bool = ..., *, agent_id: Any = ..., agent_scope: Any = ..., run_id: Any = ...) -> Any: ...
+    def page(self, user_id: str, memory_type: Any = ..., *, filters: Any = ..., include_expired: bool = ...,
+             agent_id: Any = ..., agent_scope: Any = ..., run_id: Any = ..., offset: int = ..., limit: int = ...) -> Any: ...
     def get(self, memory_id: int, user_id: str) -> Any: ...
-    def update(self, memory_id: int, text: str, user_id: str, metadata: Any = ..., expires_at: Any = ...) -> Any: ...
+    def update(self, memory_id: int, text: str, *, user_id: str, metadata: Any = ..., expires_at: Any = ...) -> Any: ...
     def delete(self, memory_id: int, user_id: str) -> Any: ...
     def update_many(self, items: Any, user_id: str) -> Any: ...
     def delete_many(self, memory_ids: Any, user_id: str) -> Any: ...
@@ -219,17 +219,19 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
                               "memory_type": h.memory.memory_type.value, "time": h.memory.time_iso,
                               "found_by": found_by(h.signals)} for h in result.all]}
 
+    page_face = by_name()["page"].mcp
+
     @tool(annotations=_READ)
-    async def list_memories(ctx: Context, user_id: UserId, memory_type: MemoryKind = None, offset: int = 0,
-                            limit: int = 50, filters: dict[str, Any] | None = None,
-                            include_expired: bool = False, agent_id: AgentId = None, agent_scope: AgentScope = "both",
-                            run_id: RunId = None) -> dict[str, Any]:
+    @tool_params(PageRequest, page_face, {"user_id": UserId, "memory_type": MemoryKind, "filters": dict[str, Any] | None,
+                                          "agent_id": AgentId, "agent_scope": AgentScope, "run_id": RunId},
+                 defaults={"limit": 50})
+    async def list_memories(ctx: Context, **fields: Any) -> dict[str, Any]:
         """A page of everything remembered about user_id, oldest event first (to review, not to
         recall: search_memory answers questions); filters as search_memory's. Returns {items: [memory], total, offset,
         next_offset}; call again with offset=next_offset until next_offset is null."""
-        page = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.page, user_id, memory_type=memory_type,
-                              offset=offset, limit=limit, filters=filters, include_expired=include_expired,
-                              agent_scope=agent_scope, run_id=run_id)
+        args = verb_args(fields, page_face)  # PageRequest's fields (contract/requests.py), under the verb's names
+        user_id, agent_id = args.pop("user_id"), args.pop("agent_id", None)
+        page = await as_agent(ctx, user_id, agent_id, _user(user_id), backend.page, user_id, **args)
         return page.model_dump(mode="json")
 
     @tool(annotations=_READ)
@@ -239,15 +241,18 @@ def build_server(backend: ToolBackend, tenant_of: TenantOf, observe: Observe | N
         record = await owned(ctx, user_id, memory_id, _missing(memory_id), backend.get, memory_id, user_id=user_id)
         return record.model_dump(mode="json")
 
+    update_face = by_name()["update"].mcp
+
     @tool(annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False))
-    async def update_memory(ctx: Context, memory_id: MemoryId, text: str, user_id: UserId,
-                            metadata: dict[str, Any] | None = None,
-                            expires_at: When = None) -> dict[str, Any]:
+    @tool_params(UpdateRequest, update_face, {"memory_id": MemoryId, "user_id": UserId, "metadata": dict[str, Any] | None,
+                                              "expires_at": When})
+    async def update_memory(ctx: Context, **fields: Any) -> dict[str, Any]:
         """Correct a memory in place when the user says it changed ("I moved again"): replaces its
         text (the id stays, the old text goes to memory_history) and merges metadata into it;
         expires_at as add_memory's. Returns the updated memory."""
-        record = await owned(ctx, user_id, memory_id, _missing(memory_id), backend.update, memory_id, text, user_id=user_id,
-                           metadata=metadata, expires_at=expires_at)
+        args = verb_args(fields, update_face)  # UpdateRequest's fields (contract/requests.py), under the verb's names
+        memory_id, user_id = args.pop("memory_id"), args.pop("user_id")
+        record = await owned(ctx, user_id, memory_id, _missing(memory_id), backend.update, memory_id, user_id=user_id, **args)
         return record.model_dump(mode="json")
 
     @tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))

@@ -22,11 +22,13 @@ from ..contract.verbs import Face
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def tool_params(model: type[BaseModel], face: Face, types: Mapping[str, Any] | None = None) -> Callable[[F], F]:
+def tool_params(model: type[BaseModel], face: Face, types: Mapping[str, Any] | None = None,
+                defaults: Mapping[str, Any] | None = None) -> Callable[[F], F]:
     """Give the tool the model's fields as keyword parameters after its own (the Context): named as the face
     names them, typed as the model types them unless `types` gives the tool a narrower type (a Literal for the
-    agent to choose from), each with the field's description."""
-    types = types or {}
+    agent to choose from), each with the field's description, and its default unless `defaults` gives the tool
+    its own (a shorter page for an agent)."""
+    types, defaults = types or {}, defaults or {}
 
     def decorate(fn: F) -> F:
         hints = typing.get_type_hints(fn)  # the annotations evaluated: the SDK reads objects from a given signature
@@ -37,6 +39,7 @@ def tool_params(model: type[BaseModel], face: Face, types: Mapping[str, Any] | N
                 continue
             default = inspect.Parameter.empty if field.is_required() else field.default
             default = default.value if isinstance(default, Enum) else default
+            default = defaults.get(name, default)
             annotation = types.get(name, field.annotation)
             if name not in types:
                 annotation = Annotated[(annotation, *field.metadata)] if field.metadata else annotation

@@ -15,7 +15,7 @@ from fastapi import Depends, Query, Request
 from .. import validation as V
 from ..contract import wire
 from ..contract.replies import GraphView
-from ..contract.requests import ContextRequest, fields_of
+from ..contract.requests import ContextRequest, PageRequest, fields_of
 from ..contract.verbs import by_name
 from ..contract.wire import (
     AddManyRequest,
@@ -90,22 +90,12 @@ def search(body: SearchRequest, tenant: TenantDep, memory: MemoryDep) -> SearchR
 
 
 @router.get("/memories", response_model=MemoryPage, summary="A page of a user's memories, oldest event first")
-def page(
-    tenant: TenantDep, memory: MemoryDep,
-    user_id: str,
-    memory_type: str | None = None,
-    offset: int = Query(0, ge=0),
-    limit: int = Query(100, ge=0, le=1000),
-    filters: str | None = Query(None, description="search's filters as a JSON object, e.g. {\"priority\": {\"gte\": 3}} "
-                                   "(docs/filters.md)"),
-    include_expired: bool = Query(False, description="also memories past their expires_at"),
-    agent_id: str | None = Query(None, description="the agent reading (docs/agents.md)"),
-    agent_scope: str = Query("both", description="own, shared or both"),
-    run_id: str | None = Query(None, description="only memories of this run"),
-) -> MemoryPage:
-    agent = tenant.check_agent(user_id, agent_id, f"user {user_id!r} not found")
-    return memory.page(user_id, memory_type=memory_type, offset=offset, limit=limit, filters=_query_filters(filters),
-                       include_expired=include_expired, agent_id=agent, agent_scope=agent_scope, run_id=run_id)
+def page(tenant: TenantDep, memory: MemoryDep,
+         fields: Annotated[dict[str, Any], Depends(query_params(PageRequest, by_name()["page"].rest,
+                                                                {"filters": str | None}))]) -> MemoryPage:
+    agent = tenant.check_agent(fields["user_id"], fields.get("agent_id"), f"user {fields['user_id']!r} not found")
+    # PageRequest's fields (rest_params.py); filters come as JSON text in the query string
+    return memory.page(**{**fields, "filters": _query_filters(fields.get("filters")), "agent_id": agent})
 
 
 def _query_filters(raw: str | None) -> dict[str, Any] | None:
@@ -128,9 +118,10 @@ def get(memory_id: int, user_id: str, tenant: TenantDep, memory: MemoryDep) -> M
 
 
 @router.patch("/memories/{memory_id}", response_model=MemoryRecord, summary="Replace a memory's text (the id stays)")
-def update(memory_id: int, body: UpdateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
-    tenant.check_owned(body.user_id, _missing(memory_id), lambda: memory.get(memory_id, user_id=body.user_id).metadata)
-    return memory.update(memory_id, body.text, user_id=body.user_id, metadata=body.metadata, expires_at=body.expires_at)
+def update(memory_id: int, body: UpdateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:  # type: ignore[valid-type]
+    fields = fields_of(body)  # UpdateRequest's fields but the id (contract/wire.py)
+    tenant.check_owned(fields["user_id"], _missing(memory_id), lambda: memory.get(memory_id, user_id=fields["user_id"]).metadata)
+    return memory.update(memory_id, **fields)
 
 
 @router.delete("/memories/{memory_id}", response_model=Deleted, summary="Delete one memory (its history stays)")
@@ -194,9 +185,10 @@ def graph(tenant: TenantDep, memory: MemoryDep, user_id: str, limit: int | None 
 
 
 @router.post("/memories/{memory_id}/curate", response_model=MemoryRecord, summary="Set a memory's category or importance")
-def curate(memory_id: int, body: CurateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:
-    tenant.check(body.user_id, _missing(memory_id))
-    return memory.curate(memory_id, body.user_id, category=body.category, importance=body.importance)
+def curate(memory_id: int, body: CurateRequest, tenant: TenantDep, memory: MemoryDep) -> MemoryRecord:  # type: ignore[valid-type]
+    fields = fields_of(body)  # CurateRequest's fields but the id (contract/wire.py)
+    tenant.check(fields["user_id"], _missing(memory_id))
+    return memory.curate(memory_id, **fields)
 
 
 @router.post("/memories/{memory_id}/restore", response_model=MemoryRecord, summary="Bring back a memory that decay forgot")

@@ -8,7 +8,7 @@ parameter of the route with no line here. FastAPI reads a dependency's parameter
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Annotated, Any
 
@@ -18,8 +18,10 @@ from pydantic import BaseModel
 from ..contract.verbs import Face
 
 
-def query_params(model: type[BaseModel], face: Face) -> Callable[..., dict[str, Any]]:
-    """A dependency whose parameters are the model's fields (less the face's skips), as query parameters."""
+def query_params(model: type[BaseModel], face: Face, types: Mapping[str, Any] | None = None) -> Callable[..., dict[str, Any]]:
+    """A dependency whose parameters are the model's fields (less the face's skips), as query parameters; `types`
+    gives a field the query string's own type (`filters`: JSON text, which the route reads)."""
+    types = types or {}
     back = {shown: name for name, shown in face.names.items()}
 
     def fields(**given: Any) -> dict[str, Any]:
@@ -31,7 +33,8 @@ def query_params(model: type[BaseModel], face: Face) -> Callable[..., dict[str, 
             continue
         default = inspect.Parameter.empty if field.is_required() else field.default
         default = default.value if isinstance(default, Enum) else default
-        annotation = Annotated[(field.annotation, *field.metadata, Query(description=field.description))]
+        annotation = Annotated[(types[name], Query(description=field.description))] if name in types else \
+            Annotated[(field.annotation, *field.metadata, Query(description=field.description))]
         params.append(inspect.Parameter(face.names.get(name, name), inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=annotation))
     fields.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]

@@ -234,7 +234,7 @@ def edit(request: Request, user_id: str, memory_id: int, text: str = Form(...), 
     new_category = category if category and category != record.life.category.value else None
     text = from_form(text).strip()
     if text != from_form(visible(record.text)).strip():  # a form saved as it was shown changes no text
-        memory.update(memory_id, text, user_id)
+        memory.update(memory_id, text, user_id=user_id)
     if new_category is not None or level is not None:
         memory.curate(memory_id, user_id, category=new_category, importance=level)
     return _to(f"{_user(user_id)}/memories/{memory_id}", msg="saved")

@@ -48,8 +48,7 @@ _BATCH = 256
 class Lister(Protocol):
     """What the transfer service reads through the facade's record service (memory/records.py)."""
 
-    def iter_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> Iterator[MemoryRecord]: ...
-    def get_all(self, user_id: str, memory_type: MemoryType | str | None = None) -> list[MemoryRecord]: ...
+    def every(self, user_id: str, **fields: Any) -> list[MemoryRecord]: ...
 
 
 class TransferService:
@@ -66,7 +65,7 @@ class TransferService:
         user_id = V.check_id("user_id", user_id)
         now = V.check_ts(now) if now is not None else now_ts()
         table = decay_table(self.ctx.config.decay_preset, self.ctx.config.categories)
-        records = sorted(self.lister.iter_all(user_id), key=lambda r: r.id)
+        records = sorted(self.lister.every(user_id), key=lambda r: r.id)
         text = memory_md.render([memory_md.md_entry(r, now, table) for r in records], now)
         if path is not None:
             files.save(path, text)
@@ -130,7 +129,7 @@ class TransferService:
         with `computed`, the hash of what each memory says now (a memory of this store exported and
         imported back is the same memory)."""
         out: dict[str, int] = {}
-        for rec in self.lister.iter_all(user_id):
+        for rec in self.lister.every(user_id):
             if isinstance(rec.metadata.get(HASH_KEY), str):
                 out.setdefault(rec.metadata[HASH_KEY], rec.id)
             if computed:
@@ -151,7 +150,7 @@ class TransferService:
     def export_jsonl(self, user_id: str, path: str | os.PathLike[str]) -> int:
         """Back up this user's memories. Memory.export_jsonl documents the arguments and errors."""
         user_id = V.check_id("user_id", user_id)
-        records = self.lister.get_all(user_id)
+        records = self.lister.every(user_id)
         events: dict[int, list[HistoryEvent]] = defaultdict(list)
         for raw in self.ctx.store.history(F.eq("user_id", user_id)):
             event = HistoryEvent.model_validate(raw)

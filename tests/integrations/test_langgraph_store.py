@@ -207,12 +207,12 @@ def test_ttl_is_the_memorys_expiry_refreshed_by_reads(memory):
     store.put(ns, "soon", {"text": "Max is at the dentist today"}, ttl=5)
     record, at = expiry("soon")
     assert record.metadata["lg_ttl"] == 5 and start + 300 <= at <= now_ts() + 301
-    memory.update(record.id, record.text, "max", expires_at=now_ts() + 10)  # as if most of the TTL had passed
+    memory.update(record.id, record.text, user_id="max", expires_at=now_ts() + 10)  # as if most of the TTL had passed
     store.get(ns, "soon", refresh_ttl=False)
     assert expiry("soon")[1] <= now_ts() + 10
     assert store.search(ns, query="dentist")[0].key == "soon"  # a read refreshes: 5 minutes from now again
     assert expiry("soon")[1] >= now_ts() + 299
-    memory.update(record.id, record.text, "max", expires_at=now_ts() - 1)  # past its TTL
+    memory.update(record.id, record.text, user_id="max", expires_at=now_ts() - 1)  # past its TTL
     assert store.get(ns, "soon") is None and store.search(ns, query="dentist") == [] and store.list_namespaces(prefix=ns) == []
     store.put(ns, "kept", {"text": "Max likes jazz"}, ttl=1)
     store.put(ns, "kept", {"text": "Max likes jazz and blues"})  # a put without a TTL lifts it

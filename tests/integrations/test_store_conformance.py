@@ -217,7 +217,7 @@ def test_a_read_refreshes_the_ttl_without_changing_updated_at(memory):
     store.put(ns, "k", {"text": "Dan is in a meeting"}, ttl=5)
     before = store.get(ns, "k", refresh_ttl=False).updated_at
     [record] = memory.get_all("dan")
-    memory.update(record.id, record.text, "dan", expires_at=record.metadata["expires_at"] - 200)
+    memory.update(record.id, record.text, user_id="dan", expires_at=record.metadata["expires_at"] - 200)
     store.get(ns, "k")
     [after] = memory.get_all("dan")
     assert after.metadata["expires_at"] >= record.metadata["expires_at"] - 2  # refreshed to 5 minutes from now

@@ -196,7 +196,7 @@ def test_a_key_bound_to_an_agent_never_reaches_another_agents_memories(memory: M
         assert ids["coder"] not in {r.id for r in client.get_all(user, agent_scope="both")}
         assert "coder notes" not in client.context(user, min_score=0)
         assert client.get(ids["shared"], user).id == ids["shared"]
-        for call in (lambda: client.get(ids["coder"], user), lambda: client.update(ids["coder"], "x", user),
+        for call in (lambda: client.get(ids["coder"], user), lambda: client.update(ids["coder"], "x", user_id=user),
                      lambda: client.delete(ids["coder"], user), lambda: client.history(ids["coder"], user),
                      lambda: client.search("coffee", user, agent_id="coder"), lambda: client.add("x", user, agent_id="coder"),
                      lambda: client.page(user, agent_id="coder", agent_scope="own"), lambda: client.export_md(user),

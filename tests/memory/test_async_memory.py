@@ -43,7 +43,7 @@ def test_same_models_exceptions_and_history_as_memory_and_close_releases_the_sto
     async def run() -> None:
         memory = await AsyncMemory.open(milvus_uri=str(shared_db), collection_name=f"am_{uuid.uuid4().hex[:10]}", embedder=embedder)
         (mid,) = (await memory.add("I moved to Berlin", user_id="bo")).ids
-        concurrent = await asyncio.gather(memory.update(mid, "I moved to Hamburg", "bo"), memory.stats("bo"),
+        concurrent = await asyncio.gather(memory.update(mid, "I moved to Hamburg", user_id="bo"), memory.stats("bo"),
                                           memory.update_many([{"memory_id": mid, "text": "I moved to Hamburg"}], "bo"))
         assert concurrent[1]["total"] == 1 and concurrent[2].results[0].status in ("ok", "unchanged")
         assert (await memory.get(mid, user_id="bo")).text == "I moved to Hamburg"

@@ -26,9 +26,9 @@ def _render(table) -> str:
 def test_an_update_with_the_same_text_and_metadata_writes_no_event(memory: Memory):
     (mid,) = memory.add("I like green tea", user_id=U, metadata={"source": "chat"}).ids
     before = memory.history(mid, U)
-    same = memory.update(mid, "I like green tea", U, metadata={"source": "chat"})
+    same = memory.update(mid, "I like green tea", user_id=U, metadata={"source": "chat"})
     assert same.text == "I like green tea" and memory.history(mid, U) == before
-    memory.update(mid, "I like green tea", U, metadata={"source": "email"})  # a real change is recorded
+    memory.update(mid, "I like green tea", user_id=U, metadata={"source": "email"})  # a real change is recorded
     assert [e.action for e in memory.history(mid, U)][-1] is HistoryAction.UPDATED
 
 

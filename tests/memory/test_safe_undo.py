@@ -110,7 +110,7 @@ def test_a_fact_changed_since_refuses_the_undo_and_says_why(memory: Memory):
 def test_the_refusal_through_rest(memory: Memory):
     mid = memory.add("The meeting is on Monday", user_id=U).ids[0]
     with in_process(create_app(memory, mcp=False)) as transport, Client(IN_PROCESS_URL, transport=transport) as client:
-        client.update(mid, "The meeting is on Tuesday", U)
+        client.update(mid, "The meeting is on Tuesday", user_id=U)
         first = client.history(mid, U)[-1].event_id
         client.curate(mid, U, category="decision")
         later = client.history(mid, U)[-1]

@@ -241,7 +241,7 @@ def test_two_undos_of_one_event_at_once_succeed_once(memory: Memory):
 def test_undo_through_the_rest_client_and_the_cli(memory: Memory, fresh_path: str):
     mid = memory.add("I work at the bakery", user_id=U).ids[0]
     with in_process(create_app(memory, mcp=False)) as transport, Client(IN_PROCESS_URL, transport=transport) as client:
-        client.update(mid, "I work at the library", U)
+        client.update(mid, "I work at the library", user_id=U)
         event = client.history(mid, U)[-1]
         assert event.event_id == _last(memory, mid).event_id
         with pytest.raises(NotFound, match="no history event"):

@@ -80,7 +80,7 @@ class Twins(RuleBasedStateMachine):
     def update(self, pair: tuple[int, int], text: str) -> None:
         owner = self._owner(pair)
         if owner:
-            _same(lambda: self.memory.update(pair[0], text, owner), lambda: self.client.update(pair[1], text, owner), _norm)
+            _same(lambda: self.memory.update(pair[0], text, user_id=owner), lambda: self.client.update(pair[1], text, user_id=owner), _norm)
 
     @rule(pair=consumes(pairs))
     def delete(self, pair: tuple[int, int]) -> None:

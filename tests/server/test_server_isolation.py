@@ -49,7 +49,7 @@ def _forbidden_call(client: Client, verb: str, user: str, mid: int) -> None:
     calls = {
         "get": lambda: client.get(mid, user), "history": lambda: client.history(mid, user),
         "search": lambda: client.search("secret number", user), "page": lambda: client.page(user),
-        "update": lambda: client.update(mid, "overwritten", user), "delete": lambda: client.delete(mid, user),
+        "update": lambda: client.update(mid, "overwritten", user_id=user), "delete": lambda: client.delete(mid, user),
         "mark_used": lambda: client.mark_used([mid], user, context="user: hi"), "reset": lambda: client.reset(user),
         "add": lambda: client.add("planted by a stranger", user), "consolidate": lambda: client.consolidate(user),
         "stats": lambda: client.stats(user), "add_many": lambda: client.add_many([{"text": "x", "user_id": user}]),
@@ -135,7 +135,7 @@ def test_no_request_crosses_agents(world):
                     verb = rng.choice(["get", "history", "update", "delete", "name", "export"])
                     with pytest.raises(NotFound):
                         {"get": lambda: client.get(mid, user), "history": lambda: client.history(mid, user),
-                         "update": lambda: client.update(mid, "overwritten", user), "delete": lambda: client.delete(mid, user),
+                         "update": lambda: client.update(mid, "overwritten", user_id=user), "delete": lambda: client.delete(mid, user),
                          "name": lambda: client.search("note", user, agent_id=agent_of[mid]),
                          "export": lambda: client.export_md(user)}[verb]()
                     counted["foreign agent"] += 1

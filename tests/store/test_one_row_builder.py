@@ -143,7 +143,7 @@ def test_every_writer_writes_through_to_row(mem, tmp_path):
     _step(mem, "add_many", lambda: mem.add_many([{"text": "bulk one", "user_id": user, "ts": T0},
                                                  {"text": "Alice's favourite colour is green", "user_id": user, "ts": T0,
                                                   "memory_type": "semantic"}]))
-    _step(mem, "update", lambda: mem.update(ids[0], "a remark about the rain", user))
+    _step(mem, "update", lambda: mem.update(ids[0], "a remark about the rain", user_id=user))
     updated = next(e["event_id"] for e in _events(mem, user, HistoryAction.UPDATED) if e["memory_id"] == ids[0])
     _step(mem, "undo an update", lambda: mem.undo(updated, user))
     _step(mem, "mark_used", lambda: mem.mark_used(ids[1], user))

@@ -36,7 +36,7 @@ def in_process(memory: Memory) -> None:
     hits: list[SearchHit] = found.episodic + found.semantic
     text: str = hits[0].memory.text
     record: MemoryRecord = memory.get(first, "alice")
-    changed: MemoryRecord = memory.update(first, text + " (2024)", "alice", metadata={"source": "chat"})
+    changed: MemoryRecord = memory.update(first, text + " (2024)", user_id="alice", metadata={"source": "chat"})
     events: list[HistoryEvent] = memory.history(changed.id, "alice")
     event: int | None = events[-1].event_id
     assert event is not None

@@ -598,6 +598,13 @@ export interface components {
              */
             user_id?: string | null;
         };
+        /**
+         * Category
+         * @description What a memory is about (preference, fact, experience, workflow, ...), plus core (promoted, never
+         *     decays) and system (set by the operator).
+         * @enum {string}
+         */
+        Category: "preference" | "fact" | "experience" | "workflow" | "decision" | "skill_usage" | "todo" | "core" | "system";
         /** ConsolidateRequest */
         ConsolidateRequest: {
             /**
@@ -702,15 +709,26 @@ export interface components {
              */
             context: string;
         };
-        /** CurateRequest */
+        /**
+         * CurateRequest
+         * @description A person's (or the agent's) explicit judgement: set a memory's category (`core` promotes it: never decays,
+         *     never removed by a job) and/or its importance in [0, 1], which counts from now. The text and id stay; history
+         *     records the change ("updated", details old and new).
+         *
+         *     Raises InvalidInput for a bad id, user_id, category or importance, or when neither is given; NotFound when the
+         *     memory is missing or another user's; StoreError on failure.
+         */
         CurateRequest: {
-            /** User Id */
+            /**
+             * User Id
+             * @description whose memory it is
+             */
             user_id: string;
             /**
              * Category
-             * @description preference, fact, ..., core (never decays)
+             * @description preference, fact, experience, workflow, decision, skill_usage, todo, core (never decays), system or one of the project's own (MemoryConfig.categories)
              */
-            category?: string | null;
+            category?: components["schemas"]["Category"] | string | null;
             /**
              * Importance
              * @description the score in [0, 1], counted from now
@@ -1335,19 +1353,35 @@ export interface components {
              */
             items: unknown[];
         };
-        /** UpdateRequest */
+        /**
+         * UpdateRequest
+         * @description Replace a memory's text (re-embedded) and merge `metadata` into it; the id stays and the old text goes to
+         *     history. `expires_at` sets when it expires, as `add`'s (relative words count from now).
+         *
+         *     Raises InvalidInput for a bad argument or a library-owned metadata key (as `add`); NotFound when the memory is
+         *     missing or another user's; EmbeddingError / StoreError on failure.
+         */
         UpdateRequest: {
-            /** User Id */
-            user_id: string;
-            /** Text */
+            /**
+             * Text
+             * @description its new text
+             */
             text: string;
-            /** Metadata */
+            /**
+             * User Id
+             * @description whose memory it is
+             */
+            user_id: string;
+            /**
+             * Metadata
+             * @description the caller's keys to set in its metadata (not a key the library owns)
+             */
             metadata?: {
                 [key: string]: unknown;
             } | null;
             /**
              * Expires At
-             * @description when it expires: epoch seconds, ISO 8601, or words naming a day ("until Monday", "到下周一"); docs/filters.md
+             * @description when it expires, as add's (words count from now)
              */
             expires_at?: number | string | null;
         };
@@ -1843,20 +1877,24 @@ export interface operations {
     page_v1_memories_get: {
         parameters: {
             query: {
+                /** @description whose memories */
                 user_id: string;
-                memory_type?: string | null;
-                offset?: number;
-                limit?: number;
-                /** @description search's filters as a JSON object, e.g. {"priority": {"gte": 3}} (docs/filters.md) */
+                /** @description one kind: episodic, semantic or procedural (default: all three) */
+                memory_type?: components["schemas"]["MemoryType"] | string | null;
+                /** @description search's filters (docs/filters.md), e.g. {"priority": {"gte": 3}} */
                 filters?: string | null;
                 /** @description also memories past their expires_at */
                 include_expired?: boolean;
-                /** @description the agent reading (docs/agents.md) */
+                /** @description the agent reading, with agent_scope; docs/agents.md */
                 agent_id?: string | null;
-                /** @description own, shared or both */
+                /** @description own (the agent's memories), shared (the user's without an agent) or both */
                 agent_scope?: string;
                 /** @description only memories of this run */
                 run_id?: string | null;
+                /** @description how many memories to skip (0 or more) */
+                offset?: number;
+                /** @description at most this many memories (0..1000) */
+                limit?: number;
             };
             header?: never;
             path?: never;
