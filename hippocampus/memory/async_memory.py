@@ -143,7 +143,7 @@ class AsyncMemory(AsyncMemoryBase):
         Raises InvalidInput for a bad user_id; StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.reset(user_id))
 
-    async def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+    async def mark_used(self, memory_ids: int | Sequence[int], user_id: str, *, context: str | None = None) -> list[MemoryRecord]:
         """The chat hook reports which recalled memories the answer actually used (a memory that was
         only retrieved does not count as used). Each one's hit_count rises by exactly one (history
         "hit") and its score is reinforced, s + (1 - s) * 0.2, when the use counts (once per 2 hours,
@@ -154,7 +154,7 @@ class AsyncMemory(AsyncMemoryBase):
 
         Raises InvalidInput for a bad id, user_id or context; NotFound, before anything changes,
         when an id is unknown or another user's; EmbeddingError / StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.mark_used(memory_ids, user_id, context))
+        return await anyio.to_thread.run_sync(lambda: self.memory.mark_used(memory_ids, user_id, context=context))
 
     async def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (),
                       chat_id: str = "default", who: str | None = None, metadata: Metadata = None, ts: Timestamp = None,
@@ -284,7 +284,7 @@ class AsyncMemory(AsyncMemoryBase):
                                                                           agent_id=agent_id, agent_scope=agent_scope,
                                                                           run_id=run_id))
 
-    async def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
+    async def decay(self, user_id: str | None = None, now: int | None = None, *, progress: Progress | None = None) -> DecayStats:
         """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those
         below 0.05 (deleted, the row kept in a "forgotten" history event: see `restore`), for one user
         or all; core and system memories never. The MemoryReviewer looks at what reached 0.9 (promote
@@ -293,7 +293,7 @@ class AsyncMemory(AsyncMemoryBase):
         simulations. Consolidation runs it too, unless `decay_preset` is off.
 
         Raises InvalidInput for a bad user_id or now; StoreError on failure."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.decay(user_id, now, progress))
+        return await anyio.to_thread.run_sync(lambda: self.memory.decay(user_id, now, progress=progress))
 
     async def last_decay(self) -> int | None:
         """When decay last ran over every user (epoch seconds; kept in the store, so it survives a
@@ -385,12 +385,12 @@ class AsyncMemory(AsyncMemoryBase):
         Raises InvalidInput for a bad user_id or limit; StoreError on failure."""
         return await anyio.to_thread.run_sync(lambda: self.memory.graph(user_id, limit))
 
-    async def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
+    async def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, *, now: int | None = None) -> str:
         """This user's memories as a MEMORY.md (lifecycle/memory_md.py): Active and Archived
         by state, each by score now, highest first. With `path` the file is rewritten whole, the old
         one kept as `<name>.bak`, through a temporary file and a rename. `now` (epoch seconds) stands
         in for the clock. Raises InvalidInput for a bad user_id or now; StoreError; OSError."""
-        return await anyio.to_thread.run_sync(lambda: self.memory.export_md(user_id, path, now))
+        return await anyio.to_thread.run_sync(lambda: self.memory.export_md(user_id, path, now=now))
 
     async def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
         """Bring an edited MEMORY.md back: an entry whose id is one of this user's memories updates

@@ -255,7 +255,7 @@ class Memory:
     decide_pending = requested.decide_pending  # generated from contract/requests.py's DecidePendingRequest
 
     # ------------------------------------------------------------------ the chat hook
-    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, *, context: str | None = None) -> list[MemoryRecord]:
         """The chat hook reports which recalled memories the answer actually used (a memory that was
         only retrieved does not count as used). Each one's hit_count rises by exactly one (history
         "hit") and its score is reinforced, s + (1 - s) * 0.2, when the use counts (once per 2 hours,
@@ -271,7 +271,7 @@ class Memory:
     observe = requested.observe  # generated from contract/requests.py's ObserveRequest (memory/requested.py)
 
     # ------------------------------------------------------------------ lifecycle
-    def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
+    def decay(self, user_id: str | None = None, now: int | None = None, *, progress: Progress | None = None) -> DecayStats:
         """Archive the memories whose score fell below 0.2 (or whose todo date passed) and forget those
         below 0.05 (deleted, the row kept in a "forgotten" history event: see `restore`), for one user
         or all; core and system memories never. The MemoryReviewer looks at what reached 0.9 (promote
@@ -302,7 +302,7 @@ class Memory:
     context = requested.context  # generated from contract/requests.py's ContextRequest (memory/requested.py)
 
     # ------------------------------------------------------------------ transfer
-    def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
+    def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, *, now: int | None = None) -> str:
         """This user's memories as a MEMORY.md (lifecycle/memory_md.py): Active and Archived
         by state, each by score now, highest first. With `path` the file is rewritten whole, the old
         one kept as `<name>.bak`, through a temporary file and a rename. `now` (epoch seconds) stands

@@ -98,10 +98,10 @@ class Client(SyncTransport):
         for a bad user_id."""
         return self._send(REQUESTS.reset(user_id))
 
-    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+    def mark_used(self, memory_ids: int | Sequence[int], user_id: str, *, context: str | None = None) -> list[MemoryRecord]:
         """Report which recalled memories the answer used (see Memory.mark_used). Raises InvalidInput
         for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
-        return self._send(REQUESTS.mark_used(memory_ids, user_id, context))
+        return self._send(REQUESTS.mark_used(memory_ids, user_id, context=context))
 
     def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (), chat_id: str = "default",
                 who: str | None = None, metadata: Metadata = None, ts: Timestamp = None, agent_id: str | None = None,
@@ -167,10 +167,10 @@ class Client(SyncTransport):
         return self._send(REQUESTS.context(user_id, query, max_items=max_items, min_score=min_score, dates=dates,
                                            now=now, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
 
-    def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
+    def decay(self, user_id: str | None = None, now: int | None = None, *, progress: Progress | None = None) -> DecayStats:
         """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
         may touch. Raises InvalidInput for a bad user_id or now."""
-        return self._send(REQUESTS.decay(user_id, now, progress))
+        return self._send(REQUESTS.decay(user_id, now, progress=progress))
 
     def restore(self, memory_id: int, user_id: str) -> MemoryRecord:
         """Bring back a memory that decay forgot (see Memory.restore). Raises InvalidInput when it was
@@ -203,10 +203,10 @@ class Client(SyncTransport):
         """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
         return self._send(REQUESTS.graph(user_id, limit))
 
-    def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
+    def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, *, now: int | None = None) -> str:
         """This user's memories as a MEMORY.md (see Memory.export_md); with `path` the file is written
         here (the old one kept as .bak). Raises InvalidInput for a bad user_id or now; OSError."""
-        return self._send(REQUESTS.export_md(user_id, path, now))
+        return self._send(REQUESTS.export_md(user_id, path, now=now))
 
     def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
         """Bring an edited MEMORY.md back (see Memory.import_md): text, or a path read here. Raises
@@ -268,10 +268,10 @@ class AsyncClient(AsyncTransport):
         for a bad user_id."""
         return await self._send(REQUESTS.reset(user_id))
 
-    async def mark_used(self, memory_ids: int | Sequence[int], user_id: str, context: str | None = None) -> list[MemoryRecord]:
+    async def mark_used(self, memory_ids: int | Sequence[int], user_id: str, *, context: str | None = None) -> list[MemoryRecord]:
         """Report which recalled memories the answer used (see Memory.mark_used). Raises InvalidInput
         for a bad argument; NotFound, before anything changes, for an unknown or another user's id."""
-        return await self._send(REQUESTS.mark_used(memory_ids, user_id, context))
+        return await self._send(REQUESTS.mark_used(memory_ids, user_id, context=context))
 
     async def observe(self, messages: str | Message | Turns, user_id: str, *, shown: Shown = (),
                       chat_id: str = "default", who: str | None = None, metadata: Metadata = None, ts: Timestamp = None,
@@ -339,10 +339,10 @@ class AsyncClient(AsyncTransport):
         return await self._send(REQUESTS.context(user_id, query, max_items=max_items, min_score=min_score, dates=dates,
                                                  now=now, agent_id=agent_id, agent_scope=agent_scope, run_id=run_id))
 
-    async def decay(self, user_id: str | None = None, now: int | None = None, progress: Progress | None = None) -> DecayStats:
+    async def decay(self, user_id: str | None = None, now: int | None = None, *, progress: Progress | None = None) -> DecayStats:
         """Archive and forget what has decayed (see Memory.decay), for one user or every user the key
         may touch. Raises InvalidInput for a bad user_id or now."""
-        return await self._send(REQUESTS.decay(user_id, now, progress))
+        return await self._send(REQUESTS.decay(user_id, now, progress=progress))
 
     async def restore(self, memory_id: int, user_id: str) -> MemoryRecord:
         """Bring back a memory that decay forgot (see Memory.restore). Raises InvalidInput when it was
@@ -375,10 +375,10 @@ class AsyncClient(AsyncTransport):
         """The user's entities and triples (see Memory.graph). Raises InvalidInput for a bad argument."""
         return await self._send(REQUESTS.graph(user_id, limit))
 
-    async def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, now: int | None = None) -> str:
+    async def export_md(self, user_id: str, path: str | os.PathLike[str] | None = None, *, now: int | None = None) -> str:
         """This user's memories as a MEMORY.md (see Memory.export_md); with `path` the file is written
         here (the old one kept as .bak). Raises InvalidInput for a bad user_id or now; OSError."""
-        return await self._send(REQUESTS.export_md(user_id, path, now))
+        return await self._send(REQUESTS.export_md(user_id, path, now=now))
 
     async def import_md(self, user_id: str, text_or_path: str | os.PathLike[str]) -> ImportReport:
         """Bring an edited MEMORY.md back (see Memory.import_md): text, or a path read here. Raises
