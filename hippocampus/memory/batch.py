@@ -138,9 +138,8 @@ class BatchService:
             rows = self.ctx.store.by_ids(list(until), [*MEMORY_FIELDS, "vector"], where=F.eq("user_id", user_id))
             rewritten = [{**{k: v for k, v in r.items() if k != "sparse"},
                           "metadata": expiry.stamp(dict(r.get("metadata") or {}), until[int(r["id"])])} for r in rows]
-            if rewritten:
-                self.ctx.store.upsert(rewritten)
-        return sorted(int(r["id"]) for r in rewritten)
+            lost = self.ctx.store.upsert(rewritten) if rewritten else set()
+        return sorted(int(r["id"]) for r in rewritten if int(r["id"]) not in lost)
 
     def delete_many(self, memory_ids: Sequence[Any], user_id: str) -> BatchDeleteResult:
         """Delete these memories of this user (history kept, as `delete`). Memory.delete_many documents

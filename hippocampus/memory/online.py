@@ -80,7 +80,8 @@ def record_use(
         new_meta[LIFE_KEY] = life.stored()
         row = revised_row(rows[0], text=new_text, metadata=new_meta, hit_count=current.hit_count + 1,
                           **({"vector": vector} if vector is not None else {}))
-        store.upsert([row])
+        if store.upsert([row]):  # removed by another process during the write (a shared server)
+            raise NotFound(f"memory {record.id} was deleted meanwhile")
         events = [HistoryEvent(memory_id=record.id, user_id=record.user_id, action=HistoryAction.HIT, actor="chat",
                                details={"hit_count": current.hit_count + 1, "importance": round(life.importance, 4),
                                         "counted": life != current.life})]

@@ -10,11 +10,14 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..models import HistoryAction
+from . import filters as F
 from .backend import StoreClient
 from .capabilities import Capabilities
 from .schema import history_schema
 
 PAGE = 1000
+_REMOVALS = [HistoryAction.DELETED.value, HistoryAction.FORGOTTEN.value, HistoryAction.MERGED.value]
 
 
 class HistoryHost(Protocol):
@@ -72,6 +75,17 @@ class HistoryCollection:
         finally:
             it.close()
         return [{**r["event"], "event_id": int(r["id"])} for r in sorted(out, key=lambda r: (r["event"].get("at", 0), r["id"]))]
+
+    def removed(self, memory_ids: Sequence[int]) -> set[int]:
+        """Those of `memory_ids` whose history holds a removal (a delete, a forget, a merge into another
+        record). Such an id never comes back (undo and restore bring a row back under a new id), and a
+        remover writes its event before it deletes the row (removal.py), so a row found under such an id
+        is one that a rewrite put back after another process removed it."""
+        if not memory_ids:
+            return set()
+        found = self.read(F.and_(F.in_("memory_id", sorted({int(i) for i in memory_ids})), F.in_("action", _REMOVALS)))
+        return {int(e["memory_id"]) for e in found
+                if e["action"] != HistoryAction.MERGED.value or "merged_into" in (e.get("details") or {})}
 
     def delete(self, filter_expr: str) -> int:
         """Delete the events matching the filter; how many went."""

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import NotFound, SchemaMismatchError, StoreCorruptedError, StoreError
 from ..models import ROW_FIELDS
 from ..observability.tracing import store_call
+from . import filters as F
 from .backend import StoreClient, hybrid_kinds, keyed, refused
 from .buckets import bucket_of, ensure_bucket, group_by_bucket
 from .capabilities import Capabilities, detect, for_collection, warnings
@@ -182,15 +183,18 @@ class MilvusStore:
             self.cross.written(rows, ids, xv, fresh=True)  # ids just allocated: none is in the companion yet
         return ids
 
-    def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
+    def upsert(self, rows: Sequence[dict[str, Any]]) -> set[int]:
         """Rewrite existing rows in place; ids stay the same.
 
         A row whose id no longer exists (deleted or reset meanwhile) or belongs to another user is
         refused with NotFound and nothing is written: an update racing a delete must not bring an
-        erased memory back. The check and the write happen under one lock.
+        erased memory back. The check and the write happen under one lock, which holds within this
+        process; on a shared server another process may remove a memory between the two, so the
+        history is read after the write and a row it removed is deleted again. Returns those ids (their
+        rewrite did not stand); empty when every row was written.
         """
         if not rows:
-            return
+            return set()
         self._check_vectors(rows)
         ids = [int(r["id"]) for r in rows]
         with self._lock:
@@ -208,6 +212,12 @@ class MilvusStore:
                 self._bucket_ready(part, create=True)
                 self._call("upsert", self.collection, data=[rows[i] for i in idx], partition_name=part)
             self.cross.written(fresh, [int(r["id"]) for r in fresh], xv)
+            lost = self.events.removed(ids) if "://" in self.uri else set()  # a local store has one process
+            if lost:
+                self._call("delete", self.collection, filter=F.in_("id", sorted(lost)))
+                self.cross.removed(sorted(lost))
+                log.info("memories %s were removed by another process during their rewrite; left removed", sorted(lost))
+        return lost
 
     def delete(self, filter_expr: str) -> int:
         if not filter_expr:

@@ -91,7 +91,8 @@ class Writer:
         event = HistoryEvent(memory_id=old.id, user_id=old.user_id, action=action, actor=actor, old_text=old.text,
                              new_text=text, details=dict(details or {})).model_dump(mode="json")
         with self.lock:  # the event (with the old text) first: a failed rewrite takes it back (removal.py)
-            self._commit([event], [row])
+            if self._commit([event], [row]):
+                raise NotFound(f"memory {old.id} was deleted or merged meanwhile; nothing was rewritten")
         return MemoryRecord.from_row(row)
 
     def rewrite_held(self, rows: Sequence[dict[str, Any]], read: Sequence[MemoryRecord],
@@ -110,24 +111,27 @@ class Writer:
                 return set()
             ids = {int(r["id"]) for r in keep}
             try:
-                self._commit([e.model_dump(mode="json") for e in events if e.memory_id in ids], keep)
-                return ids
+                return ids - self._commit([e.model_dump(mode="json") for e in events if e.memory_id in ids], keep)
             except NotFound:  # deleted between the check and the write (another process): once more without it
                 if attempt == 2:
                     raise
                 rows = keep
         return set()
 
-    def _commit(self, events: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    def _commit(self, events: list[dict[str, Any]], rows: list[dict[str, Any]]) -> set[int]:
         """`events` (dumped), then the rows upserted; when the upsert fails, the events of the memories it
-        did not rewrite are taken back (removal.take_back) and the error raised."""
+        did not rewrite are taken back (removal.take_back) and the error raised. Returns the ids another
+        process removed during the write (MilvusStore.upsert): left removed, their events taken back."""
         written: list[int] | None = None
         try:
             written = self.store.add_history(events) if events else []
-            self.store.upsert(rows)
+            lost = self.store.upsert(rows)
         except BaseException:
             take_back(self.store, events, lambda: self._not_landed(rows), written)
             raise
+        if lost:
+            take_back(self.store, events, lambda: lost, written)
+        return lost
 
     def _stored(self, ids: list[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Each existing memory's (text, metadata) as stored now."""

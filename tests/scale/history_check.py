@@ -48,6 +48,7 @@ class Replayed:
     merged_from: list[int] | None = None
     merged_into: int | None = None
     events: int = 0
+    told: list[str] = field(default_factory=list, compare=False)  # "action by actor", in order: named in a problem
 
 
 @dataclass
@@ -75,6 +76,7 @@ def replay(events: Iterable[dict[str, Any]]) -> dict[int, Replayed]:
         m = out.setdefault(mid, Replayed())
         m.events += 1
         action, details = e.get("action"), e.get("details") or {}
+        m.told.append(f"{action} by {e.get('actor')}")
         if action == A.CREATED.value or (action == A.MERGED.value and "merged_from_ids" in details) or (
                 action == A.RESTORED.value and "restored_from" in details):
             m.created = m.exists = True
@@ -110,7 +112,7 @@ def check_history(store: MilvusStore, settled: bool = True) -> HistoryReport:
             problems.append(f"memory {mid} ({row['user_id']}) exists but its history never created it")
         else:
             if not m.exists:
-                problems.append(f"memory {mid} ({row['user_id']}) exists but its history removed it")
+                problems.append(f"memory {mid} ({row['user_id']}) exists but its history removed it: {m.told}")
             if m.text is not None and m.text != row["text"]:
                 problems.append(f"memory {mid}: text {row['text']!r}, its history says {m.text!r}")
             state = ((meta.get(LIFE_KEY) or {}).get("state")) if isinstance(meta.get(LIFE_KEY), dict) else None
