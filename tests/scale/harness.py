@@ -24,7 +24,9 @@ from tests.scale.history_check import check_history
 from tests.scale.support import Replica
 
 LEASE_ENV = {"HIPPOCAMPUS_LEASE_TTL_S": "5"}  # a killed replica's lease lapses within the run
-T0 = int(time.time()) - 7200
+# yesterday noon, UTC: a pair told ten minutes apart is told on one day at whatever hour the run starts (events on
+# different days never merge, consolidation/rules.py; "now - 2 h" put the pair across midnight from 01:50 to 02:00 UTC)
+T0 = (int(time.time()) // 86400 - 1) * 86400 + 12 * 3600
 LOAD_OPS = 80  # adds per load client at most (each third also updated, each fourth deleted)
 
 
@@ -130,7 +132,8 @@ def overlapping_runs(c: Cluster, pairs: int, prefix: str = "dup") -> dict[str, A
         for f in loaders:
             f.result()
     return {"pairs": made, "merged_reported": sum(s["merged"] for s in stats), "consolidate_s": round(took, 1),
-            "lease_lost": sum(1 for s in stats if s.get("lease_lost") or s.get("lease_held"))}
+            "lease_lost": sum(1 for s in stats if s.get("lease_lost") or s.get("lease_held")),
+            "runs": [{k: v for k, v in s.items() if not isinstance(v, (dict, list))} for s in stats]}
 
 
 def killed_mid_run(c: Cluster, pairs: int, prefix: str = "kill") -> dict[str, Any]:
